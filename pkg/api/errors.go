@@ -1,0 +1,161 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Code is the machine-readable class of a ComputeError.
+type Code string
+
+// The error codes of DESIGN.md. Every failure on the bus carries exactly one.
+const (
+	CodeInvalidInput        Code = "INVALID_INPUT"
+	CodeInvalidConfig       Code = "INVALID_CONFIG"
+	CodeNotFound            Code = "NOT_FOUND"
+	CodeAlreadyExists       Code = "ALREADY_EXISTS"
+	CodeConflict            Code = "CONFLICT"
+	CodeAccessDenied        Code = "ACCESS_DENIED"
+	CodeUnsupported         Code = "UNSUPPORTED"
+	CodeInvalidState        Code = "INVALID_STATE"
+	CodeCapacityUnavailable Code = "CAPACITY_UNAVAILABLE"
+	CodeRateLimited         Code = "RATE_LIMITED"
+	CodeProviderError       Code = "PROVIDER_ERROR"
+	CodeUnavailable         Code = "UNAVAILABLE"
+	CodeInternal            Code = "INTERNAL"
+)
+
+// Codes lists every Code, in the order of DESIGN.md.
+var Codes = []Code{
+	CodeInvalidInput, CodeInvalidConfig, CodeNotFound, CodeAlreadyExists, CodeConflict,
+	CodeAccessDenied, CodeUnsupported, CodeInvalidState, CodeCapacityUnavailable,
+	CodeRateLimited, CodeProviderError, CodeUnavailable, CodeInternal,
+}
+
+// Terminal reports whether the reconciler must fail an instance on this code
+// instead of retrying: UNSUPPORTED, INVALID_STATE and INVALID_CONFIG.
+func (c Code) Terminal() bool {
+	return c == CodeUnsupported || c == CodeInvalidState || c == CodeInvalidConfig
+}
+
+// Detail keys with a fixed meaning.
+const (
+	// DetailPath names the offending field as a dotted path ("config.token", "flavors[0].offerId").
+	DetailPath = "path"
+	// DetailRetryAfterMs is the wait in milliseconds a RATE_LIMITED caller must honour.
+	DetailRetryAfterMs = "retryAfterMs"
+	// DetailStatus is the HTTP status a provider API answered (PROVIDER_ERROR).
+	DetailStatus = "status"
+	// DetailCode is the error code a provider API answered (PROVIDER_ERROR).
+	DetailCode = "code"
+)
+
+// ComputeError is the error of every service call: a Code, a human message and
+// optional details (see the Detail* keys). It travels as
+// {"error":{"code","message","details"}} on the bus.
+type ComputeError struct {
+	Code    Code           `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Error implements error as "CODE: message".
+func (e *ComputeError) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Errorf builds a ComputeError with a formatted message and no details.
+func Errorf(code Code, format string, args ...any) *ComputeError {
+	return &ComputeError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// With returns e with details[key] set to value (e is modified and returned).
+func (e *ComputeError) With(key string, value any) *ComputeError {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	e.Details[key] = value
+	return e
+}
+
+// InvalidInput is INVALID_INPUT naming the offending field path in details.path.
+func InvalidInput(path, format string, args ...any) *ComputeError {
+	return Errorf(CodeInvalidInput, format, args...).With(DetailPath, path)
+}
+
+// InvalidConfig is INVALID_CONFIG naming the offending field path in details.path.
+func InvalidConfig(path, format string, args ...any) *ComputeError {
+	return Errorf(CodeInvalidConfig, format, args...).With(DetailPath, path)
+}
+
+// NotFound is NOT_FOUND for the resource kind and id, e.g. NotFound("pool", "pool_01…").
+func NotFound(kind, id string) *ComputeError {
+	return Errorf(CodeNotFound, "%s %q not found", kind, id).With("id", id)
+}
+
+// RateLimited is RATE_LIMITED with details.retryAfterMs set to retryAfter in
+// whole milliseconds (never negative).
+func RateLimited(retryAfter time.Duration, format string, args ...any) *ComputeError {
+	ms := retryAfter.Milliseconds()
+	if ms < 0 {
+		ms = 0
+	}
+	return Errorf(CodeRateLimited, format, args...).With(DetailRetryAfterMs, ms)
+}
+
+// ProviderError is PROVIDER_ERROR with the provider API's HTTP status and error
+// code in details (status 0 and code "" when the API could not be reached).
+func ProviderError(status int, code, format string, args ...any) *ComputeError {
+	return Errorf(CodeProviderError, format, args...).With(DetailStatus, status).With(DetailCode, code)
+}
+
+// AsComputeError returns err as a *ComputeError: itself if it is one (or wraps
+// one), INTERNAL with err's text otherwise, nil for nil.
+func AsComputeError(err error) *ComputeError {
+	if err == nil {
+		return nil
+	}
+	var ce *ComputeError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return &ComputeError{Code: CodeInternal, Message: err.Error()}
+}
+
+// CodeOf is the Code of err (INTERNAL for foreign errors, "" for nil).
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	return AsComputeError(err).Code
+}
+
+// IsCode reports whether err is a ComputeError with one of codes.
+func IsCode(err error, codes ...Code) bool {
+	c := CodeOf(err)
+	for _, want := range codes {
+		if c == want {
+			return true
+		}
+	}
+	return false
+}
+
+// RetryAfter is details.retryAfterMs as a duration (0 when absent). JSON
+// numbers decode as float64, Go values may be any integer kind: both are read.
+func (e *ComputeError) RetryAfter() time.Duration {
+	switch v := e.Details[DetailRetryAfterMs].(type) {
+	case int64:
+		return time.Duration(v) * time.Millisecond
+	case int:
+		return time.Duration(v) * time.Millisecond
+	case float64:
+		return time.Duration(v * float64(time.Millisecond))
+	}
+	return 0
+}
+
+// Path is details.path ("" when absent).
+func (e *ComputeError) Path() string {
+	p, _ := e.Details[DetailPath].(string)
+	return p
+}

@@ -1,0 +1,117 @@
+package api
+
+import "encoding/json"
+
+// Internal requests and replies of compute.internal.provider.<id>.<verb> and
+// compute.internal.secrets.resolve.
+
+// ProviderAccount is the part of an account a provider call carries: the
+// tenant (for scoped secret resolution), the id and version (for the client
+// cache) and the config (secret references, never values).
+type ProviderAccount struct {
+	ID       string         `json:"id"`
+	TenantID string         `json:"tenantId"`
+	Version  int64          `json:"version"`
+	Config   map[string]any `json:"config"`
+}
+
+// ManifestField describes one account config field of a provider. Type is
+// one of string, secret, option, int, bool, list, object. Options lists the
+// choices of an option; Fields the members of an object; Item the element of
+// a list. Min and Max bound an int.
+type ManifestField struct {
+	Name        string          `json:"name"`
+	Type        string          `json:"type"`
+	Description string          `json:"description,omitempty"`
+	Required    bool            `json:"required,omitempty"`
+	Default     any             `json:"default,omitempty"`
+	Options     []string        `json:"options,omitempty"`
+	Min         *int64          `json:"min,omitempty"`
+	Max         *int64          `json:"max,omitempty"`
+	Fields      []ManifestField `json:"fields,omitempty"`
+	Item        *ManifestField  `json:"item,omitempty"`
+}
+
+// ProviderDescription answers describe: the definition without its code, the
+// manifest, and the same manifest as a JSON Schema (2020-12) document.
+type ProviderDescription struct {
+	ID           string          `json:"id"`
+	Version      string          `json:"version"`
+	Provides     []string        `json:"provides"`
+	Capabilities []string        `json:"capabilities"`
+	Manifest     []ManifestField `json:"manifest"`
+	ConfigSchema json.RawMessage `json:"configSchema"`
+}
+
+// ProviderOffersRequest asks for offers (offers).
+type ProviderOffersRequest struct {
+	Account ProviderAccount `json:"account"`
+	Query   OfferQuery      `json:"query"`
+}
+
+// MachineSpec is what create makes: a name (made hostname-safe by the
+// provider), an offer id, an image, optional region, user data and SSH keys.
+type MachineSpec struct {
+	Name     string   `json:"name"`
+	OfferID  string   `json:"offerId"`
+	Image    string   `json:"image"`
+	Region   string   `json:"region,omitempty"`
+	UserData string   `json:"userData,omitempty"`
+	SSHKeys  []string `json:"sshKeys,omitempty"`
+}
+
+// ProviderCreateRequest creates a machine (create). The same IdempotencyKey
+// always names the same machine.
+type ProviderCreateRequest struct {
+	Account        ProviderAccount `json:"account"`
+	IdempotencyKey string          `json:"idempotencyKey"`
+	Machine        MachineSpec     `json:"machine"`
+}
+
+// ProviderMachineRequest names one machine (get, delete).
+type ProviderMachineRequest struct {
+	Account ProviderAccount `json:"account"`
+	ID      string          `json:"id"`
+}
+
+// ProviderGetReply answers get; Machine is null when the machine is absent.
+type ProviderGetReply struct {
+	Machine *ExternalMachine `json:"machine"`
+}
+
+// ProviderPowerRequest asks for a power action (power).
+type ProviderPowerRequest struct {
+	Account ProviderAccount `json:"account"`
+	ID      string          `json:"id"`
+	Action  string          `json:"action"`
+}
+
+// ProviderReinstallRequest reinstalls a machine with Image (reinstall).
+type ProviderReinstallRequest struct {
+	Account ProviderAccount `json:"account"`
+	ID      string          `json:"id"`
+	Image   string          `json:"image"`
+}
+
+// ProviderListRequest pages through the managed machines of an account (list).
+type ProviderListRequest struct {
+	Account ProviderAccount `json:"account"`
+	Limit   int             `json:"limit,omitempty"`
+	Cursor  string          `json:"cursor,omitempty"`
+}
+
+// SecretResolveRequest asks the secrets service for a reference's value on
+// behalf of a call for an account of TenantID.
+type SecretResolveRequest struct {
+	TenantID string `json:"tenantId"`
+	Ref      string `json:"ref"`
+}
+
+// SecretResolveReply carries a resolved value. It only ever travels on
+// compute.internal.secrets.resolve.
+type SecretResolveReply struct {
+	Value string `json:"value"`
+}
+
+// Empty is the reply of calls that answer nothing but success.
+type Empty struct{}

@@ -1,0 +1,230 @@
+package api
+
+import "time"
+
+// Secret is the metadata of a stored credential. The value is never part of
+// it: nothing on the public API returns a secret value.
+type Secret struct {
+	ID        string    `json:"id"`
+	TenantID  string    `json:"tenantId"`
+	Name      string    `json:"name"`
+	Ref       string    `json:"ref"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Account is a provider account: a provider kind and a config validated
+// against that provider's manifest. Credentials in Config are secret
+// references only. Version starts at 1 and increments on every update.
+type Account struct {
+	ID        string         `json:"id"`
+	TenantID  string         `json:"tenantId"`
+	Provider  string         `json:"provider"`
+	Name      string         `json:"name"`
+	Config    map[string]any `json:"config"`
+	Version   int64          `json:"version"`
+	CreatedAt time.Time      `json:"createdAt"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+}
+
+// Offer kinds.
+const (
+	KindVPS   = "vps"
+	KindMetal = "metal"
+)
+
+// Offer is a machine shape a provider account can create: vCPUs, memory and
+// disk in GiB, and the gross price per hour in Currency (EUR for Hetzner).
+type Offer struct {
+	ID           string   `json:"id"`
+	Kind         string   `json:"kind"`
+	Region       string   `json:"region"`
+	Vcpu         int      `json:"vcpu"`
+	MemoryGiB    float64  `json:"memoryGiB"`
+	DiskGiB      float64  `json:"diskGiB,omitempty"`
+	GPUs         int      `json:"gpus,omitempty"`
+	PricePerHour *float64 `json:"pricePerHour,omitempty"`
+	Currency     string   `json:"currency,omitempty"`
+	Available    bool     `json:"available"`
+}
+
+// OfferQuery filters offers; zero fields do not filter. GPUs > 0 asks for
+// offers with at least that many GPUs.
+type OfferQuery struct {
+	Region       string  `json:"region,omitempty"`
+	Kind         string  `json:"kind,omitempty"`
+	MinVcpu      int     `json:"minVcpu,omitempty"`
+	MinMemoryGiB float64 `json:"minMemoryGiB,omitempty"`
+	GPUs         int     `json:"gpus,omitempty"`
+}
+
+// Matches reports whether o passes every filter of q.
+func (q OfferQuery) Matches(o Offer) bool {
+	return (q.Region == "" || q.Region == o.Region) &&
+		(q.Kind == "" || q.Kind == o.Kind) &&
+		o.Vcpu >= q.MinVcpu &&
+		o.MemoryGiB >= q.MinMemoryGiB &&
+		o.GPUs >= q.GPUs
+}
+
+// Pool classes and agents. Only class "provider" with agent "none" exists so far.
+const (
+	PoolClassProvider = "provider"
+	PoolAgentNone     = "none"
+)
+
+// Flavor names an offer of the pool's account, with an optional default image.
+type Flavor struct {
+	Name    string `json:"name"`
+	OfferID string `json:"offerId"`
+	Image   string `json:"image,omitempty"`
+}
+
+// Pool groups instances on one provider account; instances pick a flavor of it.
+type Pool struct {
+	ID                string    `json:"id"`
+	TenantID          string    `json:"tenantId"`
+	Name              string    `json:"name,omitempty"`
+	SiteID            string    `json:"siteId,omitempty"`
+	Class             string    `json:"class"`
+	ProviderAccountID string    `json:"providerAccountId"`
+	Agent             string    `json:"agent"`
+	Flavors           []Flavor  `json:"flavors"`
+	Version           int64     `json:"version"`
+	CreatedAt         time.Time `json:"createdAt"`
+}
+
+// Flavor returns the pool's flavor called name.
+func (p *Pool) Flavor(name string) (Flavor, bool) {
+	for _, f := range p.Flavors {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Flavor{}, false
+}
+
+// Instance phases.
+const (
+	PhasePending      = "Pending"
+	PhaseProvisioning = "Provisioning"
+	PhaseRunning      = "Running"
+	PhaseStopped      = "Stopped"
+	PhaseReinstalling = "Reinstalling"
+	PhaseDeleting     = "Deleting"
+	PhaseFailed       = "Failed"
+)
+
+// Desired power states (level state of an instance).
+const (
+	PowerOn  = "on"
+	PowerOff = "off"
+)
+
+// Power actions a caller may ask for (instances.power and the provider power
+// subject). On and off are level state; the others are one-shot operations.
+const (
+	ActionOn              = "on"
+	ActionOff             = "off"
+	ActionGracefulOff     = "graceful-off"
+	ActionReset           = "reset"
+	ActionCycle           = "cycle"
+	ActionGracefulRestart = "graceful-restart"
+	ActionNMI             = "nmi"
+)
+
+// PowerActions lists every power action.
+var PowerActions = []string{ActionOn, ActionOff, ActionGracefulOff, ActionReset, ActionCycle, ActionGracefulRestart, ActionNMI}
+
+// DesiredState is what the caller asked for.
+type DesiredState struct {
+	Power string `json:"power"`
+}
+
+// Instance is one machine a tenant asked for: the desired spec, and the
+// status the reconciler observed. Generation increments on every mutation of
+// the desired state; Status.ObservedGeneration is the generation the status
+// reflects. Version is the record's optimistic-concurrency version.
+type Instance struct {
+	ID                  string         `json:"id"`
+	TenantID            string         `json:"tenantId"`
+	PoolID              string         `json:"poolId"`
+	Flavor              string         `json:"flavor"`
+	Image               string         `json:"image"`
+	Name                string         `json:"name"`
+	UserData            string         `json:"userData,omitempty"`
+	SSHKeys             []string       `json:"sshKeys,omitempty"`
+	Desired             DesiredState   `json:"desired"`
+	Status              InstanceStatus `json:"status"`
+	Generation          int64          `json:"generation"`
+	Version             int64          `json:"version"`
+	CreatedAt           time.Time      `json:"createdAt"`
+	UpdatedAt           time.Time      `json:"updatedAt"`
+	DeletionRequestedAt *time.Time     `json:"deletionRequestedAt,omitempty"`
+}
+
+// InstanceStatus is what the reconciler last observed.
+type InstanceStatus struct {
+	Phase              string           `json:"phase"`
+	Machine            *ExternalMachine `json:"machine,omitempty"`
+	Conditions         []Condition      `json:"conditions,omitempty"`
+	ObservedGeneration int64            `json:"observedGeneration"`
+}
+
+// Machine states reported by providers.
+const (
+	StatePending  = "pending"
+	StateRunning  = "running"
+	StateStopped  = "stopped"
+	StateRescue   = "rescue"
+	StateDeleting = "deleting"
+	StateDeleted  = "deleted"
+	StateError    = "error"
+	StateUnknown  = "unknown"
+)
+
+// MachineStates lists every machine state.
+var MachineStates = []string{StatePending, StateRunning, StateStopped, StateRescue, StateDeleting, StateDeleted, StateError, StateUnknown}
+
+// ExternalMachine is a machine as its provider reports it. ID is the
+// provider's own id (a Hetzner server id, a Proxmox VMID) as a string.
+type ExternalMachine struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name,omitempty"`
+	State     string   `json:"state"`
+	OfferID   string   `json:"offerId,omitempty"`
+	Region    string   `json:"region,omitempty"`
+	Addresses []string `json:"addresses"`
+}
+
+// Condition types and statuses.
+const (
+	ConditionProviderError = "ProviderError"
+	ConditionTrue          = "True"
+	ConditionFalse         = "False"
+)
+
+// Condition is one observed aspect of an instance, Kubernetes style. For
+// ProviderError, Reason is the ComputeError code and RetryAt when the
+// reconciler tries again.
+type Condition struct {
+	Type               string     `json:"type"`
+	Status             string     `json:"status"`
+	Reason             string     `json:"reason,omitempty"`
+	Message            string     `json:"message,omitempty"`
+	LastTransitionTime time.Time  `json:"lastTransitionTime"`
+	RetryAt            *time.Time `json:"retryAt,omitempty"`
+}
+
+// Event is published on compute.v1.<tenant>.events.<resource>.<id>.<type>
+// and kept in the COMPUTE_EVENTS stream.
+type Event struct {
+	ID         string    `json:"id"`
+	TenantID   string    `json:"tenantId"`
+	Resource   string    `json:"resource"`
+	ResourceID string    `json:"resourceId"`
+	Type       string    `json:"type"`
+	Phase      string    `json:"phase,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	Generation int64     `json:"generation,omitempty"`
+	Time       time.Time `json:"time"`
+}

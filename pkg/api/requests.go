@@ -1,0 +1,97 @@
+package api
+
+// Public requests and replies (compute.v1.<tenant>.<resource>.<verb>). A body's
+// TenantID is optional; when present it must equal the subject's tenant.
+
+// SecretPutRequest stores a credential (secrets.put). A repeated put with the
+// same IdempotencyKey and value answers the same secret.
+type SecretPutRequest struct {
+	TenantID       string `json:"tenantId,omitempty"`
+	Name           string `json:"name"`
+	Value          string `json:"value"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+}
+
+// IDRequest names one record (get, delete).
+type IDRequest struct {
+	TenantID string `json:"tenantId,omitempty"`
+	ID       string `json:"id"`
+}
+
+// ListRequest pages through records: at most Limit (default 100, max 1000)
+// after Cursor (the NextCursor of the previous page).
+type ListRequest struct {
+	TenantID string `json:"tenantId,omitempty"`
+	Limit    int    `json:"limit,omitempty"`
+	Cursor   string `json:"cursor,omitempty"`
+}
+
+// List is one page of records; NextCursor is empty on the last page.
+type List[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// Deleted answers a successful delete.
+type Deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// AccountCreateRequest registers a provider account (accounts.create).
+type AccountCreateRequest struct {
+	TenantID string         `json:"tenantId,omitempty"`
+	Provider string         `json:"provider"`
+	Name     string         `json:"name"`
+	Config   map[string]any `json:"config"`
+}
+
+// AccountUpdateRequest changes an account's name or config (accounts.update),
+// only if Version is still the stored version.
+type AccountUpdateRequest struct {
+	TenantID string         `json:"tenantId,omitempty"`
+	ID       string         `json:"id"`
+	Version  int64          `json:"version"`
+	Name     string         `json:"name,omitempty"`
+	Config   map[string]any `json:"config,omitempty"`
+}
+
+// AccountOffersRequest asks an account's provider for offers (accounts.offers).
+type AccountOffersRequest struct {
+	TenantID string     `json:"tenantId,omitempty"`
+	ID       string     `json:"id"`
+	Query    OfferQuery `json:"query"`
+}
+
+// PoolCreateRequest creates a pool (pools.create).
+type PoolCreateRequest struct {
+	TenantID          string   `json:"tenantId,omitempty"`
+	Name              string   `json:"name,omitempty"`
+	SiteID            string   `json:"siteId,omitempty"`
+	Class             string   `json:"class"`
+	ProviderAccountID string   `json:"providerAccountId"`
+	Agent             string   `json:"agent"`
+	Flavors           []Flavor `json:"flavors"`
+}
+
+// InstanceCreateRequest asks for a machine (instances.create). Image defaults
+// to the flavor's image; Power to "on". A repeated create with the same
+// IdempotencyKey answers the instance the first one made.
+type InstanceCreateRequest struct {
+	TenantID       string   `json:"tenantId,omitempty"`
+	PoolID         string   `json:"poolId"`
+	Flavor         string   `json:"flavor"`
+	Image          string   `json:"image,omitempty"`
+	Name           string   `json:"name,omitempty"`
+	UserData       string   `json:"userData,omitempty"`
+	SSHKeys        []string `json:"sshKeys,omitempty"`
+	Power          string   `json:"power,omitempty"`
+	IdempotencyKey string   `json:"idempotencyKey,omitempty"`
+}
+
+// InstanceListRequest pages through instances, optionally of one pool or phase.
+type InstanceListRequest struct {
+	ListRequest
+	PoolID string `json:"poolId,omitempty"`
+	Phase  string `json:"phase,omitempty"`
+}

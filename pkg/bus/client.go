@@ -1,0 +1,77 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// DefaultTimeout bounds a Call whose context has no deadline.
+const DefaultTimeout = 10 * time.Second
+
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying a request id that Call forwards in the
+// Compute-Request-Id header.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID is the request id ctx carries ("" when none).
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// Call sends in (JSON-encoded; a []byte is sent as is) on subject and
+// decodes the reply into out (nil to ignore it). The context's deadline
+// (DefaultTimeout when it has none) travels in the Compute-Deadline header.
+//
+// Errors: the service's *api.ComputeError; UNAVAILABLE when nobody answers
+// the subject or the deadline passes; INTERNAL for an unencodable request.
+func Call(ctx context.Context, nc *nats.Conn, subject string, in, out any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	data, ok := in.([]byte)
+	if !ok {
+		var err error
+		if data, err = json.Marshal(in); err != nil {
+			return api.Errorf(api.CodeInternal, "encode request for %s: %v", subject, err)
+		}
+	}
+	deadline, _ := ctx.Deadline()
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	msg.Header.Set(DeadlineHeader, strconv.FormatInt(deadline.UnixMilli(), 10))
+	if id := RequestID(ctx); id != "" {
+		msg.Header.Set(RequestIDHeader, id)
+	}
+	reply, err := nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return transportError(subject, err)
+	}
+	return DecodeReply(reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader), reply.Data, out)
+}
+
+// transportError maps a NATS request failure to UNAVAILABLE (retryable).
+func transportError(subject string, err error) error {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return api.Errorf(api.CodeUnavailable, "no service answers %s", subject)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return api.Errorf(api.CodeUnavailable, "no reply on %s before the deadline", subject)
+	case errors.Is(err, context.Canceled):
+		return api.Errorf(api.CodeUnavailable, "request on %s cancelled", subject)
+	}
+	return api.Errorf(api.CodeUnavailable, "request on %s failed: %v", subject, err)
+}

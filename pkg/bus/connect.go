@@ -1,0 +1,61 @@
+package bus
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ConnectOptions says how a service or client reaches NATS.
+type ConnectOptions struct {
+	// URL of one or more servers, comma-separated (default nats://127.0.0.1:4222).
+	URL string
+	// Name shown in the server's connection list.
+	Name string
+	// User and Password, or Token, or CredsFile (a .creds JWT file), or NkeyFile (an nkey seed).
+	User, Password, Token, CredsFile, NkeyFile string
+	// TLS: CAFile pins the server CA; CertFile and KeyFile present a client certificate.
+	CAFile, CertFile, KeyFile string
+}
+
+// Connect dials NATS and keeps reconnecting forever (every 250 ms with
+// jitter), also when the first attempt fails, so a service started before its
+// server comes up waits for it.
+func Connect(o ConnectOptions) (*nats.Conn, error) {
+	if o.URL == "" {
+		o.URL = nats.DefaultURL
+	}
+	opts := []nats.Option{
+		nats.Name(o.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+		nats.RetryOnFailedConnect(true),
+	}
+	switch {
+	case o.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(o.CredsFile))
+	case o.NkeyFile != "":
+		opt, err := nats.NkeyOptionFromSeed(o.NkeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("nkey seed %s: %w", o.NkeyFile, err)
+		}
+		opts = append(opts, opt)
+	case o.Token != "":
+		opts = append(opts, nats.Token(o.Token))
+	case o.User != "":
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.CAFile != "" {
+		opts = append(opts, nats.RootCAs(o.CAFile))
+	}
+	if o.CertFile != "" {
+		opts = append(opts, nats.ClientCert(o.CertFile, o.KeyFile))
+	}
+	nc, err := nats.Connect(o.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", o.URL, err)
+	}
+	return nc, nil
+}

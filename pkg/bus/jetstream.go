@@ -1,0 +1,97 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// KV bucket names of DESIGN.md.
+const (
+	BucketSecrets     = "compute_secrets"
+	BucketAccounts    = "compute_accounts"
+	BucketPools       = "compute_pools"
+	BucketInstances   = "compute_instances"
+	BucketIdempotency = "compute_idempotency"
+)
+
+// Stream names of DESIGN.md.
+const (
+	// StreamWork is the reconciler's work queue (compute.work.>), deduplicated by Nats-Msg-Id.
+	StreamWork = "COMPUTE_WORK"
+	// StreamEvents keeps published events (compute.v1.*.events.>) for watchers.
+	StreamEvents = "COMPUTE_EVENTS"
+)
+
+// IdempotencyTTL is how long a create's idempotency record is kept.
+const IdempotencyTTL = 24 * time.Hour
+
+// EventsMaxAge is how long the events stream keeps an event.
+const EventsMaxAge = 7 * 24 * time.Hour
+
+// StoreOptions configures OpenStores.
+type StoreOptions struct {
+	// Replicas of every bucket and stream (1 on a single server, 3 on a 3-node cluster).
+	Replicas int
+}
+
+// Stores holds the JetStream context and every KV bucket.
+type Stores struct {
+	JS          jetstream.JetStream
+	Secrets     jetstream.KeyValue
+	Accounts    jetstream.KeyValue
+	Pools       jetstream.KeyValue
+	Instances   jetstream.KeyValue
+	Idempotency jetstream.KeyValue
+}
+
+// OpenStores creates (or updates to this configuration) every bucket and
+// stream, with file storage, and returns handles to them. It is idempotent and
+// safe to call from every service at start-up.
+func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores, error) {
+	if opts.Replicas <= 0 {
+		opts.Replicas = 1
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	st := &Stores{JS: js}
+	buckets := []struct {
+		kv  *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&st.Secrets, jetstream.KeyValueConfig{Bucket: BucketSecrets, Description: "sealed secrets"}},
+		{&st.Accounts, jetstream.KeyValueConfig{Bucket: BucketAccounts, Description: "provider accounts"}},
+		{&st.Pools, jetstream.KeyValueConfig{Bucket: BucketPools, Description: "pools"}},
+		{&st.Instances, jetstream.KeyValueConfig{Bucket: BucketInstances, Description: "instances"}},
+		{&st.Idempotency, jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
+	}
+	for _, b := range buckets {
+		b.cfg.Storage = jetstream.FileStorage
+		b.cfg.Replicas = opts.Replicas
+		b.cfg.History = 1
+		kv, err := js.CreateOrUpdateKeyValue(ctx, b.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", b.cfg.Bucket, err)
+		}
+		*b.kv = kv
+	}
+	streams := []jetstream.StreamConfig{
+		{Name: StreamWork, Subjects: []string{WorkRoot + ".>"}, Retention: jetstream.WorkQueuePolicy,
+			Duplicates: 2 * time.Minute, Description: "instance work for the reconciler"},
+		{Name: StreamEvents, Subjects: []string{EventsOf("*")}, Retention: jetstream.LimitsPolicy,
+			MaxAge: EventsMaxAge, Description: "instance and resource events"},
+	}
+	for _, cfg := range streams {
+		cfg.Storage = jetstream.FileStorage
+		cfg.Replicas = opts.Replicas
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+		}
+	}
+	return st, nil
+}

@@ -1,0 +1,189 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// Handler serves one request. It returns the reply value (JSON-encoded; nil
+// answers {}) or an error (a *api.ComputeError; any other error is INTERNAL).
+// ctx ends at the caller's deadline.
+type Handler func(ctx context.Context, req *Request) (any, error)
+
+// Request is one request as a Handler sees it.
+type Request struct {
+	// Subject the request arrived on.
+	Subject string
+	// Tenant is the subject's tenant token for public subjects, "" otherwise.
+	Tenant string
+	// Data is the raw body.
+	Data []byte
+	// RequestID is the caller's Compute-Request-Id header (or a new id).
+	RequestID string
+	// Log is the service logger with the request id, subject and tenant set.
+	Log zerolog.Logger
+}
+
+// Decode strictly decodes the body into v (see Decode) and, for public
+// subjects, checks that a tenantId in the body equals the subject's tenant
+// (ACCESS_DENIED naming tenantId otherwise).
+func (r *Request) Decode(v any) error {
+	if err := Decode(r.Data, v); err != nil {
+		return err
+	}
+	if r.Tenant == "" {
+		return nil
+	}
+	var body struct {
+		TenantID string `json:"tenantId"`
+	}
+	_ = json.Unmarshal(r.Data, &body) // already decoded strictly above
+	if body.TenantID != "" && body.TenantID != r.Tenant {
+		return api.Errorf(api.CodeAccessDenied, "tenantId %q does not match the subject's tenant %q", body.TenantID, r.Tenant).With(api.DetailPath, "tenantId")
+	}
+	return nil
+}
+
+// Endpoint is one micro endpoint: a name (letters, digits, - and _) and the
+// subject it serves, possibly with wildcards ("compute.v1.*.pools.create").
+type Endpoint struct {
+	Name    string
+	Subject string
+	Handler Handler
+}
+
+// ServiceConfig configures StartService.
+type ServiceConfig struct {
+	// Name and Version identify the micro service (`nats micro ls`).
+	Name, Version, Description string
+	// Endpoints served, all in the default queue group so replicas share load.
+	Endpoints []Endpoint
+	// Workers bounds the handlers running at once (default 64). When all are
+	// busy, delivery waits: back-pressure instead of unbounded goroutines.
+	Workers int
+	// Logger receives one line per failed request (and one per success at debug).
+	Logger zerolog.Logger
+}
+
+// Service is a running micro service with its worker pool.
+type Service struct {
+	micro micro.Service
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	log   zerolog.Logger
+}
+
+// StartService registers cfg's endpoints as a micro service on nc. Each
+// request runs on a worker goroutine with a context ending at the caller's
+// deadline; a request whose deadline already passed is dropped unanswered
+// (its caller has gone). A panicking handler answers INTERNAL.
+func StartService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 64
+	}
+	ms, err := micro.AddService(nc, micro.Config{Name: cfg.Name, Version: cfg.Version, Description: cfg.Description})
+	if err != nil {
+		return nil, fmt.Errorf("start service %s: %w", cfg.Name, err)
+	}
+	s := &Service{micro: ms, sem: make(chan struct{}, cfg.Workers), log: cfg.Logger.With().Str("service", cfg.Name).Logger()}
+	for _, ep := range cfg.Endpoints {
+		if err := ms.AddEndpoint(ep.Name, s.dispatch(ep.Handler), micro.WithEndpointSubject(ep.Subject)); err != nil {
+			_ = ms.Stop()
+			return nil, fmt.Errorf("service %s endpoint %s: %w", cfg.Name, ep.Name, err)
+		}
+	}
+	return s, nil
+}
+
+// Micro is the underlying micro service (info, stats).
+func (s *Service) Micro() micro.Service { return s.micro }
+
+// Stop drains the endpoints and waits for running handlers to finish.
+func (s *Service) Stop() error {
+	err := s.micro.Stop()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Service) dispatch(h Handler) micro.HandlerFunc {
+	return func(mr micro.Request) {
+		ctx, cancel, expired := requestContext(mr.Headers())
+		if expired {
+			cancel()
+			return
+		}
+		s.sem <- struct{}{}
+		s.wg.Add(1)
+		go func() {
+			defer func() { <-s.sem; s.wg.Done(); cancel() }()
+			s.serve(ctx, h, mr)
+		}()
+	}
+}
+
+// requestContext derives the handler context from the Compute-Deadline
+// header (DefaultTimeout when absent) and reports a deadline already past.
+func requestContext(h micro.Headers) (context.Context, context.CancelFunc, bool) {
+	deadline := time.Now().Add(DefaultTimeout)
+	if ms, err := strconv.ParseInt(nats.Header(h).Get(DeadlineHeader), 10, 64); err == nil {
+		deadline = time.UnixMilli(ms)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	return ctx, cancel, !time.Now().Before(deadline)
+}
+
+func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
+	req := &Request{Subject: mr.Subject(), Tenant: TenantOf(mr.Subject()), Data: mr.Data(),
+		RequestID: nats.Header(mr.Headers()).Get(RequestIDHeader)}
+	if req.RequestID == "" {
+		req.RequestID = api.NewID("req_")
+	}
+	req.Log = s.log.With().Str("request_id", req.RequestID).Str("subject", req.Subject).Str("tenant", req.Tenant).Logger()
+	ctx = WithRequestID(ctx, req.RequestID)
+	start := time.Now()
+
+	out, err := s.call(ctx, h, req)
+	if err != nil {
+		ce := api.AsComputeError(err)
+		code, text, body := EncodeError(ce)
+		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Dur("elapsed", time.Since(start)).Msg("request failed")
+		if rErr := mr.Error(code, text, body); rErr != nil {
+			req.Log.Warn().Err(rErr).Msg("reply not sent")
+		}
+		return
+	}
+	if out == nil {
+		out = api.Empty{}
+	}
+	if rErr := mr.RespondJSON(out); rErr != nil {
+		req.Log.Warn().Err(rErr).Msg("reply not sent")
+		return
+	}
+	req.Log.Debug().Dur("elapsed", time.Since(start)).Msg("request served")
+}
+
+// call runs h, turning a panic into INTERNAL. The panic value is not logged:
+// it may hold request data, secrets included; the stack names the place.
+func (s *Service) call(ctx context.Context, h Handler, req *Request) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			req.Log.Error().Str("panic_type", fmt.Sprintf("%T", p)).Bytes("stack", debug.Stack()).Msg("handler panicked")
+			out, err = nil, api.Errorf(api.CodeInternal, "internal error (request %s)", req.RequestID)
+		}
+	}()
+	if req.Tenant != "" && !api.ValidTenant(req.Tenant) {
+		return nil, api.InvalidInput("subject", "tenant %q is not a valid tenant id ([a-z0-9][a-z0-9-]{0,62})", req.Tenant)
+	}
+	return h(ctx, req)
+}

@@ -1,0 +1,214 @@
+package bus
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// DeadlineHeader carries the caller's absolute deadline as Unix milliseconds.
+// Services stop working on a request when it passes.
+const DeadlineHeader = "Compute-Deadline"
+
+// RequestIDHeader carries a request id that services log with every line.
+const RequestIDHeader = "Compute-Request-Id"
+
+// ErrorEnvelope is the JSON body of a failed reply.
+type ErrorEnvelope struct {
+	Error *api.ComputeError `json:"error"`
+}
+
+// statusOf maps a code to the numeric Nats-Service-Error-Code header, using
+// the HTTP status a REST API would answer.
+var statusOf = map[api.Code]int{
+	api.CodeInvalidInput:        400,
+	api.CodeInvalidConfig:       422,
+	api.CodeNotFound:            404,
+	api.CodeAlreadyExists:       409,
+	api.CodeConflict:            409,
+	api.CodeAccessDenied:        403,
+	api.CodeUnsupported:         501,
+	api.CodeInvalidState:        409,
+	api.CodeCapacityUnavailable: 507,
+	api.CodeRateLimited:         429,
+	api.CodeProviderError:       502,
+	api.CodeUnavailable:         503,
+	api.CodeInternal:            500,
+}
+
+// StatusOf is the numeric service error code sent for code (500 for unknown codes).
+func StatusOf(code api.Code) int {
+	if s, ok := statusOf[code]; ok {
+		return s
+	}
+	return 500
+}
+
+// EncodeError returns the header code, description and body of a failed reply.
+func EncodeError(err *api.ComputeError) (code, description string, body []byte) {
+	body, mErr := json.Marshal(ErrorEnvelope{Error: err})
+	if mErr != nil { // details held something JSON cannot carry: drop them
+		body, _ = json.Marshal(ErrorEnvelope{Error: &api.ComputeError{Code: err.Code, Message: err.Message}})
+	}
+	return strconv.Itoa(StatusOf(err.Code)), err.Message, body
+}
+
+// DecodeReply turns a reply into out (success) or a *api.ComputeError
+// (failure, recognised by the Nats-Service-Error-Code header or an
+// {"error":{…}} body). out may be nil to ignore a successful body.
+func DecodeReply(headerCode, headerText string, data []byte, out any) error {
+	if headerCode != "" || bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error":`)) {
+		var env ErrorEnvelope
+		if err := json.Unmarshal(data, &env); err == nil && env.Error != nil && env.Error.Code != "" {
+			return env.Error
+		}
+		if headerCode == "" {
+			headerCode = "500"
+		}
+		return api.Errorf(codeFromStatus(headerCode), "%s", headerText)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return api.Errorf(api.CodeInternal, "malformed reply: %v", err)
+	}
+	return nil
+}
+
+// codeFromStatus maps a bare numeric error header (a reply from a service
+// that does not send our body) back to a code.
+func codeFromStatus(status string) api.Code {
+	switch status {
+	case "400":
+		return api.CodeInvalidInput
+	case "403":
+		return api.CodeAccessDenied
+	case "404":
+		return api.CodeNotFound
+	case "429":
+		return api.CodeRateLimited
+	case "503":
+		return api.CodeUnavailable
+	}
+	return api.CodeInternal
+}
+
+// maxDecodeDepth bounds nesting in request bodies.
+const maxDecodeDepth = 32
+
+// Decode strictly decodes a JSON request body into v: unknown fields, wrong
+// types, trailing data, nesting deeper than 32 levels and malformed JSON are
+// INVALID_INPUT naming the field in details.path.
+func Decode(data []byte, v any) error {
+	trimmed, err := objectBody(data)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return api.InvalidInput("", "request body has data after the JSON object")
+	}
+	return nil
+}
+
+// depth is the deepest nesting of objects and arrays in data (strings skipped).
+func depth(data []byte) int {
+	d, most, inString, escaped := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			d++
+			most = max(most, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return most
+}
+
+func decodeError(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return api.InvalidInput("", "malformed JSON at byte %d: %v", syntax.Offset, syntax)
+	case errors.As(err, &typ):
+		path := typ.Field
+		if path == "" {
+			path = "."
+		}
+		return api.InvalidInput(path, "field %q must be %s, not a JSON %s", path, jsonKind(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return api.InvalidInput("", "malformed JSON: unexpected end of input")
+	}
+	msg := err.Error()
+	if field, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		field = strings.Trim(field, `"`)
+		return api.InvalidInput(field, "unknown field %q", field)
+	}
+	return api.InvalidInput("", "malformed request: %s", msg)
+}
+
+// jsonKind names a Go kind the way a JSON user thinks of it.
+func jsonKind(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
+		return "a number"
+	}
+	return fmt.Sprintf("a %s", kind)
+}
+
+// DecodeLoose decodes a JSON object body into v, ignoring fields v does not
+// name (for reading one part of a request before decoding it strictly).
+// Errors: INVALID_INPUT as Decode.
+func DecodeLoose(data []byte, v any) error {
+	trimmed, err := objectBody(data)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(trimmed, v); err != nil {
+		return decodeError(err)
+	}
+	return nil
+}
+
+// objectBody trims data and checks that it is a JSON object nesting at most
+// maxDecodeDepth levels.
+func objectBody(data []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, api.InvalidInput("", "request body must be a JSON object")
+	}
+	if depth(trimmed) > maxDecodeDepth {
+		return nil, api.InvalidInput("", "request body nests deeper than %d levels", maxDecodeDepth)
+	}
+	return trimmed, nil
+}

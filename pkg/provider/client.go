@@ -1,0 +1,103 @@
+package provider
+
+import (
+	"context"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// Client is what every provider implements for one account. Errors are
+// *api.ComputeError values (see each method); any other error is reported as
+// PROVIDER_ERROR.
+type Client interface {
+	// ListOffers returns the offers matching q (an empty slice when none do).
+	ListOffers(ctx context.Context, call *Call, q api.OfferQuery) ([]api.Offer, error)
+	// Create makes the machine of spec, idempotently: the same
+	// call.IdempotencyKey always names the same machine, also across retries,
+	// concurrent calls and crashes. It may return before the machine runs.
+	Create(ctx context.Context, call *Call, spec api.MachineSpec) (*api.ExternalMachine, error)
+	// Get returns the machine with the provider id, or nil, nil when absent.
+	Get(ctx context.Context, call *Call, id string) (*api.ExternalMachine, error)
+	// Delete removes the machine; NOT_FOUND when it is absent.
+	Delete(ctx context.Context, call *Call, id string) error
+}
+
+// Powerer is implemented by clients with the "power" capability.
+type Powerer interface {
+	// Power applies action (api.Action*); NOT_FOUND for an absent machine,
+	// UNSUPPORTED for an action the provider cannot do.
+	Power(ctx context.Context, call *Call, id, action string) error
+}
+
+// Reinstaller is implemented by clients with the "reinstall" capability.
+type Reinstaller interface {
+	// Reinstall replaces the machine's disk with image, keeping its id.
+	Reinstall(ctx context.Context, call *Call, id, image string) (*api.ExternalMachine, error)
+}
+
+// Lister is implemented by clients with the "list" capability.
+type Lister interface {
+	// List returns up to limit managed machines after cursor, and the cursor of
+	// the next page ("" on the last one). Only machines this system manages.
+	List(ctx context.Context, call *Call, cursor string, limit int) ([]api.ExternalMachine, string, error)
+}
+
+// SecretResolver turns a secret reference into its value for one call.
+type SecretResolver interface {
+	// Resolve returns the value of ref. Errors: NOT_FOUND, ACCESS_DENIED,
+	// INVALID_CONFIG (no store for the scheme), UNAVAILABLE.
+	Resolve(ctx context.Context, ref string) (string, error)
+}
+
+// Clock is the time source of a call, so tests can run waits on a fake clock.
+type Clock interface {
+	Now() time.Time
+	// After is time.After on this clock.
+	After(d time.Duration) <-chan time.Time
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now is time.Now.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// After is time.After.
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Sleep waits d on clock, or until ctx ends (returning UNAVAILABLE wrapping
+// the context's error).
+func Sleep(ctx context.Context, clock Clock, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return api.Errorf(api.CodeUnavailable, "call ended while waiting: %v", ctx.Err())
+	case <-clock.After(d):
+		return nil
+	}
+}
+
+// Call is the context of one provider call besides ctx (which carries the
+// deadline and cancellation): the idempotency key of a create, the account,
+// the clock, a secret resolver scoped to the account's tenant, and a logger
+// carrying the account and request ids.
+type Call struct {
+	IdempotencyKey string
+	Account        api.ProviderAccount
+	Clock          Clock
+	Secrets        SecretResolver
+	Log            zerolog.Logger
+}
+
+// Secret resolves the secret reference held by the config field name.
+// Errors: INVALID_CONFIG when the field is not a string, and those of
+// SecretResolver.Resolve.
+func (c *Call) Secret(ctx context.Context, field string) (string, error) {
+	ref, ok := c.Account.Config[field].(string)
+	if !ok || ref == "" {
+		return "", api.InvalidConfig("config."+field, "config field %s must hold a secret reference", field)
+	}
+	return c.Secrets.Resolve(ctx, ref)
+}

@@ -1,0 +1,188 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// Capabilities a provider may claim; each matches an optional interface.
+const (
+	CapabilityPower     = "power"
+	CapabilityReinstall = "reinstall"
+	CapabilityList      = "list"
+)
+
+// Capabilities lists every capability.
+var Capabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList}
+
+// Provides lists what a provider may provide.
+var Provides = []string{api.KindVPS, api.KindMetal}
+
+// BuildContext is what a constructor gets: the account (config already
+// validated, defaults applied, secrets still references).
+type BuildContext struct {
+	Account api.ProviderAccount
+}
+
+// Definition describes a provider: its id (lower-case letters, digits,
+// hyphens), semantic version, what it provides (vps, metal), its account
+// config manifest, its capabilities (power, reinstall, list) and a
+// constructor building a Client for one account.
+type Definition struct {
+	ID           string
+	Version      string
+	Provides     []string
+	Manifest     []api.ManifestField
+	Capabilities []string
+	New          func(bc BuildContext) (Client, error)
+}
+
+var (
+	providerIDPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+	semverPattern     = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	fieldNamePattern  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]{0,63}$`)
+)
+
+// Define validates d and returns it. Errors: INVALID_CONFIG with details.path
+// naming the first offending part ("id", "version", "provides[1]",
+// "manifest.sizes.item.vcpu", "capabilities[0]", "new").
+func Define(d Definition) (*Definition, error) {
+	switch {
+	case !providerIDPattern.MatchString(d.ID):
+		return nil, api.InvalidConfig("id", "provider id %q must be lower-case letters, digits and hyphens, starting with a letter", d.ID)
+	case !semverPattern.MatchString(d.Version):
+		return nil, api.InvalidConfig("version", "provider version %q is not a semantic version", d.Version)
+	case len(d.Provides) == 0:
+		return nil, api.InvalidConfig("provides", "a provider must provide at least one of %v", Provides)
+	case d.New == nil:
+		return nil, api.InvalidConfig("new", "a provider needs a constructor")
+	}
+	if err := checkSet("provides", d.Provides, Provides); err != nil {
+		return nil, err
+	}
+	if err := checkSet("capabilities", d.Capabilities, Capabilities); err != nil {
+		return nil, err
+	}
+	if err := checkFields("manifest", d.Manifest); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Has reports whether d claims capability c.
+func (d *Definition) Has(c string) bool { return slices.Contains(d.Capabilities, c) }
+
+// Describe is d without its code, as the describe subject answers it.
+func (d *Definition) Describe() api.ProviderDescription {
+	return api.ProviderDescription{ID: d.ID, Version: d.Version, Provides: d.Provides,
+		Capabilities: d.Capabilities, Manifest: d.Manifest, ConfigSchema: ConfigSchema(d.Manifest)}
+}
+
+// checkClient verifies that a built client implements every claimed
+// capability's interface (INVALID_CONFIG naming the capability otherwise).
+func (d *Definition) checkClient(c Client) error {
+	for i, capability := range d.Capabilities {
+		ok := true
+		switch capability {
+		case CapabilityPower:
+			_, ok = c.(Powerer)
+		case CapabilityReinstall:
+			_, ok = c.(Reinstaller)
+		case CapabilityList:
+			_, ok = c.(Lister)
+		}
+		if !ok {
+			return api.InvalidConfig(fmt.Sprintf("capabilities[%d]", i), "provider %s claims %q but its client does not implement it", d.ID, capability)
+		}
+	}
+	return nil
+}
+
+func checkSet(path string, values, allowed []string) error {
+	for i, v := range values {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if !slices.Contains(allowed, v) {
+			return api.InvalidConfig(p, "%q is not one of %v", v, allowed)
+		}
+		if slices.Index(values, v) != i {
+			return api.InvalidConfig(p, "%q is listed twice", v)
+		}
+	}
+	return nil
+}
+
+// Manifest field types.
+const (
+	TypeString = "string"
+	TypeSecret = "secret"
+	TypeOption = "option"
+	TypeInt    = "int"
+	TypeBool   = "bool"
+	TypeList   = "list"
+	TypeObject = "object"
+)
+
+func checkFields(path string, fields []api.ManifestField) error {
+	seen := map[string]bool{}
+	for _, f := range fields {
+		p := path + "." + f.Name
+		if !fieldNamePattern.MatchString(f.Name) {
+			return api.InvalidConfig(p, "field name %q must be letters, digits and _, starting with a letter", f.Name)
+		}
+		if seen[f.Name] {
+			return api.InvalidConfig(p, "field %q is declared twice", f.Name)
+		}
+		seen[f.Name] = true
+		if err := checkField(p, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkField(p string, f api.ManifestField) error {
+	switch f.Type {
+	case TypeString, TypeBool:
+	case TypeSecret:
+		if f.Default != nil {
+			return api.InvalidConfig(p+".default", "a secret field cannot have a default")
+		}
+	case TypeOption:
+		if len(f.Options) == 0 {
+			return api.InvalidConfig(p+".options", "an option field needs options")
+		}
+	case TypeInt:
+		if f.Min != nil && f.Max != nil && *f.Min > *f.Max {
+			return api.InvalidConfig(p+".min", "min %d is above max %d", *f.Min, *f.Max)
+		}
+	case TypeList:
+		if f.Item == nil {
+			return api.InvalidConfig(p+".item", "a list field needs an item type")
+		}
+		item := *f.Item
+		if item.Name == "" {
+			item.Name = "item"
+		}
+		if err := checkField(p+".item", item); err != nil {
+			return err
+		}
+	case TypeObject:
+		if len(f.Fields) == 0 {
+			return api.InvalidConfig(p+".fields", "an object field needs fields")
+		}
+		if err := checkFields(p, f.Fields); err != nil {
+			return err
+		}
+	default:
+		return api.InvalidConfig(p+".type", "unknown field type %q", f.Type)
+	}
+	if f.Default != nil {
+		if _, err := validateValue(p+".default", f, f.Default); err != nil {
+			return api.InvalidConfig(p+".default", "default does not fit the field: %s", api.AsComputeError(err).Message)
+		}
+	}
+	return nil
+}

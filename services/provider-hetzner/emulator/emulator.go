@@ -1,0 +1,135 @@
+package emulator
+
+import (
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// DefaultActionDuration is how long an action runs when
+// Options.ActionDuration is zero.
+const DefaultActionDuration = time.Second
+
+// Options configures an Emulator. The zero value is usable.
+type Options struct {
+	// Tokens are the accepted API tokens. Empty accepts any non-empty
+	// bearer token.
+	Tokens []string
+	// RateLimitSize is the token bucket size (RateLimit-Limit); zero means
+	// DefaultRateLimitSize.
+	RateLimitSize int
+	// RateLimitRefillPerSecond is the refill rate; zero means
+	// DefaultRateLimitRefillPerSecond.
+	RateLimitRefillPerSecond float64
+	// ActionDuration is how long every action runs before it completes;
+	// zero means DefaultActionDuration.
+	ActionDuration time.Duration
+	// Clock measures actions and the rate limit; nil means the wall clock.
+	Clock Clock
+	// Logger receives one debug line per API call; the zero value logs
+	// nothing.
+	Logger zerolog.Logger
+}
+
+// Emulator is an in-memory Hetzner Cloud project served over HTTP. It is
+// safe for concurrent use.
+type Emulator struct {
+	clock          Clock
+	log            zerolog.Logger
+	actionDuration time.Duration
+	tokens         map[string]bool
+
+	limiter *bucket
+	faults  *faults
+	calls   *counters
+
+	mu sync.Mutex
+	st *state
+}
+
+// state is the project's resources; guarded by Emulator.mu.
+type state struct {
+	locations []*location
+	types     []*serverType
+	images    []*image
+
+	servers map[int64]*server
+	order   []*server // by ascending id
+	names   map[string]*server
+
+	actions map[int64]*action
+	pending actionQueue
+
+	serverSeq    int64 // servers ever created, for addresses
+	nextServerID int64
+	nextActionID int64
+
+	selectors map[string]selector // parse cache
+}
+
+// First ids handed out; arbitrary, but as large as real ids tend to be.
+const (
+	firstServerID = 50_000_001
+	firstActionID = 900_000_001
+)
+
+// newState returns an empty project over a fresh catalogue.
+func newState() *state {
+	locs := newLocations()
+	return &state{
+		locations:    locs,
+		types:        newServerTypes(locs),
+		images:       newImages(),
+		servers:      map[int64]*server{},
+		names:        map[string]*server{},
+		actions:      map[int64]*action{},
+		nextServerID: firstServerID,
+		nextActionID: firstActionID,
+		selectors:    map[string]selector{},
+	}
+}
+
+// New returns an emulator with today's catalogue, no servers, a full rate
+// limit budget and no faults.
+func New(opts Options) *Emulator {
+	e := &Emulator{
+		clock:          opts.Clock,
+		log:            opts.Logger,
+		actionDuration: opts.ActionDuration,
+		tokens:         map[string]bool{},
+		faults:         newFaults(),
+		calls:          newCounters(),
+		st:             newState(),
+	}
+	if e.clock == nil {
+		e.clock = realClock{}
+	}
+	if e.actionDuration <= 0 {
+		e.actionDuration = DefaultActionDuration
+	}
+	for _, t := range opts.Tokens {
+		e.tokens[t] = true
+	}
+	e.limiter = newBucket(opts.RateLimitSize, opts.RateLimitRefillPerSecond, e.clock.Now())
+	return e
+}
+
+// Reset returns the emulator to its state after New: today's catalogue, no
+// servers or actions, no faults, zero call counts and a full rate limit.
+func (e *Emulator) Reset() {
+	e.mu.Lock()
+	e.st = newState()
+	e.mu.Unlock()
+
+	e.faults.clear()
+	e.ResetCalls()
+	e.limiter.set(int(e.limiter.size), time.Time{}, e.clock.Now())
+}
+
+// SetRateLimit puts the rate limit bucket at remaining requests, refilling
+// so that it is full at resetAt (RateLimit-Reset); afterwards it refills at
+// the configured rate again. Use it to replay "budget empty, reset in 30 s".
+func (e *Emulator) SetRateLimit(remaining int, resetAt time.Time) {
+	e.limiter.set(remaining, resetAt, e.clock.Now())
+}

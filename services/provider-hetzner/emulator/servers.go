@@ -1,0 +1,226 @@
+package emulator
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+)
+
+// Server statuses.
+const (
+	statusInitializing = "initializing"
+	statusStarting     = "starting"
+	statusRunning      = "running"
+	statusStopping     = "stopping"
+	statusOff          = "off"
+	statusDeleting     = "deleting"
+	statusRebuilding   = "rebuilding"
+)
+
+// server is one server of the project.
+type server struct {
+	id               int64
+	name             string
+	status           string
+	created          time.Time
+	typ              *serverType
+	loc              *location
+	img              *image
+	labels           map[string]string
+	ipv4             string
+	ipv6             string
+	startAfterCreate bool
+	// createFailure is set when create_server failed.
+	createFailure *actionFault
+	// running counts actions in flight; the server is locked while > 0.
+	running int
+	actions []*action
+}
+
+// ServerSnapshot is a server as the emulator holds it, for assertions and
+// the GET /_emulator/servers control endpoint.
+type ServerSnapshot struct {
+	ID         int64             `json:"id"`
+	Name       string            `json:"name"`
+	Status     string            `json:"status"`
+	ServerType string            `json:"server_type"`
+	Location   string            `json:"location"`
+	Image      string            `json:"image"`
+	Labels     map[string]string `json:"labels"`
+	Created    time.Time         `json:"created"`
+}
+
+// addServerLocked registers a new server with a fresh id, unique name
+// already checked by the caller, and addresses from the documentation
+// ranges. Callers hold e.mu.
+func (e *Emulator) addServerLocked(name, status string, typ *serverType, loc *location, img *image, labels map[string]string, now time.Time) *server {
+	st := e.st
+	seq := st.serverSeq
+	st.serverSeq++
+	srv := &server{
+		id: st.nextServerID, name: name, status: status, created: now.UTC().Truncate(time.Second),
+		typ: typ, loc: loc, img: img, labels: labels,
+		ipv4: ipv4For(seq), ipv6: ipv6For(seq),
+	}
+	st.nextServerID++
+	st.servers[srv.id] = srv
+	st.names[name] = srv
+	st.order = append(st.order, srv) // ids only grow: order stays sorted
+	return srv
+}
+
+// removeServerLocked forgets srv; its name becomes free. Callers hold e.mu.
+func (e *Emulator) removeServerLocked(srv *server) {
+	st := e.st
+	delete(st.servers, srv.id)
+	if st.names[srv.name] == srv {
+		delete(st.names, srv.name)
+	}
+	byID := func(s *server, id int64) int { return cmp.Compare(s.id, id) }
+	if i, found := slices.BinarySearchFunc(st.order, srv.id, byID); found {
+		st.order = slices.Delete(st.order, i, i+1)
+	}
+}
+
+// ipv4For returns the seq-th IPv4 address from the documentation ranges
+// (RFC 5737). There are only 762 of them, so they repeat in large
+// inventories.
+func ipv4For(seq int64) string {
+	nets := [...]string{"203.0.113", "198.51.100", "192.0.2"}
+	const hosts = 254
+	return fmt.Sprintf("%s.%d", nets[(seq/hosts)%int64(len(nets))], seq%hosts+1)
+}
+
+// ipv6For returns the seq-th /64 from the documentation range (RFC 3849),
+// written as the real API writes a server's IPv6 network.
+func ipv6For(seq int64) string {
+	return fmt.Sprintf("2001:db8:%x:%x::/64", (seq>>16)&0xffff, seq&0xffff)
+}
+
+// serverJSON is the server object on the wire: everything schema.Server
+// has, plus the datacenter object the API still embeds.
+type serverJSON struct {
+	schema.Server
+	Datacenter datacenterJSON `json:"datacenter"`
+}
+
+// datacenterJSON is a server's datacenter.
+type datacenterJSON struct {
+	ID          int64           `json:"id"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Location    schema.Location `json:"location"`
+}
+
+// toSchema renders srv as the API does.
+func (srv *server) toSchema() serverJSON {
+	img := srv.img.toSchema()
+	labels := srv.labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	traffic := uint64(0)
+	ptr := "static." + srv.ipv4 + ".clients.your-server.de"
+	return serverJSON{
+		Server: schema.Server{
+			ID: srv.id, Name: srv.name, Status: srv.status, Created: srv.created,
+			PublicNet: schema.ServerPublicNet{
+				IPv4:        schema.ServerPublicNetIPv4{ID: srv.id*2 + 1, IP: srv.ipv4, DNSPtr: ptr},
+				IPv6:        schema.ServerPublicNetIPv6{ID: srv.id*2 + 2, IP: srv.ipv6, DNSPtr: []schema.ServerPublicNetIPv6DNSPtr{}},
+				FloatingIPs: []int64{},
+				Firewalls:   []schema.ServerFirewall{},
+			},
+			PrivateNet:      []schema.ServerPrivateNet{},
+			ServerType:      srv.typ.toSchema(),
+			IncludedTraffic: srv.loc.includedTraffic,
+			OutgoingTraffic: &traffic,
+			IngoingTraffic:  &traffic,
+			Locked:          srv.running > 0,
+			Location:        srv.loc.Location,
+			Image:           &img,
+			Labels:          labels,
+			Volumes:         []int64{},
+			PrimaryDiskSize: srv.typ.disk,
+			LoadBalancers:   []int64{},
+		},
+		Datacenter: datacenterJSON{
+			ID: srv.loc.datacenterID, Name: srv.loc.datacenter,
+			Description: srv.loc.Description + " DC", Location: srv.loc.Location,
+		},
+	}
+}
+
+// snapshot copies srv for callers outside the lock.
+func (srv *server) snapshot() ServerSnapshot {
+	return ServerSnapshot{
+		ID: srv.id, Name: srv.name, Status: srv.status, ServerType: srv.typ.name,
+		Location: srv.loc.Name, Image: srv.img.name, Labels: maps.Clone(srv.labels), Created: srv.created,
+	}
+}
+
+// Servers returns every server, by ascending id, after completing the
+// actions that are due.
+func (e *Emulator) Servers() []ServerSnapshot {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.settleLocked(e.clock.Now())
+	out := make([]ServerSnapshot, 0, len(e.st.order))
+	for _, srv := range e.st.order {
+		out = append(out, srv.snapshot())
+	}
+	return out
+}
+
+// Seed defaults: what SeedServers creates.
+const (
+	seedServerType = "cx23"
+	seedLocation   = "fsn1"
+	seedImage      = "ubuntu-24.04"
+)
+
+// SeedServers adds n running cx23 servers in fsn1 with ubuntu-24.04 and a
+// copy of labels each, without actions or API calls, and returns their ids.
+// Names are namePrefix-<id> (a numeric suffix is added if that is taken).
+func (e *Emulator) SeedServers(n int, namePrefix string, labels map[string]string) []int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.clock.Now()
+	e.settleLocked(now)
+	typ, loc := e.typeByName(seedServerType), e.locationByName(seedLocation)
+	img := e.imageFor(schema.IDOrName{Name: seedImage}, typ.architecture)
+	ids := make([]int64, 0, max(n, 0))
+	for range n {
+		name := fmt.Sprintf("%s-%d", namePrefix, e.st.nextServerID)
+		for i := 2; e.st.names[name] != nil; i++ {
+			name = fmt.Sprintf("%s-%d-%d", namePrefix, e.st.nextServerID, i)
+		}
+		ids = append(ids, e.addServerLocked(name, statusRunning, typ, loc, img, maps.Clone(labels), now).id)
+	}
+	return ids
+}
+
+// SetServerStatus changes a server's status out of band (drift: e.g. "off"
+// when someone powered it off in the console). Unknown ids are ignored.
+func (e *Emulator) SetServerStatus(id int64, status string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.settleLocked(e.clock.Now())
+	if srv := e.st.servers[id]; srv != nil {
+		srv.status = status
+	}
+}
+
+// DeleteServerOutOfBand removes a server at once, without an action (as if
+// deleted in the console); its name becomes free. Unknown ids are ignored.
+func (e *Emulator) DeleteServerOutOfBand(id int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.settleLocked(e.clock.Now())
+	if srv := e.st.servers[id]; srv != nil {
+		e.removeServerLocked(srv)
+	}
+}

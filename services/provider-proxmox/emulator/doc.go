@@ -1,0 +1,30 @@
+// Package emulator is a stateful, in-memory emulator of the Proxmox VE API
+// (the QEMU subset a control plane needs: version, cluster resources, next
+// VMID, nodes, storage, VM clone/config/resize/power/destroy, tasks and the
+// guest agent's network interfaces) for tests and local runs.
+//
+// The emulator serves the API under /api2/json over HTTPS with a CA it
+// generates at start (see Start and Server.CACertPEM), checks
+// "Authorization: PVEAPIToken=user@realm!name=secret" headers, and answers
+// with PVE's reply shapes: every body is wrapped in {"data": …}, long
+// operations return a UPID and run as tasks, errors carry PVE's messages in
+// the HTTP reason phrase and, unless Options.LegacyErrors is set (PVE before
+// 8.3), also in a "message" field. The Telmate proxmox-api-go client talks to
+// it unchanged.
+//
+// Tasks run for Options.TaskDurations[type] on the emulator's Clock and
+// complete lazily: due tasks are completed at the start of every API call and
+// every Go read (VMs, VM), so no background goroutines are needed. A task's
+// effects (a clone's config, a started VM, a removed VM, …) are applied when
+// it completes; its checks (locks, "already running", shrinking a disk) are
+// made when it is created, and a task that fails a check ends at once.
+//
+// Faults are injected with Go methods (InjectRouteFault, InjectTaskFault,
+// SetLatency, SetAgentRunning, SetVMStatus, DeleteVM, SeedVMs, …) or with
+// the JSON control API under /_emulator/ (see control.go) so another process
+// can drive the emulator. Calls are counted per route pattern (the Route*
+// constants); see Calls and CallCounts.
+//
+// Where the real API's behaviour is not documented or was not checked, the
+// emulator makes a choice; such places say "Guess:" in their comments.
+package emulator

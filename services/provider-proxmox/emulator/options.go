@@ -1,0 +1,139 @@
+package emulator
+
+import (
+	"maps"
+	"strconv"
+	"time"
+)
+
+const (
+	// DefaultTokenID is the API token accepted when Options.Tokens is empty.
+	DefaultTokenID = "root@pam!emulator"
+	// DefaultTokenSecret is the secret of DefaultTokenID.
+	DefaultTokenSecret = "00000000-0000-4000-8000-00000000e301"
+
+	// DefaultNodeCPUs is a node's CPU count when Node.CPUs is 0.
+	DefaultNodeCPUs = 32
+	// DefaultNodeMemoryBytes is a node's memory when Node.MemoryBytes is 0.
+	DefaultNodeMemoryBytes int64 = 128 << 30
+	// DefaultNodeName is the only node when Options.Nodes is empty.
+	DefaultNodeName = "pve1"
+)
+
+// Node describes one cluster node.
+type Node struct {
+	// Name is the node name, e.g. "pve1".
+	Name string `json:"name"`
+	// CPUs is the number of logical CPUs (default DefaultNodeCPUs).
+	CPUs int `json:"cpus"`
+	// MemoryBytes is the node's total memory (default DefaultNodeMemoryBytes).
+	MemoryBytes int64 `json:"memory_bytes"`
+	// Offline makes the node unreachable: its /nodes/{node}/… routes answer
+	// 595 and its guests show status "unknown" in /cluster/resources.
+	Offline bool `json:"offline"`
+}
+
+// Template is a VM template to seed. Clones copy its config.
+type Template struct {
+	// VMID is the template's VMID (required, >= 100).
+	VMID int `json:"vmid"`
+	// Name is the template's name (default "tpl-{vmid}").
+	Name string `json:"name"`
+	// Node is the node holding it (default: the first node).
+	Node string `json:"node"`
+	// DiskGiB is the size of its scsi0 disk (default 10).
+	DiskGiB int `json:"disk_gib"`
+	// Cores is its CPU cores (default 2).
+	Cores int `json:"cores"`
+	// MemoryMiB is its memory (default 2048).
+	MemoryMiB int `json:"memory_mib"`
+	// Tags is its tag list in any PVE input form ("a,b", "a;b", "a b").
+	Tags string `json:"tags"`
+	// Description is its description.
+	Description string `json:"description"`
+	// Config holds further config keys (ipconfig0, cicustom, agent, …);
+	// they override the generated ones.
+	Config map[string]string `json:"config"`
+}
+
+// Options configures an Emulator. The zero value is usable.
+type Options struct {
+	// Tokens maps API token IDs ("user@realm!name") to their secrets.
+	// Empty means {DefaultTokenID: DefaultTokenSecret}.
+	Tokens map[string]string
+	// Nodes are the cluster's nodes. Empty means one online node
+	// DefaultNodeName with DefaultNodeCPUs and DefaultNodeMemoryBytes.
+	Nodes []Node
+	// Templates are seeded at start and on Reset.
+	Templates []Template
+	// TaskDurations maps task types (qmclone, qmconfig, resize, qmstart,
+	// qmstop, qmshutdown, qmreset, qmreboot, qmdestroy) to how long their
+	// tasks run on Clock. Missing types take 0: they complete at the next
+	// API call.
+	TaskDurations map[string]time.Duration
+	// Clock measures task durations and uptimes (default: wall clock).
+	Clock Clock
+	// LegacyErrors emulates PVE before 8.3: error messages only in the HTTP
+	// reason phrase (body {"data":null}) and version 8.2.4. Otherwise the
+	// emulator is PVE 8.3.0 and error bodies also carry "message".
+	LegacyErrors bool
+	// ListenAddr is where Start listens (default "127.0.0.1:0").
+	ListenAddr string
+}
+
+// withDefaults returns a copy of o with defaults filled in. Maps and slices
+// are copied so later changes by the caller do not leak in.
+func (o Options) withDefaults() Options {
+	out := o
+	if len(o.Tokens) == 0 {
+		out.Tokens = map[string]string{DefaultTokenID: DefaultTokenSecret}
+	} else {
+		out.Tokens = maps.Clone(o.Tokens)
+	}
+	if len(o.Nodes) == 0 {
+		out.Nodes = []Node{{Name: DefaultNodeName}}
+	} else {
+		out.Nodes = append([]Node(nil), o.Nodes...)
+	}
+	for i := range out.Nodes {
+		if out.Nodes[i].CPUs <= 0 {
+			out.Nodes[i].CPUs = DefaultNodeCPUs
+		}
+		if out.Nodes[i].MemoryBytes <= 0 {
+			out.Nodes[i].MemoryBytes = DefaultNodeMemoryBytes
+		}
+	}
+	out.Templates = append([]Template(nil), o.Templates...)
+	out.TaskDurations = maps.Clone(o.TaskDurations)
+	if out.TaskDurations == nil {
+		out.TaskDurations = map[string]time.Duration{}
+	}
+	if out.Clock == nil {
+		out.Clock = realClock{}
+	}
+	if out.ListenAddr == "" {
+		out.ListenAddr = "127.0.0.1:0"
+	}
+	return out
+}
+
+// withDefaults fills in a template's defaults; firstNode is used when Node
+// is empty.
+func (t Template) withDefaults(firstNode string) Template {
+	if t.Name == "" {
+		t.Name = "tpl-" + strconv.Itoa(t.VMID)
+	}
+	if t.Node == "" {
+		t.Node = firstNode
+	}
+	if t.DiskGiB <= 0 {
+		t.DiskGiB = 10
+	}
+	if t.Cores <= 0 {
+		t.Cores = 2
+	}
+	if t.MemoryMiB <= 0 {
+		t.MemoryMiB = 2048
+	}
+	return t
+}
