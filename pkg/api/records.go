@@ -135,9 +135,11 @@ const (
 // PowerActions lists every power action.
 var PowerActions = []string{ActionOn, ActionOff, ActionGracefulOff, ActionReset, ActionCycle, ActionGracefulRestart, ActionNMI}
 
-// DesiredState is what the caller asked for.
+// DesiredState is what the caller asked for: the power level, and the
+// latest one-shot operation (nil when none was asked for).
 type DesiredState struct {
-	Power string `json:"power"`
+	Power     string     `json:"power"`
+	Operation *Operation `json:"operation,omitempty"`
 }
 
 // Instance is one machine a tenant asked for: the desired spec, and the
@@ -168,6 +170,12 @@ type InstanceStatus struct {
 	Machine            *ExternalMachine `json:"machine,omitempty"`
 	Conditions         []Condition      `json:"conditions,omitempty"`
 	ObservedGeneration int64            `json:"observedGeneration"`
+	// CreateRequested is set before the provider's create is first called, so
+	// a deletion knows a machine may exist even when its id was never recorded.
+	CreateRequested bool `json:"createRequested,omitempty"`
+	// Retries counts consecutive failed reconcile attempts (0 after a success).
+	Retries       int              `json:"retries,omitempty"`
+	LastOperation *OperationStatus `json:"lastOperation,omitempty"`
 }
 
 // Machine states reported by providers.
@@ -227,4 +235,37 @@ type Event struct {
 	Message    string    `json:"message,omitempty"`
 	Generation int64     `json:"generation,omitempty"`
 	Time       time.Time `json:"time"`
+}
+
+// Operation is a one-shot action the caller asked for (reset, cycle,
+// graceful-restart, graceful-off, nmi, reinstall): executed at most once,
+// its outcome recorded in InstanceStatus.LastOperation.
+type Operation struct {
+	ID          string    `json:"id"`
+	Action      string    `json:"action"`
+	Image       string    `json:"image,omitempty"`
+	RequestedAt time.Time `json:"requestedAt"`
+}
+
+// Operation states.
+const (
+	OperationExecuting = "Executing"
+	OperationSucceeded = "Succeeded"
+	OperationFailed    = "Failed"
+	// OperationUnknown marks an operation interrupted after it was sent: it is
+	// never sent again, since reset or reinstall must not run twice.
+	OperationUnknown = "Unknown"
+)
+
+// ActionReinstall names the reinstall operation in Operation.Action.
+const ActionReinstall = "reinstall"
+
+// OperationStatus is the recorded outcome of an Operation.
+type OperationStatus struct {
+	ID         string     `json:"id"`
+	Action     string     `json:"action"`
+	State      string     `json:"state"`
+	Message    string     `json:"message,omitempty"`
+	StartedAt  time.Time  `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 }

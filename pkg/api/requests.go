@@ -95,3 +95,18 @@ type InstanceListRequest struct {
 	PoolID string `json:"poolId,omitempty"`
 	Phase  string `json:"phase,omitempty"`
 }
+
+// InstancePowerRequest asks for a power action (instances.power): on and off
+// set the desired power; the others are one-shot operations.
+type InstancePowerRequest struct {
+	TenantID string `json:"tenantId,omitempty"`
+	ID       string `json:"id"`
+	Action   string `json:"action"`
+}
+
+// InstanceReinstallRequest reinstalls an instance with Image (instances.reinstall).
+type InstanceReinstallRequest struct {
+	TenantID string `json:"tenantId,omitempty"`
+	ID       string `json:"id"`
+	Image    string `json:"image"`
+}

@@ -81,7 +81,11 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		*b.kv = kv
 	}
 	streams := []jetstream.StreamConfig{
+		// One pending message per instance: a newer one replaces it. The
+		// reconciler reads the instance's latest record whatever the message
+		// says, so coalescing loses nothing and bounds the queue by the fleet.
 		{Name: StreamWork, Subjects: []string{WorkRoot + ".>"}, Retention: jetstream.WorkQueuePolicy,
+			MaxMsgsPerSubject: 1, Discard: jetstream.DiscardOld,
 			Duplicates: 2 * time.Minute, Description: "instance work for the reconciler"},
 		{Name: StreamEvents, Subjects: []string{EventsOf("*")}, Retention: jetstream.LimitsPolicy,
 			MaxAge: EventsMaxAge, Description: "instance and resource events"},

@@ -1,0 +1,295 @@
+// Package memory is a small example provider ("memory") over an in-memory
+// machine API. It shows the whole provider contract in one file, backs the
+// reconciler's tests (with fault injection and call counters) and is what
+// docs/writing-a-provider.md walks through.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// ProviderID is the id the memory provider serves under.
+const ProviderID = "memory"
+
+// Cloud is the in-memory "API" behind the provider: machines by id, an
+// idempotency index, injectable failures and call counters. Safe for
+// concurrent use.
+type Cloud struct {
+	mu       sync.Mutex
+	next     int
+	machines map[string]*machine
+	byKey    map[string]string
+	failures map[string][]error
+	calls    map[string]int
+	log      []CallRecord
+	// BootPolls is how many gets a new machine stays pending (default 1).
+	BootPolls int
+}
+
+type machine struct {
+	api.ExternalMachine
+	key   string
+	polls int
+}
+
+// NewCloud returns an empty cloud.
+func NewCloud() *Cloud {
+	return &Cloud{machines: map[string]*machine{}, byKey: map[string]string{}, failures: map[string][]error{}, calls: map[string]int{}, BootPolls: 1}
+}
+
+// FailNext makes the next calls of verb (provider.Verb*) fail with errs, in order.
+func (c *Cloud) FailNext(verb string, errs ...error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failures[verb] = append(c.failures[verb], errs...)
+}
+
+// Calls is how many calls of verb reached the cloud (failed ones included).
+func (c *Cloud) Calls(verb string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[verb]
+}
+
+// Machines returns a snapshot of every machine, by id order.
+func (c *Cloud) Machines() []api.ExternalMachine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]api.ExternalMachine, 0, len(c.machines))
+	for _, m := range c.machines {
+		out = append(out, m.ExternalMachine)
+	}
+	slices.SortFunc(out, func(a, b api.ExternalMachine) int { return compareIDs(a.ID, b.ID) })
+	return out
+}
+
+// SetState changes a machine's state out of band (drift).
+func (c *Cloud) SetState(id, state string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.machines[id]; ok {
+		m.State = state
+	}
+}
+
+// Remove deletes a machine out of band (drift).
+func (c *Cloud) Remove(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.machines[id]; ok {
+		delete(c.byKey, m.key)
+		delete(c.machines, id)
+	}
+}
+
+// CallRecord is one call that reached the cloud.
+type CallRecord struct {
+	Verb string
+	At   time.Time
+	Err  error
+}
+
+// Log returns every call that reached the cloud, in order.
+func (c *Cloud) Log() []CallRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.log)
+}
+
+func compareIDs(a, b string) int {
+	x, _ := strconv.Atoi(a)
+	y, _ := strconv.Atoi(b)
+	return x - y
+}
+
+// enter counts a call and pops its injected failure, if any. Callers hold mu.
+func (c *Cloud) enter(verb string) error {
+	c.calls[verb]++
+	var err error
+	if q := c.failures[verb]; len(q) > 0 {
+		c.failures[verb], err = q[1:], q[0]
+	}
+	c.log = append(c.log, CallRecord{Verb: verb, At: time.Now(), Err: err})
+	return err
+}
+
+// Offers of the memory provider: two sizes in one region.
+var Offers = []api.Offer{
+	{ID: "small", Kind: api.KindVPS, Region: "mem1", Vcpu: 1, MemoryGiB: 1, DiskGiB: 10, Available: true},
+	{ID: "large", Kind: api.KindVPS, Region: "mem1", Vcpu: 8, MemoryGiB: 32, DiskGiB: 200, Available: true},
+}
+
+// Definition is the memory provider over cloud: provides vps, claims power,
+// reinstall and list; its manifest has a required token (secret) that every
+// call resolves, as a real provider would.
+func Definition(cloud *Cloud) *provider.Definition {
+	d, err := provider.Define(provider.Definition{
+		ID: ProviderID, Version: "1.0.0", Provides: []string{api.KindVPS},
+		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList},
+		Manifest: []api.ManifestField{
+			{Name: "token", Type: provider.TypeSecret, Required: true, Description: "API token"},
+			{Name: "region", Type: provider.TypeOption, Options: []string{"mem1"}, Default: "mem1", Description: "region"},
+		},
+		New: func(provider.BuildContext) (provider.Client, error) { return &client{cloud: cloud}, nil },
+	})
+	if err != nil {
+		panic(err) // the definition above is a constant: failing is a programming error
+	}
+	return d
+}
+
+type client struct{ cloud *Cloud }
+
+// begin resolves the account token for this call, as a real API client
+// would, then locks the cloud and counts the call. On success the caller
+// holds c.mu and must unlock it.
+func (cl *client) begin(ctx context.Context, call *provider.Call, verb string) (*Cloud, error) {
+	if _, err := call.Secret(ctx, "token"); err != nil {
+		return nil, err
+	}
+	c := cl.cloud
+	c.mu.Lock()
+	if err := c.enter(verb); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (cl *client) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) ([]api.Offer, error) {
+	c, err := cl.begin(ctx, call, provider.VerbOffers)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	var out []api.Offer
+	for _, o := range Offers {
+		if q.Matches(o) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
+	c, err := cl.begin(ctx, call, provider.VerbCreate)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	if id, ok := c.byKey[call.IdempotencyKey]; ok {
+		m := c.machines[id].ExternalMachine
+		return &m, nil
+	}
+	if !slices.ContainsFunc(Offers, func(o api.Offer) bool { return o.ID == spec.OfferID }) {
+		return nil, api.Errorf(api.CodeInvalidConfig, "unknown offer %q", spec.OfferID).With(api.DetailPath, "machine.offerId")
+	}
+	c.next++
+	id := strconv.Itoa(c.next)
+	m := &machine{ExternalMachine: api.ExternalMachine{ID: id, Name: spec.Name, State: api.StatePending,
+		OfferID: spec.OfferID, Region: "mem1", Addresses: []string{fmt.Sprintf("192.0.2.%d", c.next%250+1)}}, key: call.IdempotencyKey}
+	c.machines[id] = m
+	c.byKey[call.IdempotencyKey] = id
+	out := m.ExternalMachine
+	return &out, nil
+}
+
+func (cl *client) Get(ctx context.Context, call *provider.Call, id string) (*api.ExternalMachine, error) {
+	c, err := cl.begin(ctx, call, provider.VerbGet)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	m, ok := c.machines[id]
+	if !ok {
+		return nil, nil
+	}
+	if m.State == api.StatePending {
+		if m.polls++; m.polls >= c.BootPolls {
+			m.State = api.StateRunning
+		}
+	}
+	out := m.ExternalMachine
+	return &out, nil
+}
+
+func (cl *client) Delete(ctx context.Context, call *provider.Call, id string) error {
+	c, err := cl.begin(ctx, call, provider.VerbDelete)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	m, ok := c.machines[id]
+	if !ok {
+		return api.NotFound("machine", id)
+	}
+	delete(c.byKey, m.key)
+	delete(c.machines, id)
+	return nil
+}
+
+func (cl *client) Power(ctx context.Context, call *provider.Call, id, action string) error {
+	c, err := cl.begin(ctx, call, provider.VerbPower)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	m, ok := c.machines[id]
+	if !ok {
+		return api.NotFound("machine", id)
+	}
+	switch action {
+	case api.ActionOn, api.ActionReset, api.ActionCycle, api.ActionGracefulRestart:
+		m.State = api.StateRunning
+	case api.ActionOff, api.ActionGracefulOff:
+		m.State = api.StateStopped
+	default:
+		return api.Errorf(api.CodeUnsupported, "action %q is not supported", action)
+	}
+	return nil
+}
+
+func (cl *client) Reinstall(ctx context.Context, call *provider.Call, id, image string) (*api.ExternalMachine, error) {
+	c, err := cl.begin(ctx, call, provider.VerbReinstall)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	m, ok := c.machines[id]
+	if !ok {
+		return nil, api.NotFound("machine", id)
+	}
+	m.State = api.StateRunning
+	out := m.ExternalMachine
+	return &out, nil
+}
+
+func (cl *client) List(ctx context.Context, call *provider.Call, cursor string, limit int) ([]api.ExternalMachine, string, error) {
+	c, err := cl.begin(ctx, call, provider.VerbList)
+	if err != nil {
+		return nil, "", err
+	}
+	c.mu.Unlock()
+	all := c.Machines()
+	start := 0
+	if cursor != "" {
+		start = slices.IndexFunc(all, func(m api.ExternalMachine) bool { return compareIDs(m.ID, cursor) > 0 })
+		if start < 0 {
+			return nil, "", nil
+		}
+	}
+	end := min(start+limit, len(all))
+	next := ""
+	if end < len(all) {
+		next = all[end-1].ID
+	}
+	return all[start:end], next, nil
+}

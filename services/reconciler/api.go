@@ -1,0 +1,275 @@
+package reconciler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+func (r *Reconciler) endpoints() []bus.Endpoint {
+	ep := func(verb string, h bus.Handler) bus.Endpoint {
+		return bus.Endpoint{Name: "instances-" + verb, Subject: bus.Command("*", bus.ResourceInstances, verb), Handler: h}
+	}
+	return []bus.Endpoint{
+		ep("create", r.create), ep("get", r.get), ep("list", r.list), ep("delete", r.delete),
+		ep("power", r.power), ep("reinstall", r.reinstall),
+	}
+}
+
+// idempotencyRecord maps a create's idempotency key to the instance it made.
+type idempotencyRecord struct {
+	InstanceID  string `json:"instanceId"`
+	RequestHash string `json:"requestHash"`
+}
+
+func instanceKey(tenant, id string) string { return tenant + "." + id }
+
+// create answers instances.create: validates the request against the pool,
+// writes the instance (phase Pending, generation 1) and queues its work.
+// Errors: INVALID_INPUT (field named), CONFLICT (idempotency key reused with
+// another request), UNAVAILABLE.
+func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) {
+	var in api.InstanceCreateRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if err := validateCreate(&in); err != nil {
+		return nil, err
+	}
+	var pool api.Pool
+	if _, err := bus.GetJSON(ctx, r.st.Pools, req.Tenant+"."+in.PoolID, &pool); err != nil {
+		if errors.Is(err, bus.ErrNotFound) {
+			return nil, api.InvalidInput("poolId", "pool %q not found", in.PoolID)
+		}
+		return nil, err
+	}
+	flavor, ok := pool.Flavor(in.Flavor)
+	if !ok {
+		return nil, api.InvalidInput("flavor", "pool %s has no flavor %q", pool.ID, in.Flavor)
+	}
+	if in.Image == "" {
+		in.Image = flavor.Image
+	}
+	if in.Image == "" {
+		return nil, api.InvalidInput("image", "image is required: flavor %q has no default image", in.Flavor)
+	}
+	if in.Power == "" {
+		in.Power = api.PowerOn
+	}
+	id := api.NewID(api.PrefixInstance)
+	if in.IdempotencyKey != "" {
+		existing, claimed, err := r.claimIdempotency(ctx, req.Tenant, &in, id)
+		if err != nil || existing != nil {
+			return existing, err
+		}
+		id = claimed
+	}
+	now := time.Now().UTC()
+	name := in.Name
+	if name == "" {
+		name = id
+	}
+	inst := api.Instance{
+		ID: id, TenantID: req.Tenant, PoolID: in.PoolID, Flavor: in.Flavor, Image: in.Image, Name: name,
+		UserData: in.UserData, SSHKeys: in.SSHKeys, Desired: api.DesiredState{Power: in.Power},
+		Status: api.InstanceStatus{Phase: api.PhasePending}, Generation: 1, Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	if _, err := bus.CreateJSON(ctx, r.st.Instances, instanceKey(req.Tenant, id), &inst); err != nil {
+		if api.IsCode(err, api.CodeAlreadyExists) { // a retry after a crash between the two writes
+			return r.load(ctx, req.Tenant, id)
+		}
+		return nil, err
+	}
+	req.Log.Info().Str("instance", id).Str("pool", in.PoolID).Str("flavor", in.Flavor).Msg("instance created")
+	r.publishEvent(&inst, "created", "")
+	r.enqueue(ctx, &inst)
+	return &inst, nil
+}
+
+// claimIdempotency records key → id for a create. If the key was used
+// before it returns the instance it made (CONFLICT when the request
+// differs), or, when that instance was never written (a crash between the
+// two writes), the recorded id to create it under.
+func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string, in *api.InstanceCreateRequest, id string) (*api.Instance, string, error) {
+	body, _ := json.Marshal(in)
+	reqHash := sha256.Sum256(body)
+	keyHash := sha256.Sum256([]byte(in.IdempotencyKey))
+	key := tenant + ".instances-create." + hex.EncodeToString(keyHash[:])
+	rec := idempotencyRecord{InstanceID: id, RequestHash: hex.EncodeToString(reqHash[:])}
+	_, err := bus.CreateJSON(ctx, r.st.Idempotency, key, &rec)
+	if err == nil {
+		return nil, id, nil
+	}
+	if !api.IsCode(err, api.CodeAlreadyExists) {
+		return nil, "", err
+	}
+	var prev idempotencyRecord
+	if _, err := bus.GetJSON(ctx, r.st.Idempotency, key, &prev); err != nil {
+		return nil, "", api.Errorf(api.CodeUnavailable, "idempotency record is being written; retry")
+	}
+	if prev.RequestHash != rec.RequestHash {
+		return nil, "", api.Errorf(api.CodeConflict, "idempotencyKey was used for a different create request").With(api.DetailPath, "idempotencyKey")
+	}
+	inst, err := r.load(ctx, tenant, prev.InstanceID)
+	if api.IsCode(err, api.CodeNotFound) {
+		return nil, prev.InstanceID, nil
+	}
+	return inst, "", err
+}
+
+// load reads one instance. Errors: NOT_FOUND, UNAVAILABLE.
+func (r *Reconciler) load(ctx context.Context, tenant, id string) (*api.Instance, error) {
+	var inst api.Instance
+	if _, err := bus.GetJSON(ctx, r.st.Instances, instanceKey(tenant, id), &inst); err != nil {
+		if errors.Is(err, bus.ErrNotFound) {
+			return nil, api.NotFound("instance", id)
+		}
+		return nil, err
+	}
+	return &inst, nil
+}
+
+func (r *Reconciler) get(ctx context.Context, req *bus.Request) (any, error) {
+	id, err := decodeID(req)
+	if err != nil {
+		return nil, err
+	}
+	return r.load(ctx, req.Tenant, id)
+}
+
+func decodeID(req *bus.Request) (string, error) {
+	var in api.IDRequest
+	if err := req.Decode(&in); err != nil {
+		return "", err
+	}
+	if !api.ValidID(api.PrefixInstance, in.ID) {
+		return "", api.InvalidInput("id", "id must be an instance id (inst_…)")
+	}
+	return in.ID, nil
+}
+
+var phases = []string{api.PhasePending, api.PhaseProvisioning, api.PhaseRunning, api.PhaseStopped,
+	api.PhaseReinstalling, api.PhaseDeleting, api.PhaseFailed}
+
+// list answers instances.list: a page of the tenant's instances, optionally
+// of one pool and one phase. Errors: INVALID_INPUT, UNAVAILABLE.
+func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
+	var in api.InstanceListRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if in.Phase != "" && !slices.Contains(phases, in.Phase) {
+		return nil, api.InvalidInput("phase", "phase must be one of %v", phases)
+	}
+	if in.PoolID != "" && !api.ValidID(api.PrefixPool, in.PoolID) {
+		return nil, api.InvalidInput("poolId", "poolId must be a pool id (pool_…)")
+	}
+	return bus.ListJSON(ctx, r.st.Instances, req.Tenant+".", in.Limit, in.Cursor, func(i *api.Instance) bool {
+		return (in.PoolID == "" || i.PoolID == in.PoolID) && (in.Phase == "" || i.Status.Phase == in.Phase)
+	})
+}
+
+// delete answers instances.delete: marks the instance for deletion (phase
+// Deleting); the reconciler deletes the machine, then the record. Repeated
+// deletes answer the same. Errors: NOT_FOUND, UNAVAILABLE.
+func (r *Reconciler) delete(ctx context.Context, req *bus.Request) (any, error) {
+	id, err := decodeID(req)
+	if err != nil {
+		return nil, err
+	}
+	return r.mutate(ctx, req, id, func(inst *api.Instance) error {
+		if inst.DeletionRequestedAt == nil {
+			now := time.Now().UTC()
+			inst.DeletionRequestedAt = &now
+			inst.Status.Phase = api.PhaseDeleting
+		}
+		return nil
+	}, "deleting")
+}
+
+// power answers instances.power: on and off set the desired power level;
+// reset, cycle, graceful-restart, graceful-off and nmi queue a one-shot
+// operation. Errors: INVALID_INPUT, NOT_FOUND, INVALID_STATE (deleting).
+func (r *Reconciler) power(ctx context.Context, req *bus.Request) (any, error) {
+	var in api.InstancePowerRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if !api.ValidID(api.PrefixInstance, in.ID) {
+		return nil, api.InvalidInput("id", "id must be an instance id (inst_…)")
+	}
+	if err := validateAction(in.Action); err != nil {
+		return nil, err
+	}
+	return r.mutate(ctx, req, in.ID, func(inst *api.Instance) error {
+		switch in.Action {
+		case api.ActionOn, api.ActionOff:
+			inst.Desired.Power = in.Action
+		default:
+			inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: in.Action, RequestedAt: time.Now().UTC()}
+		}
+		return nil
+	}, "power-"+in.Action)
+}
+
+// reinstall answers instances.reinstall: queues a reinstall operation with
+// the new image. Errors: INVALID_INPUT, NOT_FOUND, INVALID_STATE (deleting).
+func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, error) {
+	var in api.InstanceReinstallRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	switch {
+	case !api.ValidID(api.PrefixInstance, in.ID):
+		return nil, api.InvalidInput("id", "id must be an instance id (inst_…)")
+	case in.Image == "" || len(in.Image) > MaxImageLength:
+		return nil, api.InvalidInput("image", "image is required (at most %d characters)", MaxImageLength)
+	}
+	return r.mutate(ctx, req, in.ID, func(inst *api.Instance) error {
+		inst.Image = in.Image
+		inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall, Image: in.Image, RequestedAt: time.Now().UTC()}
+		return nil
+	}, "reinstall")
+}
+
+// mutate applies a change of the desired state with CAS (retrying on
+// conflicts), bumps generation and version, and queues the work.
+func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, change func(*api.Instance) error, what string) (*api.Instance, error) {
+	key := instanceKey(req.Tenant, id)
+	for attempt := 0; attempt < 10; attempt++ {
+		var inst api.Instance
+		rev, err := bus.GetJSON(ctx, r.st.Instances, key, &inst)
+		if err != nil {
+			if errors.Is(err, bus.ErrNotFound) {
+				return nil, api.NotFound("instance", id)
+			}
+			return nil, err
+		}
+		if inst.DeletionRequestedAt != nil && what != "deleting" {
+			return nil, api.Errorf(api.CodeInvalidState, "instance %s is being deleted", id)
+		}
+		if err := change(&inst); err != nil {
+			return nil, err
+		}
+		inst.Generation++
+		inst.Version++
+		inst.UpdatedAt = time.Now().UTC()
+		if _, err := bus.UpdateJSON(ctx, r.st.Instances, key, &inst, rev); err != nil {
+			if api.IsCode(err, api.CodeConflict) {
+				continue
+			}
+			return nil, err
+		}
+		req.Log.Info().Str("instance", id).Int64("generation", inst.Generation).Str("change", what).Msg("instance changed")
+		r.enqueue(ctx, &inst)
+		return &inst, nil
+	}
+	return nil, api.Errorf(api.CodeConflict, "instance %s is changing too often; retry", id)
+}

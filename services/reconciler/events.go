@@ -1,0 +1,42 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// eventType is the event type token of a phase ("running", "deleting", …).
+func eventType(phase string) string { return strings.ToLower(phase) }
+
+// publishEvent publishes an instance event on
+// compute.v1.<tenant>.events.instances.<id>.<type>; the COMPUTE_EVENTS
+// stream keeps it. Events are best effort: a failure is logged.
+func (r *Reconciler) publishEvent(inst *api.Instance, typ, message string) {
+	ev := api.Event{ID: api.NewID(api.PrefixEvent), TenantID: inst.TenantID, Resource: bus.ResourceInstances,
+		ResourceID: inst.ID, Type: typ, Phase: inst.Status.Phase, Message: message, Generation: inst.Generation, Time: time.Now().UTC()}
+	data, _ := json.Marshal(ev)
+	if err := r.nc.Publish(bus.Event(inst.TenantID, bus.ResourceInstances, inst.ID, typ), data); err != nil {
+		r.log.Warn().Err(err).Str("tenant", inst.TenantID).Str("instance", inst.ID).Msg("event not published")
+	}
+}
+
+// enqueue queues work for an instance (deduplicated per generation). A
+// failure is logged, not returned: the record is durable and the resync
+// queues it again.
+func (r *Reconciler) enqueue(ctx context.Context, inst *api.Instance) {
+	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-%d", inst.ID, inst.Generation))
+}
+
+func (r *Reconciler) publishWork(ctx context.Context, tenant, id, msgID string) {
+	if _, err := r.st.JS.Publish(ctx, bus.Work(tenant, id), nil, jetstream.WithMsgID(msgID)); err != nil {
+		r.log.Warn().Err(err).Str("tenant", tenant).Str("instance", id).Msg("work not queued; resync will")
+	}
+}

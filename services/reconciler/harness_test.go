@@ -1,0 +1,141 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
+	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/memory"
+)
+
+const tenant = "acme"
+
+// staticResolver resolves every reference to one test value.
+type staticResolver struct{}
+
+func (staticResolver) Resolve(context.Context, string) (string, error) { return "test-token", nil }
+
+// harness is a bus with the memory provider, one account and pool written
+// straight into KV, and a reconciler.
+type harness struct {
+	t     *testing.T
+	env   *bustest.Env
+	cloud *memory.Cloud
+	pool  api.Pool
+	opts  Options
+	rec   *Reconciler
+}
+
+func fastOptions() Options {
+	return Options{
+		Logger: zerolog.Nop(), PollInterval: 20 * time.Millisecond, CallTimeout: 5 * time.Second,
+		AckWait: 2 * time.Second, ResyncInterval: -1,
+		Retry: RetryPolicy{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond},
+	}
+}
+
+func newHarness(t *testing.T, opts Options) *harness {
+	t.Helper()
+	h := &harness{t: t, env: bustest.Start(t), cloud: memory.NewCloud(), opts: opts}
+	svc, err := provider.Serve(h.env.NC, memory.Definition(h.cloud), provider.ServeOptions{
+		Logger: zerolog.Nop(), Resolver: func(string) provider.SecretResolver { return staticResolver{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	ctx := context.Background()
+	acct := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: tenant, Provider: memory.ProviderID, Name: "mem",
+		Config: map[string]any{"token": "secret://acme/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "region": "mem1"}, Version: 1}
+	if _, err := bus.CreateJSON(ctx, h.env.Stores.Accounts, tenant+"."+acct.ID, &acct); err != nil {
+		t.Fatal(err)
+	}
+	h.pool = api.Pool{ID: api.NewID(api.PrefixPool), TenantID: tenant, Class: api.PoolClassProvider,
+		ProviderAccountID: acct.ID, Agent: api.PoolAgentNone, Version: 1,
+		Flavors: []api.Flavor{{Name: "small", OfferID: "small", Image: "debian-12"}, {Name: "bogus", OfferID: "no-such-offer", Image: "x"}}}
+	if _, err := bus.CreateJSON(ctx, h.env.Stores.Pools, tenant+"."+h.pool.ID, &h.pool); err != nil {
+		t.Fatal(err)
+	}
+	h.rec = h.startReconciler(h.env.Connect(t))
+	return h
+}
+
+// startReconciler starts a reconciler with its own connection and stores,
+// as a separate process would have.
+func (h *harness) startReconciler(nc *nats.Conn) *Reconciler {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	rec, err := Start(nc, st, h.opts)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(rec.Stop)
+	return rec
+}
+
+// call sends a command of the test tenant and decodes the reply.
+func (h *harness) call(verb string, in, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return bus.Call(ctx, h.env.NC, bus.Command(tenant, bus.ResourceInstances, verb), in, out)
+}
+
+func (h *harness) create(req api.InstanceCreateRequest) *api.Instance {
+	h.t.Helper()
+	if req.PoolID == "" {
+		req.PoolID = h.pool.ID
+	}
+	if req.Flavor == "" {
+		req.Flavor = "small"
+	}
+	var inst api.Instance
+	if err := h.call("create", req, &inst); err != nil {
+		h.t.Fatalf("create: %v", err)
+	}
+	return &inst
+}
+
+func (h *harness) get(id string) (*api.Instance, error) {
+	var inst api.Instance
+	err := h.call("get", api.IDRequest{ID: id}, &inst)
+	return &inst, err
+}
+
+// waitFor polls the instance until cond holds (30 s at most).
+func (h *harness) waitFor(id, what string, cond func(*api.Instance, error) bool) *api.Instance {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		inst, err := h.get(id)
+		if cond(inst, err) {
+			return inst
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("instance %s never became %s; last: %+v (err %v)", id, what, inst.Status, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (h *harness) waitPhase(id, phase string) *api.Instance {
+	h.t.Helper()
+	return h.waitFor(id, phase, func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.Phase == phase && i.Status.ObservedGeneration == i.Generation
+	})
+}
+
+func (h *harness) waitGone(id string) {
+	h.t.Helper()
+	h.waitFor(id, "deleted", func(_ *api.Instance, err error) bool { return api.IsCode(err, api.CodeNotFound) })
+}

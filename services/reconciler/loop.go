@@ -1,0 +1,338 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// outcome is what to do with a work message after a reconcile.
+type outcome struct {
+	// requeue > 0 (or now) asks for another look after that delay; done acks.
+	done    bool
+	requeue time.Duration
+}
+
+var finished = outcome{done: true}
+
+func after(d time.Duration) outcome { return outcome{requeue: d} }
+
+// handle reconciles the instance a work message names and acknowledges,
+// delays or (when the state store is unreachable) abandons the message, which
+// is then redelivered after AckWait.
+func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
+	tenant, id, ok := parseWorkSubject(msg.Subject())
+	if !ok {
+		r.log.Error().Str("subject", msg.Subject()).Msg("malformed work subject; dropped")
+		_ = msg.Term()
+		return
+	}
+	log := r.log.With().Str("tenant", tenant).Str("instance", id).Logger()
+	out, err := r.reconcile(ctx, log, tenant, id)
+	switch {
+	case err != nil:
+		// State store trouble: leave the message unacknowledged; redelivery retries.
+		log.Warn().Err(err).Msg("reconcile abandoned")
+	case out.done:
+		_ = msg.Ack()
+	default:
+		_ = msg.NakWithDelay(out.requeue)
+	}
+}
+
+func parseWorkSubject(subject string) (tenant, id string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, bus.WorkRoot+".")
+	if !ok {
+		return "", "", false
+	}
+	tenant, id, ok = strings.Cut(rest, ".")
+	return tenant, id, ok && api.ValidTenant(tenant) && api.ValidID(api.PrefixInstance, id)
+}
+
+// target is everything a reconcile of one instance needs.
+type target struct {
+	inst    api.Instance
+	rev     uint64
+	key     string
+	remote  provider.Remote
+	account api.ProviderAccount
+	offerID string
+	log     zerolog.Logger
+}
+
+// reconcile moves one instance one step towards its desired state. A
+// returned error means the state store failed (the message is redelivered).
+func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string) (outcome, error) {
+	t := &target{key: instanceKey(tenant, id), log: log}
+	rev, err := bus.GetJSON(ctx, r.st.Instances, t.key, &t.inst)
+	if errors.Is(err, bus.ErrNotFound) {
+		return finished, nil
+	}
+	if err != nil {
+		return outcome{}, err
+	}
+	t.rev = rev
+	inst := &t.inst
+	if wait := r.waitBeforeCall(inst); wait > 0 {
+		return after(wait), nil
+	}
+	if inst.DeletionRequestedAt == nil && inst.Status.Phase == api.PhaseFailed && inst.Status.ObservedGeneration == inst.Generation {
+		return finished, nil // terminal until the caller changes the spec
+	}
+	if err := r.resolveTarget(ctx, t); err != nil {
+		return r.failed(ctx, t, err)
+	}
+	if inst.DeletionRequestedAt != nil {
+		return r.reconcileDelete(ctx, t)
+	}
+	return r.reconcileLive(ctx, t)
+}
+
+// waitBeforeCall is how long to wait before any provider call: until a rate
+// limit's reset always; until a retryable failure's retryAt unless the
+// instance is being deleted.
+func (r *Reconciler) waitBeforeCall(inst *api.Instance) time.Duration {
+	c := providerCondition(inst)
+	if c == nil || c.Status != api.ConditionTrue || c.RetryAt == nil {
+		return 0
+	}
+	wait := time.Until(*c.RetryAt)
+	if wait <= 0 || (inst.DeletionRequestedAt != nil && c.Reason != string(api.CodeRateLimited)) {
+		return 0
+	}
+	return wait
+}
+
+// resolveTarget loads the pool and account behind an instance. A missing
+// pool, flavor or account is INVALID_STATE (terminal).
+func (r *Reconciler) resolveTarget(ctx context.Context, t *target) error {
+	var pool api.Pool
+	if _, err := bus.GetJSON(ctx, r.st.Pools, t.inst.TenantID+"."+t.inst.PoolID, &pool); err != nil {
+		if errors.Is(err, bus.ErrNotFound) {
+			return api.Errorf(api.CodeInvalidState, "pool %s no longer exists", t.inst.PoolID)
+		}
+		return storeError{err}
+	}
+	flavor, ok := pool.Flavor(t.inst.Flavor)
+	if !ok {
+		return api.Errorf(api.CodeInvalidState, "pool %s no longer has flavor %q", pool.ID, t.inst.Flavor)
+	}
+	var acct api.Account
+	if _, err := bus.GetJSON(ctx, r.st.Accounts, t.inst.TenantID+"."+pool.ProviderAccountID, &acct); err != nil {
+		if errors.Is(err, bus.ErrNotFound) {
+			return api.Errorf(api.CodeInvalidState, "provider account %s no longer exists", pool.ProviderAccountID)
+		}
+		return storeError{err}
+	}
+	t.offerID = flavor.OfferID
+	t.remote = provider.Remote{NC: r.nc, ID: acct.Provider}
+	t.account = api.ProviderAccount{ID: acct.ID, TenantID: acct.TenantID, Version: acct.Version, Config: acct.Config}
+	t.log = t.log.With().Str("account", acct.ID).Str("provider", acct.Provider).Logger()
+	return nil
+}
+
+func (r *Reconciler) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.o.CallTimeout)
+}
+
+// ensureMachine creates the machine (idempotently, keyed by the instance
+// id) when none is recorded, recording first that a create was requested.
+func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.ExternalMachine, error) {
+	if m := t.inst.Status.Machine; m != nil {
+		return m, nil
+	}
+	if !t.inst.Status.CreateRequested {
+		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+			s.CreateRequested = true
+			if s.Phase == api.PhasePending {
+				s.Phase = api.PhaseProvisioning
+			}
+		}); err != nil {
+			return nil, err
+		}
+	}
+	cctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	m, err := t.remote.Create(cctx, t.account, t.inst.ID, api.MachineSpec{
+		Name: t.inst.Name, OfferID: t.offerID, Image: t.inst.Image, UserData: t.inst.UserData, SSHKeys: t.inst.SSHKeys,
+	})
+	if r.o.Hooks.AfterProviderCreate != nil {
+		r.o.Hooks.AfterProviderCreate(t.inst.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.log.Info().Str("machine", m.ID).Str("state", m.State).Msg("provider create answered")
+	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.Machine = m }); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// reconcileLive converges a live instance: machine exists, power as
+// desired, pending operation executed once.
+func (r *Reconciler) reconcileLive(ctx context.Context, t *target) (outcome, error) {
+	created := t.inst.Status.Machine == nil
+	m, err := r.ensureMachine(ctx, t)
+	if err != nil {
+		return r.failed(ctx, t, err)
+	}
+	if !created {
+		cctx, cancel := r.callCtx(ctx)
+		observed, err := t.remote.Get(cctx, t.account, m.ID)
+		cancel()
+		if err != nil {
+			return r.failed(ctx, t, err)
+		}
+		if observed == nil {
+			return r.machineVanished(ctx, t, m)
+		}
+		m = observed
+	}
+	if out, done, err := r.runOperation(ctx, t, m); done || err != nil {
+		return out, err
+	}
+	if action := powerAction(t.inst.Desired.Power, m.State); action != "" {
+		cctx, cancel := r.callCtx(ctx)
+		err := t.remote.Power(cctx, t.account, m.ID, action)
+		cancel()
+		if err != nil {
+			return r.failed(ctx, t, err)
+		}
+		t.log.Info().Str("machine", m.ID).Str("action", action).Msg("power converged")
+	}
+	return r.observe(ctx, t, m)
+}
+
+// powerAction is the action that brings a machine in state to the desired
+// power level, or "" when none is needed (or the machine is in transition).
+func powerAction(desired, state string) string {
+	switch {
+	case desired == api.PowerOn && state == api.StateStopped:
+		return api.ActionOn
+	case desired == api.PowerOff && state == api.StateRunning:
+		return api.ActionOff
+	}
+	return ""
+}
+
+// observe records what the provider reports and decides whether to look again.
+func (r *Reconciler) observe(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
+	converged := machineMatches(t.inst.Desired.Power, m.State)
+	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+		s.Machine = m
+		s.Phase = phaseOf(s.Phase, m.State)
+		s.Retries = 0
+		clearProviderError(s)
+		if converged {
+			s.ObservedGeneration = t.inst.Generation
+		}
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	if converged {
+		return finished, nil
+	}
+	return after(r.o.PollInterval), nil
+}
+
+// machineVanished handles a machine deleted out of band: it is forgotten
+// and created again with the same key on the next pass (drift repair).
+func (r *Reconciler) machineVanished(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
+	t.log.Warn().Str("machine", m.ID).Msg("machine disappeared out of band; recreating")
+	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+		s.Machine = nil
+		s.Phase = api.PhaseProvisioning
+		setCondition(s, api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: "MachineMissing",
+			Message: "machine " + m.ID + " was deleted outside the control plane; recreating"})
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	r.publishEvent(&t.inst, "drift", "machine "+m.ID+" missing")
+	return after(0), nil
+}
+
+// reconcileDelete deletes the machine (treating absence as done), waits
+// until the provider no longer reports it, then deletes the record.
+func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, error) {
+	m := t.inst.Status.Machine
+	if m == nil && t.inst.Status.CreateRequested {
+		// A create may have reached the provider without its answer being
+		// recorded: the same key finds (or makes) that machine so it is deleted.
+		var err error
+		if m, err = r.ensureMachine(ctx, t); err != nil {
+			return r.failed(ctx, t, err)
+		}
+	}
+	if m != nil {
+		cctx, cancel := r.callCtx(ctx)
+		observed, err := t.remote.Get(cctx, t.account, m.ID)
+		cancel()
+		if err != nil {
+			return r.failed(ctx, t, err)
+		}
+		if observed != nil {
+			if observed.State != api.StateDeleting {
+				cctx, cancel := r.callCtx(ctx)
+				err := t.remote.Delete(cctx, t.account, m.ID)
+				cancel()
+				if err != nil && !api.IsCode(err, api.CodeNotFound) {
+					return r.failed(ctx, t, err)
+				}
+				t.log.Info().Str("machine", m.ID).Msg("machine delete requested")
+			}
+			return after(r.o.PollInterval), nil
+		}
+	}
+	if err := bus.DeleteKey(ctx, r.st.Instances, t.key, t.rev); err != nil {
+		if api.IsCode(err, api.CodeConflict) {
+			return after(0), nil
+		}
+		return outcome{}, err
+	}
+	t.log.Info().Msg("instance deleted")
+	r.publishEvent(&t.inst, "deleted", "")
+	return finished, nil
+}
+
+// failed records a provider or lookup failure: terminal codes fail the
+// instance for this generation, others are retried with backoff.
+func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome, error) {
+	if isStoreError(err) {
+		return outcome{}, err
+	}
+	ce := api.AsComputeError(err)
+	now := time.Now().UTC()
+	if ce.Code.Terminal() {
+		t.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Msg("instance failed")
+		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+			s.Phase = api.PhaseFailed
+			s.ObservedGeneration = t.inst.Generation
+			setCondition(s, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue, Reason: string(ce.Code), Message: ce.Message})
+		}); err != nil {
+			return outcome{}, err
+		}
+		return finished, nil
+	}
+	retries := t.inst.Status.Retries + 1
+	delay := r.o.Retry.Delay(retries, ce.RetryAfter())
+	retryAt := now.Add(delay)
+	t.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int("retries", retries).Dur("retry_in", delay).Msg("reconcile failed; will retry")
+	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+		s.Retries = retries
+		setCondition(s, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue, Reason: string(ce.Code), Message: ce.Message, RetryAt: &retryAt})
+	}); err != nil {
+		return outcome{}, err
+	}
+	return after(delay), nil
+}

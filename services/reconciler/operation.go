@@ -1,0 +1,72 @@
+package reconciler
+
+import (
+	"context"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// runOperation executes the instance's pending one-shot operation at most
+// once: it is claimed with a CAS write (state Executing) before the provider
+// is called, and its outcome recorded after. An operation found Executing
+// was interrupted after it may have been sent: it becomes Unknown and is
+// never sent again (a reset or reinstall must not run twice). done reports
+// that this pass ends here (with out).
+func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.ExternalMachine) (out outcome, done bool, err error) {
+	op := t.inst.Desired.Operation
+	last := t.inst.Status.LastOperation
+	switch {
+	case op == nil:
+		return outcome{}, false, nil
+	case last != nil && last.ID == op.ID && last.State == api.OperationExecuting:
+		err := r.finishOperation(ctx, t, api.OperationUnknown, "interrupted after it was sent; not repeated")
+		return after(0), true, err
+	case last != nil && last.ID == op.ID:
+		return outcome{}, false, nil
+	}
+	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+		s.LastOperation = &api.OperationStatus{ID: op.ID, Action: op.Action, State: api.OperationExecuting, StartedAt: time.Now().UTC()}
+		if op.Action == api.ActionReinstall {
+			s.Phase = api.PhaseReinstalling
+		}
+	}); err != nil {
+		return outcome{}, true, err
+	}
+	cctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	var callErr error
+	if op.Action == api.ActionReinstall {
+		_, callErr = t.remote.Reinstall(cctx, t.account, m.ID, op.Image)
+	} else {
+		callErr = t.remote.Power(cctx, t.account, m.ID, op.Action)
+	}
+	t.log.Info().Str("operation", op.ID).Str("action", op.Action).AnErr("error", callErr).Msg("operation executed")
+	if callErr == nil {
+		return after(0), true, r.finishOperation(ctx, t, api.OperationSucceeded, "")
+	}
+	if api.IsCode(callErr, api.CodeRateLimited) {
+		// Refused before it ran: release the claim and wait for the reset.
+		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.LastOperation = last }); err != nil {
+			return outcome{}, true, err
+		}
+		out, err := r.failed(ctx, t, callErr)
+		return out, true, err
+	}
+	return after(0), true, r.finishOperation(ctx, t, api.OperationFailed, api.AsComputeError(callErr).Error())
+}
+
+func (r *Reconciler) finishOperation(ctx context.Context, t *target, state, message string) error {
+	now := time.Now().UTC()
+	return r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+		if s.LastOperation == nil {
+			return
+		}
+		op := *s.LastOperation
+		op.State, op.Message, op.FinishedAt = state, message, &now
+		s.LastOperation = &op
+		if s.Phase == api.PhaseReinstalling && state != api.OperationSucceeded {
+			s.Phase = api.PhaseProvisioning
+		}
+	})
+}

@@ -1,0 +1,291 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider"
+)
+
+func TestCreateToRunningThenDelete(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	events := make(chan *nats.Msg, 64)
+	sub, err := h.env.NC.ChanSubscribe(bus.EventsOf(tenant), events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+
+	inst := h.create(api.InstanceCreateRequest{Name: "web-1"})
+	if inst.Status.Phase != api.PhasePending || inst.Generation != 1 || inst.Image != "debian-12" || inst.Desired.Power != api.PowerOn {
+		t.Fatalf("create reply: %+v", inst)
+	}
+	running := h.waitPhase(inst.ID, api.PhaseRunning)
+	machines := h.cloud.Machines()
+	if len(machines) != 1 || running.Status.Machine == nil || running.Status.Machine.ID != machines[0].ID || machines[0].Name != "web-1" {
+		t.Fatalf("machines %+v, status %+v", machines, running.Status)
+	}
+	if got := h.cloud.Calls(provider.VerbCreate); got != 1 {
+		t.Fatalf("create calls = %d, want 1", got)
+	}
+
+	var deleting api.Instance
+	if err := h.call("delete", api.IDRequest{ID: inst.ID}, &deleting); err != nil {
+		t.Fatal(err)
+	}
+	if deleting.Status.Phase != api.PhaseDeleting || deleting.DeletionRequestedAt == nil {
+		t.Fatalf("delete reply: %+v", deleting.Status)
+	}
+	h.waitGone(inst.ID)
+	if n := len(h.cloud.Machines()); n != 0 {
+		t.Fatalf("%d machines left after delete", n)
+	}
+
+	seen := map[string]bool{}
+	for len(events) > 0 {
+		var ev api.Event
+		if err := json.Unmarshal((<-events).Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.ResourceID != inst.ID {
+			t.Fatalf("event for %s", ev.ResourceID)
+		}
+		seen[ev.Type] = true
+	}
+	for _, typ := range []string{"created", "provisioning", "running", "deleted"} {
+		if !seen[typ] {
+			t.Errorf("no %q event; saw %v", typ, seen)
+		}
+	}
+}
+
+// The reconciler dies after the provider made the machine and before the
+// status write; a new reconciler takes the redelivered work and the same
+// idempotency key finds the same machine.
+func TestCrashBetweenProviderCreateAndStatusWrite(t *testing.T) {
+	opts := fastOptions()
+	opts.AckWait = time.Second
+	var victim *nats.Conn
+	var crashed atomic.Bool
+	opts.Hooks.AfterProviderCreate = func(string) {
+		if crashed.CompareAndSwap(false, true) {
+			victim.Close() // the process is gone: no status write, no ack
+		}
+	}
+	h := newHarness(t, fastOptions())
+	h.rec.Stop()
+	h.opts = opts
+	victim = h.env.Connect(t)
+	h.startReconciler(victim)
+
+	inst := h.create(api.InstanceCreateRequest{})
+	h.waitFor(inst.ID, "crashed", func(*api.Instance, error) bool { return crashed.Load() })
+	if got := h.cloud.Calls(provider.VerbCreate); got != 1 {
+		t.Fatalf("create calls before restart = %d", got)
+	}
+	h.opts.Hooks = Hooks{}
+	h.startReconciler(h.env.Connect(t))
+
+	running := h.waitPhase(inst.ID, api.PhaseRunning)
+	machines := h.cloud.Machines()
+	if len(machines) != 1 || running.Status.Machine.ID != machines[0].ID {
+		t.Fatalf("want exactly one machine, the recorded one; machines %+v status %+v", machines, running.Status.Machine)
+	}
+	if got := h.cloud.Calls(provider.VerbCreate); got != 2 {
+		t.Fatalf("create calls = %d, want 2 (one per reconciler, same key)", got)
+	}
+}
+
+func TestRetryableFailuresBackOffThenConverge(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	h.cloud.FailNext(provider.VerbCreate,
+		api.ProviderError(503, "unavailable", "service unavailable"),
+		api.ProviderError(503, "unavailable", "service unavailable"))
+	inst := h.create(api.InstanceCreateRequest{})
+	running := h.waitPhase(inst.ID, api.PhaseRunning)
+	if got := h.cloud.Calls(provider.VerbCreate); got != 3 {
+		t.Fatalf("create calls = %d, want 3", got)
+	}
+	c := providerCondition(running)
+	if c == nil || c.Status != api.ConditionFalse || running.Status.Retries != 0 {
+		t.Fatalf("condition after recovery: %+v retries %d", c, running.Status.Retries)
+	}
+}
+
+func TestRateLimitIsHonoured(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	h.cloud.FailNext(provider.VerbCreate, api.RateLimited(1500*time.Millisecond, "rate limit exceeded"))
+	inst := h.create(api.InstanceCreateRequest{})
+	h.waitPhase(inst.ID, api.PhaseRunning)
+	var creates []time.Time
+	for _, c := range h.cloud.Log() {
+		if c.Verb == provider.VerbCreate {
+			creates = append(creates, c.At)
+		}
+	}
+	if len(creates) != 2 {
+		t.Fatalf("create calls = %d, want 2", len(creates))
+	}
+	if gap := creates[1].Sub(creates[0]); gap < 1500*time.Millisecond {
+		t.Fatalf("retried %v after a 1500ms rate limit", gap)
+	}
+}
+
+func TestTerminalErrorFailsWithoutFurtherCalls(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	inst := h.create(api.InstanceCreateRequest{Flavor: "bogus"})
+	failed := h.waitPhase(inst.ID, api.PhaseFailed)
+	c := providerCondition(failed)
+	if c == nil || c.Reason != string(api.CodeInvalidConfig) || c.Status != api.ConditionTrue || c.Message == "" {
+		t.Fatalf("condition: %+v", c)
+	}
+	if _, err := h.rec.Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * h.opts.PollInterval)
+	if got := h.cloud.Calls(provider.VerbCreate); got != 1 {
+		t.Fatalf("create calls = %d after a terminal error, want 1", got)
+	}
+}
+
+func TestDriftIsRepairedAtResync(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	inst := h.create(api.InstanceCreateRequest{})
+	first := h.waitPhase(inst.ID, api.PhaseRunning).Status.Machine.ID
+
+	h.cloud.SetState(first, api.StateStopped)
+	if _, err := h.rec.Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(inst.ID, "powered on again", func(*api.Instance, error) bool {
+		m := h.cloud.Machines()
+		return len(m) == 1 && m[0].State == api.StateRunning && h.cloud.Calls(provider.VerbPower) == 1
+	})
+
+	h.cloud.Remove(first)
+	if _, err := h.rec.Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again := h.waitFor(inst.ID, "recreated", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.Phase == api.PhaseRunning && i.Status.Machine != nil && i.Status.Machine.ID != first
+	})
+	if m := h.cloud.Machines(); len(m) != 1 || m[0].ID != again.Status.Machine.ID {
+		t.Fatalf("machines after drift repair: %+v", m)
+	}
+}
+
+func TestPowerLevelsAndOneShotOperations(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	inst := h.create(api.InstanceCreateRequest{})
+	h.waitPhase(inst.ID, api.PhaseRunning)
+
+	var out api.Instance
+	if err := h.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionOff}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Generation != 2 || out.Desired.Power != api.PowerOff {
+		t.Fatalf("power off reply: gen %d desired %+v", out.Generation, out.Desired)
+	}
+	h.waitPhase(inst.ID, api.PhaseStopped)
+	if err := h.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionOn}, &out); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPhase(inst.ID, api.PhaseRunning)
+	powerCalls := h.cloud.Calls(provider.VerbPower)
+
+	if err := h.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionReset}, &out); err != nil {
+		t.Fatal(err)
+	}
+	opID := out.Desired.Operation.ID
+	done := h.waitFor(inst.ID, "reset done", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.LastOperation != nil && i.Status.LastOperation.ID == opID && i.Status.LastOperation.State == api.OperationSucceeded
+	})
+	if _, err := h.rec.Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPhase(inst.ID, api.PhaseRunning)
+	time.Sleep(5 * h.opts.PollInterval)
+	if got := h.cloud.Calls(provider.VerbPower) - powerCalls; got != 1 {
+		t.Fatalf("reset sent %d times, want exactly once", got)
+	}
+	if done.Status.LastOperation.Action != api.ActionReset || done.Status.LastOperation.FinishedAt == nil {
+		t.Fatalf("operation status: %+v", done.Status.LastOperation)
+	}
+
+	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "ubuntu-24.04"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	opID = out.Desired.Operation.ID
+	re := h.waitFor(inst.ID, "reinstalled", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.LastOperation != nil && i.Status.LastOperation.ID == opID && i.Status.LastOperation.State == api.OperationSucceeded
+	})
+	if re.Image != "ubuntu-24.04" || h.cloud.Calls(provider.VerbReinstall) != 1 {
+		t.Fatalf("reinstall: image %q calls %d", re.Image, h.cloud.Calls(provider.VerbReinstall))
+	}
+}
+
+func TestIdempotentCreate(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	req := api.InstanceCreateRequest{Name: "db", IdempotencyKey: "deploy-42"}
+	a := h.create(req)
+	b := h.create(req)
+	if a.ID != b.ID {
+		t.Fatalf("same key made %s and %s", a.ID, b.ID)
+	}
+	req.Name = "other"
+	err := h.call("create", withPool(req, h.pool.ID), nil)
+	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeConflict || ce.Path() != "idempotencyKey" {
+		t.Fatalf("reused key with another request: %v", err)
+	}
+	h.waitPhase(a.ID, api.PhaseRunning)
+	if n := len(h.cloud.Machines()); n != 1 {
+		t.Fatalf("%d machines for one idempotency key", n)
+	}
+}
+
+func withPool(req api.InstanceCreateRequest, pool string) api.InstanceCreateRequest {
+	req.PoolID, req.Flavor = pool, "small"
+	return req
+}
+
+func TestListFiltersAndPages(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	for range 5 {
+		h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)
+	}
+	seen := map[string]bool{}
+	cursor, pages := "", 0
+	for {
+		var p api.List[api.Instance]
+		if err := h.call("list", map[string]any{"limit": 2, "cursor": cursor, "phase": api.PhaseRunning, "poolId": h.pool.ID}, &p); err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(p.Items) > 2 {
+			t.Fatalf("page of %d items with limit 2", len(p.Items))
+		}
+		for _, i := range p.Items {
+			if seen[i.ID] {
+				t.Fatalf("%s listed twice", i.ID)
+			}
+			seen[i.ID] = true
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(seen) != 5 || pages != 3 {
+		t.Fatalf("listed %d instances in %d pages, want 5 in 3", len(seen), pages)
+	}
+	var none api.List[api.Instance]
+	if err := h.call("list", map[string]any{"phase": api.PhaseStopped}, &none); err != nil || len(none.Items) != 0 {
+		t.Fatalf("phase filter: %d items, err %v", len(none.Items), err)
+	}
+}

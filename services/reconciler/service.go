@@ -1,0 +1,146 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/bus"
+)
+
+// Options configures the reconciler. Zero values take the defaults.
+type Options struct {
+	// Logger receives one line per request and per reconcile outcome.
+	Logger zerolog.Logger
+	// Workers bounds concurrent API requests (default 64).
+	Workers int
+	// ReconcileWorkers bounds instances reconciled at once (default 16).
+	ReconcileWorkers int
+	// PollInterval is how long to wait before looking at a converging machine
+	// again (default 2 s).
+	PollInterval time.Duration
+	// CallTimeout bounds one provider call (default 30 s).
+	CallTimeout time.Duration
+	// AckWait is how long a work message may stay unacknowledged before
+	// another replica gets it (default 2 min; must exceed a reconcile's calls).
+	AckWait time.Duration
+	// ResyncInterval re-queues every instance (±20 % jitter) to catch lost
+	// work and drift (default 10 min; negative disables). Each resync costs
+	// one provider get per instance, so keep it long on rate-limited APIs.
+	ResyncInterval time.Duration
+	// Retry is the backoff policy for retryable failures.
+	Retry RetryPolicy
+	// Hooks are test seams.
+	Hooks Hooks
+}
+
+// Hooks lets tests act at precise points of a reconcile.
+type Hooks struct {
+	// AfterProviderCreate runs after the provider's create answered and
+	// before its result is recorded.
+	AfterProviderCreate func(instanceID string)
+}
+
+// ConsumerName is the durable work consumer shared by every replica.
+const ConsumerName = "reconciler"
+
+func (o *Options) defaults() {
+	if o.ReconcileWorkers <= 0 {
+		o.ReconcileWorkers = 16
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 2 * time.Second
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 30 * time.Second
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = 2 * time.Minute
+	}
+	if o.ResyncInterval == 0 {
+		o.ResyncInterval = 10 * time.Minute
+	}
+	o.Retry.defaults()
+}
+
+// Reconciler is a running instance API and reconcile loop.
+type Reconciler struct {
+	nc      *nats.Conn
+	st      *bus.Stores
+	o       Options
+	log     zerolog.Logger
+	svc     *bus.Service
+	consume jetstream.ConsumeContext
+	cancel  context.CancelFunc
+	sem     chan struct{}
+	wg      sync.WaitGroup
+}
+
+// Start serves the instance API on nc and starts consuming work. Stop it
+// with Stop. Errors: the stores or the consumer could not be set up.
+func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
+	o.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Reconciler{nc: nc, st: st, o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
+		cancel: cancel, sem: make(chan struct{}, o.ReconcileWorkers)}
+	svc, err := bus.StartService(nc, bus.ServiceConfig{
+		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
+		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	r.svc = svc
+	cons, err := st.JS.CreateOrUpdateConsumer(ctx, bus.StreamWork, jetstream.ConsumerConfig{
+		Durable: ConsumerName, AckPolicy: jetstream.AckExplicitPolicy, AckWait: o.AckWait,
+		MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		r.Stop()
+		return nil, fmt.Errorf("work consumer: %w", err)
+	}
+	r.consume, err = cons.Consume(r.dispatch(ctx), jetstream.PullMaxMessages(o.ReconcileWorkers*2))
+	if err != nil {
+		r.Stop()
+		return nil, fmt.Errorf("consume work: %w", err)
+	}
+	if o.ResyncInterval > 0 {
+		r.wg.Add(1)
+		go r.resyncLoop(ctx)
+	}
+	return r, nil
+}
+
+// Stop stops consuming, serving and resyncing, and waits for running
+// reconciles to finish. Unacknowledged work is redelivered to another replica.
+func (r *Reconciler) Stop() {
+	if r.consume != nil {
+		r.consume.Stop()
+	}
+	if r.svc != nil {
+		_ = r.svc.Stop()
+	}
+	r.cancel()
+	r.wg.Wait()
+}
+
+func (r *Reconciler) dispatch(ctx context.Context) jetstream.MessageHandler {
+	return func(msg jetstream.Msg) {
+		select {
+		case r.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		r.wg.Add(1)
+		go func() {
+			defer func() { <-r.sem; r.wg.Done() }()
+			r.handle(ctx, msg)
+		}()
+	}
+}

@@ -1,0 +1,123 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+const sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@host"
+
+func TestBadInputIsRefusedAndLeavesNothing(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	pool := h.pool.ID
+	cases := []struct {
+		name, verb string
+		body       any
+		code       api.Code
+		path       string
+	}{
+		{"malformed JSON", "create", []byte(`{"poolId":`), api.CodeInvalidInput, ""},
+		{"not an object", "create", []byte(`[1]`), api.CodeInvalidInput, ""},
+		{"unknown field", "create", map[string]any{"poolId": pool, "flavor": "small", "colour": "red"}, api.CodeInvalidInput, "colour"},
+		{"wrong type", "create", map[string]any{"poolId": pool, "flavor": 7}, api.CodeInvalidInput, "flavor"},
+		{"missing pool", "create", map[string]any{"flavor": "small"}, api.CodeInvalidInput, "poolId"},
+		{"unknown pool", "create", map[string]any{"poolId": api.NewID(api.PrefixPool), "flavor": "small"}, api.CodeInvalidInput, "poolId"},
+		{"missing flavor", "create", map[string]any{"poolId": pool}, api.CodeInvalidInput, "flavor"},
+		{"unknown flavor", "create", map[string]any{"poolId": pool, "flavor": "huge"}, api.CodeInvalidInput, "flavor"},
+		{"bad name", "create", map[string]any{"poolId": pool, "flavor": "small", "name": "no spaces"}, api.CodeInvalidInput, "name"},
+		{"bad power", "create", map[string]any{"poolId": pool, "flavor": "small", "power": "maybe"}, api.CodeInvalidInput, "power"},
+		{"secret ref in user data", "create", map[string]any{"poolId": pool, "flavor": "small", "userData": "#cloud-config\ntoken: secret://acme/sec_x"}, api.CodeInvalidInput, "userData"},
+		{"private key in user data", "create", map[string]any{"poolId": pool, "flavor": "small", "userData": "-----BEGIN OPENSSH PRIVATE KEY-----"}, api.CodeInvalidInput, "userData"},
+		{"bad ssh key", "create", map[string]any{"poolId": pool, "flavor": "small", "sshKeys": []string{sshKey, "not-a-key"}}, api.CodeInvalidInput, "sshKeys[1]"},
+		{"tenant mismatch", "create", map[string]any{"tenantId": "other", "poolId": pool, "flavor": "small"}, api.CodeAccessDenied, "tenantId"},
+		{"get bad id", "get", map[string]any{"id": "inst_../x"}, api.CodeInvalidInput, "id"},
+		{"get unknown", "get", map[string]any{"id": api.NewID(api.PrefixInstance)}, api.CodeNotFound, ""},
+		{"delete unknown", "delete", map[string]any{"id": api.NewID(api.PrefixInstance)}, api.CodeNotFound, ""},
+		{"power bad action", "power", map[string]any{"id": api.NewID(api.PrefixInstance), "action": "explode"}, api.CodeInvalidInput, "action"},
+		{"reinstall no image", "reinstall", map[string]any{"id": api.NewID(api.PrefixInstance)}, api.CodeInvalidInput, "image"},
+		{"list bad phase", "list", map[string]any{"phase": "Sleeping"}, api.CodeInvalidInput, "phase"},
+		{"list bad limit", "list", map[string]any{"limit": 5000}, api.CodeInvalidInput, "limit"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := h.call(tc.verb, tc.body, nil)
+			ce := api.AsComputeError(err)
+			if ce == nil || ce.Code != tc.code || ce.Path() != tc.path {
+				t.Fatalf("got %v (path %q), want %s path %q", err, pathOf(ce), tc.code, tc.path)
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, kv := range []string{bus.BucketInstances, bus.BucketIdempotency} {
+		b, err := h.env.Stores.JS.KeyValue(ctx, kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keys, err := bus.Keys(ctx, b, ""); err != nil || len(keys) != 0 {
+			t.Fatalf("%s holds %v after refused requests (err %v)", kv, keys, err)
+		}
+	}
+}
+
+func pathOf(ce *api.ComputeError) string {
+	if ce == nil {
+		return ""
+	}
+	return ce.Path()
+}
+
+func TestValidSSHKeyAccepted(t *testing.T) {
+	if err := validateSSHKeys([]string{sshKey}); err != nil {
+		t.Fatalf("valid key refused: %v", err)
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	p := RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2, Jitter: 0.2}
+	cases := []struct {
+		attempt    int
+		retryAfter time.Duration
+		lo, hi     time.Duration
+	}{
+		{1, 0, 80 * time.Millisecond, 120 * time.Millisecond},
+		{2, 0, 160 * time.Millisecond, 240 * time.Millisecond},
+		{3, 0, 320 * time.Millisecond, 480 * time.Millisecond},
+		{10, 0, 800 * time.Millisecond, time.Second},
+		{1, 30 * time.Second, 30 * time.Second, 30 * time.Second},
+	}
+	for _, c := range cases {
+		for range 20 {
+			if d := p.Delay(c.attempt, c.retryAfter); d < c.lo || d > c.hi {
+				t.Fatalf("Delay(%d, %v) = %v, want within [%v, %v]", c.attempt, c.retryAfter, d, c.lo, c.hi)
+			}
+		}
+	}
+}
+
+func TestPhaseTable(t *testing.T) {
+	cases := []struct{ current, state, want string }{
+		{api.PhaseProvisioning, api.StatePending, api.PhaseProvisioning},
+		{api.PhaseProvisioning, api.StateRunning, api.PhaseRunning},
+		{api.PhaseRunning, api.StateStopped, api.PhaseStopped},
+		{api.PhaseReinstalling, api.StatePending, api.PhaseReinstalling},
+		{api.PhaseRunning, api.StateUnknown, api.PhaseRunning},
+		{api.PhaseRunning, api.StateError, api.PhaseFailed},
+		{api.PhaseRunning, api.StateDeleting, api.PhaseDeleting},
+		{api.PhaseRunning, api.StateRescue, api.PhaseRunning},
+	}
+	for _, c := range cases {
+		if got := phaseOf(c.current, c.state); got != c.want {
+			t.Errorf("phaseOf(%s, %s) = %s, want %s", c.current, c.state, got, c.want)
+		}
+	}
+	for _, s := range api.MachineStates {
+		if _, ok := phaseTable[s]; !ok {
+			t.Errorf("machine state %q has no row in the phase table", s)
+		}
+	}
+}
