@@ -12,8 +12,7 @@ type location struct {
 	schema.Location
 	// datacenter is the name of the location's (single) datacenter, as still
 	// reported inside server objects.
-	datacenter   string
-	datacenterID int64
+	datacenter string
 	// pricePercent scales the EU base price (100 = EU).
 	pricePercent int64
 	// includedTraffic is the free traffic per month in bytes.
@@ -33,7 +32,7 @@ func newLocations() []*location {
 				ID: id, Name: name, Description: desc, Country: country, City: city,
 				Latitude: lat, Longitude: lon, NetworkZone: zone,
 			},
-			datacenter: dc, datacenterID: id, pricePercent: pct,
+			datacenter: dc, pricePercent: pct,
 			includedTraffic: traffic, perTB: perTB,
 		}
 	}
@@ -44,7 +43,7 @@ func newLocations() []*location {
 		loc(3, "hel1", "Helsinki DC Park 1", "FI", "Helsinki", "eu-central", 60.169855, 24.938379, "hel1-dc2", 100, 20*tib, euro),
 		loc(4, "ash", "Ashburn, VA", "US", "Ashburn, VA", "us-east", 39.045821, -77.487073, "ash-dc1", 112, 1*tib, euro),
 		loc(5, "hil", "Hillsboro, OR", "US", "Hillsboro, OR", "us-west", 45.54222, -122.951924, "hil-dc1", 112, 1*tib, euro),
-		loc(6, "sin", "Singapore", "SG", "Singapore", "ap-southeast", 1.283333, 103.833333, "sin-dc1", 120, tib/2, 74 * euro / 10),
+		loc(6, "sin", "Singapore", "SG", "Singapore", "ap-southeast", 1.283333, 103.833333, "sin-dc1", 120, tib/2, 74*euro/10),
 	}
 }
 
@@ -88,6 +87,8 @@ type serverType struct {
 	hourlyNet   int64
 	deprecation *deprecation
 	locations   []*typeLocation
+	// rendered caches toSchema; whoever changes the type clears it.
+	rendered *schema.ServerType
 }
 
 // in returns the type's entry for the named location, nil if the type is
@@ -186,8 +187,18 @@ func price(net int64) schema.Price {
 	return schema.Price{Net: formatEUR(net), Gross: formatEUR(net * vatPercent / 100)}
 }
 
-// toSchema renders t as the API does.
+// toSchema renders t as the API does. The result shares its slices with
+// the cache: callers must not modify it.
 func (t *serverType) toSchema() schema.ServerType {
+	if t.rendered == nil {
+		st := t.render()
+		t.rendered = &st
+	}
+	return *t.rendered
+}
+
+// render builds the API form of t.
+func (t *serverType) render() schema.ServerType {
 	st := schema.ServerType{
 		ID: t.id, Name: t.name, Description: t.description, Category: t.category,
 		Cores: t.cores, Memory: t.memory, Disk: t.disk, StorageType: "local",

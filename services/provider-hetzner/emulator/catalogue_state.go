@@ -82,6 +82,7 @@ func (e *Emulator) setAvailability(serverType, loc string, available bool) error
 	if err != nil {
 		return err
 	}
+	t.rendered = nil
 	if tl := t.in(l.Name); tl != nil {
 		tl.available = available
 	} else if available {
@@ -111,6 +112,7 @@ func (e *Emulator) deprecate(serverType, loc string) error {
 	if err != nil {
 		return err
 	}
+	t.rendered = nil
 	now := e.clock.Now().UTC().Truncate(time.Second)
 	d := &deprecation{announced: now, unavailableAfter: now.Add(deprecationWindow)}
 	if l == nil {

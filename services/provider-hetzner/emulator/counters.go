@@ -25,7 +25,8 @@ func (c *counters) add(route string) {
 // ResetCalls, whatever their outcome (429s, 401s and injected faults
 // included). Route keys are the method and the path pattern without /v1,
 // e.g. "POST /servers", "GET /servers/{id}",
-// "POST /servers/{id}/actions/poweron", "GET /actions".
+// "POST /servers/{id}/actions/poweron", "GET /actions". Paths that match no route are not counted; the control
+// API is never counted.
 func (e *Emulator) Calls(route string) int {
 	e.calls.mu.Lock()
 	defer e.calls.mu.Unlock()

@@ -100,7 +100,8 @@ func (f *faults) nextActionFault(command string) *actionFault {
 
 // FailNext makes the next n calls of route (a key as in Calls, e.g.
 // "POST /servers") answer status with the error code and message, without
-// touching state. Arming again queues behind the calls already armed.
+// touching state. A status outside 400..599 is sent as 500. Arming again
+// queues behind the calls already armed.
 func (e *Emulator) FailNext(route string, n int, status int, code, message string) {
 	if n <= 0 {
 		return
@@ -117,7 +118,9 @@ func (e *Emulator) FailNext(route string, n int, status int, code, message strin
 
 // DropResponseNext makes the next n calls of route run normally (state
 // changes are committed) and then close the connection without replying,
-// as when a reply is lost in the network.
+// as when a reply is lost in the network. Meant for POSTs: Go's
+// http.Transport may silently resend an idempotent request (GET) whose
+// reused connection closed, and the resent call is then answered.
 func (e *Emulator) DropResponseNext(route string, n int) {
 	e.faults.mu.Lock()
 	defer e.faults.mu.Unlock()
@@ -138,7 +141,8 @@ func (e *Emulator) SetLatency(route string, d time.Duration) {
 }
 
 // HangNext makes the next n calls of route never answer: they end, unserved,
-// when the request's context ends (client timeout or disconnect).
+// when the request's context ends (client timeout or disconnect, or
+// Server.Close). Note that httptest.Server.Close waits for them.
 func (e *Emulator) HangNext(route string, n int) {
 	e.faults.mu.Lock()
 	defer e.faults.mu.Unlock()

@@ -134,6 +134,9 @@ func (e *Emulator) answer(w http.ResponseWriter, r *http.Request, rt *route, id 
 	if !allowed {
 		return errorReply(http.StatusTooManyRequests, "rate_limit_exceeded", "limit of requests per hour reached", nil), rt.key, false
 	}
+	if rep, read := bufferBody(w, r); !read {
+		return rep, rt.key, false
+	}
 	if !e.wait(r, rt.key) {
 		return reply{}, rt.key, false
 	}

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,11 +69,27 @@ func ok(body any) reply { return reply{status: http.StatusOK, body: body} }
 // maxBodyBytes bounds request bodies.
 const maxBodyBytes = 1 << 20
 
-// decodeJSON reads the request body into v. An empty body is accepted when
-// optional is set; otherwise, and for malformed JSON, it answers 400
-// json_error.
+// bufferBody reads the whole request body up front and puts it back in
+// memory. Consuming the body is also what lets net/http notice a client
+// that goes away, and so cancel the request context, while a call waits on
+// injected latency or a hang.
+func bufferBody(w http.ResponseWriter, r *http.Request) (reply, bool) {
+	if r.Body == nil { // only for requests built by hand, not by net/http
+		r.Body = http.NoBody
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return errorReply(http.StatusBadRequest, "json_error", "cannot read request body", nil), false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return reply{}, true
+}
+
+// decodeJSON reads the (buffered) request body into v. An empty body is
+// accepted when optional is set; otherwise, and for malformed JSON, it
+// answers 400 json_error.
 func decodeJSON(r *http.Request, v any, optional bool) (reply, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return errorReply(http.StatusBadRequest, "json_error", "cannot read request body", nil), false
 	}

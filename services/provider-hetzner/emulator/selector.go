@@ -35,22 +35,22 @@ type selector []requirement
 func (s selector) matches(labels map[string]string) bool {
 	for _, r := range s {
 		v, has := labels[r.key]
-		var ok bool
+		var holds bool
 		switch r.op {
 		case opEquals:
-			ok = has && v == r.values[0]
+			holds = has && v == r.values[0]
 		case opNotEquals:
-			ok = !has || v != r.values[0]
+			holds = !has || v != r.values[0]
 		case opExists:
-			ok = has
+			holds = has
 		case opNotExists:
-			ok = !has
+			holds = !has
 		case opIn:
-			ok = has && slices.Contains(r.values, v)
+			holds = has && slices.Contains(r.values, v)
 		case opNotIn:
-			ok = !has || !slices.Contains(r.values, v)
+			holds = !has || !slices.Contains(r.values, v)
 		}
-		if !ok {
+		if !holds {
 			return false
 		}
 	}
@@ -182,11 +182,16 @@ func (p *selectorParser) value() (string, error) {
 	return v, nil
 }
 
-// set parses `(v1, v2, …)` with at least one value.
+// set parses `(v1, v2, …)` with at least one value (which may be empty,
+// as in `(a,)`, but `()` is an error).
 func (p *selectorParser) set() ([]string, error) {
 	p.skipSpace()
 	if !p.consume("(") {
 		return nil, p.errorf("expected '('")
+	}
+	p.skipSpace()
+	if p.consume(")") {
+		return nil, p.errorf("empty value set")
 	}
 	var values []string
 	for {

@@ -148,7 +148,7 @@ func (srv *server) toSchema() serverJSON {
 			LoadBalancers:   []int64{},
 		},
 		Datacenter: datacenterJSON{
-			ID: srv.loc.datacenterID, Name: srv.loc.datacenter,
+			ID: srv.loc.ID, Name: srv.loc.datacenter,
 			Description: srv.loc.Description + " DC", Location: srv.loc.Location,
 		},
 	}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"better-compute.io/compute/services/provider-hetzner/emulator"
+)
+
+func emulatorCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "emulator", Short: "Run a provider API emulator (Hetzner Cloud, Proxmox VE)"}
+	var addr string
+	var actionDuration time.Duration
+	var rateSize int
+	hetznerCmd := &cobra.Command{
+		Use:   "hetzner",
+		Short: "Serve an in-memory Hetzner Cloud API (under /v1) with a fault API (under /_emulator)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			emu, err := emulator.Start(emulator.Options{ActionDuration: actionDuration, RateLimitSize: rateSize, Logger: g.logger()}, addr)
+			if err != nil {
+				return err
+			}
+			defer emu.Close()
+			fmt.Fprintf(os.Stdout, "Hetzner Cloud API emulator on %s\n", emu.URL())
+			waitForSignal()
+			return nil
+		},
+	}
+	hetznerCmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4680", "listen address")
+	hetznerCmd.Flags().DurationVar(&actionDuration, "action-duration", emulator.DefaultActionDuration, "how long each action runs")
+	hetznerCmd.Flags().IntVar(&rateSize, "rate-limit", 0, "rate-limit bucket size (default 3600)")
+	cmd.AddCommand(hetznerCmd)
+	return cmd
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"better-compute.io/compute/pkg/bus"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	conn     bus.ConnectOptions
+	tenant   string
+	timeout  time.Duration
+	logLevel string
+	out      io.Writer
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func newRoot() *cobra.Command { return newRootWith(os.Stdout) }
+
+// newRootWith builds the command tree printing replies to out.
+func newRootWith(out io.Writer) *cobra.Command {
+	g := &globals{out: out}
+	root := &cobra.Command{
+		Use:           "compute",
+		Short:         "Run and drive the compute control plane over NATS",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&g.conn.URL, "nats", envOr("COMPUTE_NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL(s) (env COMPUTE_NATS_URL)")
+	f.StringVar(&g.conn.User, "user", os.Getenv("COMPUTE_NATS_USER"), "NATS user (env COMPUTE_NATS_USER)")
+	f.StringVar(&g.conn.Password, "password", "", "NATS password (env COMPUTE_NATS_PASSWORD; prefer the env var)")
+	f.StringVar(&g.conn.CredsFile, "creds", os.Getenv("COMPUTE_NATS_CREDS"), "NATS credentials file (env COMPUTE_NATS_CREDS)")
+	f.StringVar(&g.conn.NkeyFile, "nkey", os.Getenv("COMPUTE_NATS_NKEY"), "NATS nkey seed file (env COMPUTE_NATS_NKEY)")
+	f.StringVar(&g.conn.CAFile, "tls-ca", os.Getenv("COMPUTE_NATS_CA"), "CA file pinning the NATS server certificate (env COMPUTE_NATS_CA)")
+	f.StringVar(&g.conn.CertFile, "tls-cert", os.Getenv("COMPUTE_NATS_CERT"), "client certificate file (env COMPUTE_NATS_CERT)")
+	f.StringVar(&g.conn.KeyFile, "tls-key", os.Getenv("COMPUTE_NATS_KEY"), "client key file (env COMPUTE_NATS_KEY)")
+	f.StringVar(&g.tenant, "tenant", envOr("COMPUTE_TENANT", "demo"), "tenant id (env COMPUTE_TENANT)")
+	f.DurationVar(&g.timeout, "timeout", 15*time.Second, "request timeout")
+	f.StringVar(&g.logLevel, "log-level", envOr("COMPUTE_LOG_LEVEL", "info"), "log level for services: debug, info, warn, error")
+	root.PersistentPreRun = func(*cobra.Command, []string) {
+		if g.conn.Password == "" {
+			g.conn.Password = os.Getenv("COMPUTE_NATS_PASSWORD")
+		}
+		if g.conn.Token == "" {
+			g.conn.Token = os.Getenv("COMPUTE_NATS_TOKEN")
+		}
+	}
+	root.AddCommand(upCmd(g), serveCmd(g), emulatorCmd(g),
+		secretsCmd(g), accountsCmd(g), poolsCmd(g), instancesCmd(g))
+	return root
+}
+
+// logger is the zerolog logger services write to (JSON lines on stderr).
+func (g *globals) logger() zerolog.Logger {
+	level, err := zerolog.ParseLevel(g.logLevel)
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	return zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
+}
+
+// connect dials NATS as a client (fails fast if nothing answers).
+func (g *globals) connect() (*nats.Conn, error) {
+	o := g.conn
+	o.Name = "compute-cli"
+	nc, err := bus.Connect(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.FlushTimeout(g.timeout); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("no NATS server answers at %s (is `compute up` running?): %w", o.URL, err)
+	}
+	return nc, nil
+}
+
+// request sends one command of the tenant and prints the reply as JSON
+// (into out when out is not nil).
+func (g *globals) request(resource, verb string, in, out any) error {
+	nc, err := g.connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return g.call(nc, resource, verb, in, out)
+}
+
+func (g *globals) call(nc *nats.Conn, resource, verb string, in, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := bus.Call(ctx, nc, bus.Command(g.tenant, resource, verb), in, &raw); err != nil {
+		return err
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return g.print(raw)
+}
+
+func (g *globals) print(v any) error {
+	enc := json.NewEncoder(g.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/services/accounts"
+	hetzner "better-compute.io/compute/services/provider-hetzner"
+	"better-compute.io/compute/services/reconciler"
+	"better-compute.io/compute/services/secrets"
+	"better-compute.io/compute/services/secrets/seal"
+)
+
+// serviceConfig is what the service starters read: flags of `compute up`
+// and `compute serve`.
+type serviceConfig struct {
+	sealKeyFile     string
+	envTenants      []string
+	hetznerEndpoint string
+	resyncInterval  time.Duration
+	log             zerolog.Logger
+}
+
+// stopper is a running service.
+type stopper interface{ Stop() error }
+
+type stopFunc func()
+
+func (f stopFunc) Stop() error { f(); return nil }
+
+// starters start one service each on a connection and the stores.
+var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error){
+	"secrets": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
+		kr, err := loadKeyring(c.sealKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		return secrets.Start(nc, st, secrets.Options{Keyring: kr, EnvTenants: c.envTenants, Logger: c.log})
+	},
+	"accounts": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
+		return accounts.Start(nc, st, accounts.Options{Logger: c.log})
+	},
+	"reconciler": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
+		r, err := reconciler.Start(nc, st, reconciler.Options{Logger: c.log, ResyncInterval: c.resyncInterval})
+		if err != nil {
+			return nil, err
+		}
+		return stopFunc(r.Stop), nil
+	},
+	"provider-hetzner": func(nc *nats.Conn, _ *bus.Stores, c *serviceConfig) (stopper, error) {
+		var opts []hetzner.Option
+		if c.hetznerEndpoint != "" {
+			opts = append(opts, hetzner.WithEndpoint(c.hetznerEndpoint))
+		}
+		return provider.Serve(nc, hetzner.Definition(opts...), provider.ServeOptions{Logger: c.log})
+	},
+}
+
+// serviceNames lists the services in start order.
+func serviceNames() []string {
+	names := make([]string, 0, len(starters))
+	for n := range starters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// loadKeyring reads the seal keys from the COMPUTE_SEAL_KEY environment
+// variable when set, else from path (created with a new key when absent).
+func loadKeyring(path string) (*seal.Keyring, error) {
+	if os.Getenv("COMPUTE_SEAL_KEY") != "" {
+		return seal.KeyringFromEnv()
+	}
+	if path == "" {
+		return nil, fmt.Errorf("no seal key: set COMPUTE_SEAL_KEY or --seal-key-file")
+	}
+	kr, _, err := seal.EnsureKeyFile(path)
+	return kr, err
+}
+
+// runServices starts the named services and stops them in reverse order.
+func runServices(nc *nats.Conn, st *bus.Stores, c *serviceConfig, names []string) (func(), error) {
+	var running []stopper
+	stopAll := func() {
+		for i := len(running) - 1; i >= 0; i-- {
+			_ = running[i].Stop()
+		}
+	}
+	for _, n := range names {
+		start, ok := starters[n]
+		if !ok {
+			stopAll()
+			return nil, fmt.Errorf("unknown service %q (want one of %s)", n, strings.Join(serviceNames(), ", "))
+		}
+		s, err := start(nc, st, c)
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("start %s: %w", n, err)
+		}
+		running = append(running, s)
+		c.log.Info().Str("service", n).Msg("service started")
+	}
+	return stopAll, nil
+}
+
+// waitForSignal blocks until SIGINT or SIGTERM.
+func waitForSignal() os.Signal {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	return <-ch
+}
+
+// openStores creates or opens the buckets and streams.
+func openStores(nc *nats.Conn, replicas int) (*bus.Stores, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return bus.OpenStores(ctx, nc, bus.StoreOptions{Replicas: replicas})
+}

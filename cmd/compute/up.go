@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/services/provider-hetzner/emulator"
+)
+
+// upOptions configures a local stack.
+type upOptions struct {
+	dataDir     string
+	natsHost    string
+	natsPort    int
+	hetznerAddr string
+	services    serviceConfig
+}
+
+// stack is everything `compute up` runs in one process.
+type stack struct {
+	nats    *server.Server
+	hetzner *emulator.Server
+	nc      *nats.Conn
+	stop    func()
+}
+
+// startStack starts embedded NATS (JetStream under dataDir), the Hetzner
+// emulator and every service, on loopback.
+func startStack(o upOptions) (s *stack, err error) {
+	s = &stack{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err = os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	if o.services.sealKeyFile == "" {
+		o.services.sealKeyFile = filepath.Join(o.dataDir, "seal.key")
+	}
+	if s.nats, err = bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: o.natsHost, Port: o.natsPort}); err != nil {
+		return nil, err
+	}
+	if s.hetzner, err = emulator.Start(emulator.Options{Logger: o.services.log}, o.hetznerAddr); err != nil {
+		return nil, fmt.Errorf("hetzner emulator on %s: %w", o.hetznerAddr, err)
+	}
+	if o.services.hetznerEndpoint == "" {
+		o.services.hetznerEndpoint = s.hetzner.URL()
+	}
+	if s.nc, err = connectService(bus.ConnectOptions{URL: s.nats.ClientURL(), Name: "compute-up"}); err != nil {
+		return nil, err
+	}
+	st, err := openStores(s.nc, 1)
+	if err != nil {
+		return nil, err
+	}
+	s.stop, err = runServices(s.nc, st, &o.services, serviceNames())
+	return s, err
+}
+
+// Close stops the services, the emulator and NATS, in that order.
+func (s *stack) Close() {
+	if s.stop != nil {
+		s.stop()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.hetzner != nil {
+		_ = s.hetzner.Close()
+	}
+	if s.nats != nil {
+		s.nats.Shutdown()
+		s.nats.WaitForShutdown()
+	}
+}
+
+func upCmd(g *globals) *cobra.Command {
+	o := upOptions{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run everything on this machine: embedded NATS, every service and the Hetzner emulator",
+		Long: "Starts an embedded nats-server (JetStream data under --data), the Hetzner Cloud API emulator,\n" +
+			"and every service, all on loopback, then prints how to talk to it. Ctrl-C stops it all.",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			o.services.log = g.logger()
+			s, err := startStack(o)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), o.dataDir, s.nats.ClientURL())
+			sig := waitForSignal()
+			o.services.log.Info().Str("signal", sig.String()).Msg("stopping")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.dataDir, "data", "./data", "data directory (JetStream store, seal key)")
+	cmd.Flags().StringVar(&o.natsHost, "nats-host", "127.0.0.1", "address the embedded NATS listens on")
+	cmd.Flags().IntVar(&o.natsPort, "nats-port", 4222, "port the embedded NATS listens on (0: random)")
+	cmd.Flags().StringVar(&o.hetznerAddr, "hetzner-addr", "127.0.0.1:4680", "address of the Hetzner Cloud API emulator")
+	serviceFlags(cmd, &o.services)
+	return cmd
+}
+
+const upBanner = `
+compute is up.
+  NATS            %s   (JetStream; no auth: loopback only)
+  Hetzner (emu)   %s
+  data            %s
+  services        accounts, provider-hetzner, reconciler, secrets
+
+Talk to it from another terminal (see README.md for the whole walkthrough):
+  export COMPUTE_NATS_URL=%s COMPUTE_TENANT=demo
+  printf %%s "$HCLOUD_TOKEN" | go run ./cmd/compute secrets put hcloud
+  nats req compute.v1.demo.instances.list '{}'
+
+Ctrl-C stops everything; state survives in the data directory.
+`
+
+// connectService dials NATS for a service and waits for the connection.
+func connectService(o bus.ConnectOptions) (*nats.Conn, error) {
+	nc, err := bus.Connect(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.Flush(); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("NATS at %s: %w", o.URL, err)
+	}
+	return nc, nil
+}

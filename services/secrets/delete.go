@@ -1,0 +1,53 @@
+package secrets
+
+import (
+	"context"
+	"errors"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// delete removes a secret (secrets.delete). Errors: INVALID_INPUT (id),
+// NOT_FOUND, INVALID_STATE with details.accounts (ids of the tenant's
+// accounts whose config references the secret), CONFLICT (changed while
+// deleting), UNAVAILABLE, INTERNAL.
+//
+// An account written between the reference check and the delete may still
+// name the secret; its calls then fail with NOT_FOUND from resolve, a clear
+// error rather than a leak. The delete is a revision CAS, so a secret that
+// changed meanwhile is not removed.
+func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
+	var in api.IDRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	switch {
+	case in.ID == "":
+		return nil, api.InvalidInput("id", "id is required")
+	case !api.ValidID(api.PrefixSecret, in.ID):
+		return nil, api.InvalidInput("id", "id must be a secret id (sec_<ulid>)")
+	}
+	key := secretKey(req.Tenant, in.ID)
+	var meta api.Secret
+	rev, err := bus.GetJSON(ctx, s.local.kv, key, &meta)
+	if errors.Is(err, bus.ErrNotFound) {
+		return nil, api.NotFound("secret", in.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	accounts, err := referencingAccounts(ctx, s.accounts, req.Tenant, secretRef(req.Tenant, in.ID))
+	if err != nil {
+		return nil, err
+	}
+	if len(accounts) > 0 {
+		return nil, api.Errorf(api.CodeInvalidState, "secret %s is referenced by %d provider account(s); remove the references first", in.ID, len(accounts)).
+			With("accounts", accounts)
+	}
+	if err := bus.DeleteKey(ctx, s.local.kv, key, rev); err != nil {
+		return nil, err
+	}
+	req.Log.Info().Str("secret_id", in.ID).Msg("secret deleted")
+	return api.Deleted{ID: in.ID, Deleted: true}, nil
+}

@@ -1,0 +1,26 @@
+// Package secrets is the secrets service: it stores tenant credentials sealed
+// at rest and hands them to providers by reference, never to tenants.
+//
+// Public, tenant-scoped subjects (compute.v1.<tenant>.secrets.<verb>):
+//
+//	put     api.SecretPutRequest -> api.Secret (metadata and the secret:// reference)
+//	list    api.ListRequest      -> api.List[api.Secret] (metadata only)
+//	delete  api.IDRequest        -> api.Deleted
+//
+// No public subject ever returns a value. Internal subjects (services only):
+//
+//	compute.internal.secrets.resolve  api.SecretResolveRequest -> api.SecretResolveReply
+//	compute.internal.secrets.check    api.SecretResolveRequest -> api.Empty (same checks, no value)
+//
+// A broker routes each reference to the Store of its scheme: secret:// to the
+// sealed local store (KV bucket compute_secrets, key <tenant>.<secretId>,
+// AES-256-GCM via package seal, the reference bound as additional data),
+// env:// to the service's environment (operator-listed tenants only), and
+// further schemes (vault://) to stores given in Options.
+//
+// Besides tenant records the bucket holds one key check record per seal key
+// id (key _keycheck.<keyId>, never a valid tenant prefix), written before
+// the first value sealed with that key; Start compares every such record
+// with the keyring, so a wrong or missing key fails at start-up without
+// decrypting any secret.
+package secrets

@@ -1,0 +1,19 @@
+package secrets
+
+import (
+	"context"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// list pages through the tenant's secrets (secrets.list), metadata only:
+// records decode as api.Secret, which has no value field. Errors:
+// INVALID_INPUT (body, limit), UNAVAILABLE, INTERNAL.
+func (s *service) list(ctx context.Context, req *bus.Request) (any, error) {
+	var in api.ListRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	return bus.ListJSON[api.Secret](ctx, s.local.kv, req.Tenant+".", in.Limit, in.Cursor, nil)
+}

@@ -1,0 +1,103 @@
+package secrets
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+func TestListShowsMetadataOnly(t *testing.T) {
+	h := startHarness(t)
+	a := h.put(t, "acme", api.SecretPutRequest{Name: "a", Value: "list-value-a"})
+	b := h.put(t, "acme", api.SecretPutRequest{Name: "b", Value: "list-value-b"})
+	h.put(t, "other", api.SecretPutRequest{Name: "c", Value: "list-value-c"})
+
+	var raw json.RawMessage
+	if err := h.call(t, cmd("acme", "list"), api.ListRequest{}, &raw); err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	for _, forbidden := range []string{"list-value-", "ciphertext", "nonce", "keyId"} {
+		if bytes.Contains(raw, []byte(forbidden)) {
+			t.Fatalf("list reply holds %q", forbidden)
+		}
+	}
+	var list api.List[api.Secret]
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	want := []api.Secret{a, b}
+	for i := range list.Items {
+		list.Items[i].CreatedAt = list.Items[i].CreatedAt.Round(time.Microsecond)
+	}
+	for i := range want {
+		want[i].CreatedAt = want[i].CreatedAt.Round(time.Microsecond)
+	}
+	if !reflect.DeepEqual(list.Items, want) || list.NextCursor != "" {
+		t.Fatalf("list %+v (next %q), want %+v", list.Items, list.NextCursor, want)
+	}
+
+	var page api.List[api.Secret]
+	if err := h.call(t, cmd("acme", "list"), api.ListRequest{Limit: 1}, &page); err != nil || len(page.Items) != 1 || page.Items[0].ID != a.ID || page.NextCursor != a.ID {
+		t.Fatalf("first page %+v (err %v), want %s with cursor", page, err, a.ID)
+	}
+	var last api.List[api.Secret]
+	if err := h.call(t, cmd("acme", "list"), api.ListRequest{Limit: 1, Cursor: page.NextCursor}, &last); err != nil || len(last.Items) != 1 || last.Items[0].ID != b.ID || last.NextCursor != "" {
+		t.Fatalf("second page %+v (err %v), want %s and no cursor", last, err, b.ID)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	h := startHarness(t)
+	s := h.put(t, "acme", api.SecretPutRequest{Name: "a", Value: "delete-value"})
+	var del api.Deleted
+	if err := h.call(t, cmd("acme", "delete"), api.IDRequest{ID: s.ID}, &del); err != nil || del != (api.Deleted{ID: s.ID, Deleted: true}) {
+		t.Fatalf("delete: %+v, %v", del, err)
+	}
+	var list api.List[api.Secret]
+	if err := h.call(t, cmd("acme", "list"), api.ListRequest{}, &list); err != nil || len(list.Items) != 0 {
+		t.Fatalf("list after delete: %d items (err %v), want none", len(list.Items), err)
+	}
+	wantError(t, h.call(t, cmd("acme", "delete"), api.IDRequest{ID: s.ID}, nil), api.CodeNotFound, "")
+	_, err := h.resolve(t, "acme", s.Ref)
+	wantError(t, err, api.CodeNotFound, "")
+}
+
+func TestDeleteRefusedWhileAnAccountReferencesIt(t *testing.T) {
+	h := startHarness(t)
+	s := h.put(t, "acme", api.SecretPutRequest{Name: "a", Value: "referenced-value"})
+	ctx := context.Background()
+	accounts := h.env.Stores.Accounts
+	write := func(tenant, id string, config map[string]any) {
+		t.Helper()
+		if _, err := bus.CreateJSON(ctx, accounts, tenant+"."+id, api.Account{ID: id, TenantID: tenant, Provider: "hetzner-cloud", Name: id, Config: config, Version: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unrelated := h.put(t, "acme", api.SecretPutRequest{Name: "b", Value: "other-value"})
+	write("acme", "pacct_nested", map[string]any{"endpoint": "https://x", "auth": map[string]any{"tokens": []any{"x", s.Ref}}})
+	write("acme", "pacct_top", map[string]any{"token": s.Ref})
+	write("acme", "pacct_unrelated", map[string]any{"token": unrelated.Ref})
+
+	ce := wantError(t, h.call(t, cmd("acme", "delete"), api.IDRequest{ID: s.ID}, nil), api.CodeInvalidState, "")
+	if got := ce.Details["accounts"]; !reflect.DeepEqual(got, []any{"pacct_nested", "pacct_top"}) {
+		t.Fatalf("details.accounts %v, want [pacct_nested pacct_top]", got)
+	}
+	if _, err := h.resolve(t, "acme", s.Ref); err != nil {
+		t.Fatalf("refused delete removed the secret: %v", err)
+	}
+
+	for _, id := range []string{"pacct_nested", "pacct_top"} {
+		if err := accounts.Delete(ctx, "acme."+id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.call(t, cmd("acme", "delete"), api.IDRequest{ID: s.ID}, nil); err != nil {
+		t.Fatalf("delete without references: %v", err)
+	}
+}

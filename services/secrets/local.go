@@ -1,0 +1,92 @@
+package secrets
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/services/secrets/seal"
+)
+
+// record is a stored secret: its metadata (decoding a record as api.Secret
+// is the metadata view) and the sealed value. Nonce and Ciphertext travel as
+// base64 strings.
+type record struct {
+	api.Secret
+	KeyID      string `json:"keyId"`
+	Nonce      []byte `json:"nonce"`
+	Ciphertext []byte `json:"ciphertext"`
+}
+
+// localStore is the sealed store of secret:// references in the
+// compute_secrets bucket, keyed <tenant>.<secretId>.
+type localStore struct {
+	kv   jetstream.KeyValue
+	keys *seal.Keyring
+	// keyChecked is set once the current key's check record is known to be
+	// in the bucket (see keycheck.go).
+	keyChecked atomic.Bool
+}
+
+func secretKey(tenant, id string) string { return tenant + "." + id }
+
+func secretRef(tenant, id string) string {
+	return api.SecretRef{Scheme: api.SchemeSecret, Tenant: tenant, ID: id}.String()
+}
+
+// create seals value under tenant and id with the current key, the
+// reference as additional data. Errors: ALREADY_EXISTS (the key holds a
+// secret), UNAVAILABLE, INTERNAL.
+func (s *localStore) create(ctx context.Context, tenant, id, name, value string) (api.Secret, error) {
+	if err := s.ensureKeyCheck(ctx); err != nil {
+		return api.Secret{}, err
+	}
+	meta := api.Secret{ID: id, TenantID: tenant, Name: name, Ref: secretRef(tenant, id), CreatedAt: time.Now().UTC()}
+	sealed := s.keys.Seal([]byte(value), []byte(meta.Ref))
+	rec := record{Secret: meta, KeyID: sealed.KeyID, Nonce: sealed.Nonce, Ciphertext: sealed.Ciphertext}
+	if _, err := bus.CreateJSON(ctx, s.kv, secretKey(tenant, id), rec); err != nil {
+		return api.Secret{}, err
+	}
+	return meta, nil
+}
+
+// open reads and unseals the secret id of tenant. The additional data is the
+// reference of the key read, not anything in the record, so a record copied
+// under another key does not open. Errors: NOT_FOUND, UNAVAILABLE, INTERNAL
+// (corrupt record, unknown key id, wrong key, moved or tampered record).
+func (s *localStore) open(ctx context.Context, tenant, id string) (api.Secret, []byte, error) {
+	var rec record
+	if _, err := bus.GetJSON(ctx, s.kv, secretKey(tenant, id), &rec); err != nil {
+		if errors.Is(err, bus.ErrNotFound) {
+			return api.Secret{}, nil, api.NotFound("secret", id)
+		}
+		return api.Secret{}, nil, err
+	}
+	ref := secretRef(tenant, id)
+	plain, err := s.keys.Open(seal.Sealed{KeyID: rec.KeyID, Nonce: rec.Nonce, Ciphertext: rec.Ciphertext}, []byte(ref))
+	if err != nil {
+		return api.Secret{}, nil, api.Errorf(api.CodeInternal, "secret %s cannot be opened: %v", ref, err)
+	}
+	return rec.Secret, plain, nil
+}
+
+func (s *localStore) Scheme() string { return api.SchemeSecret }
+
+// Resolve answers the value of secret://<tenant>/<id>. Errors: ACCESS_DENIED
+// when the reference names another tenant (checked before any read), and
+// those of open.
+func (s *localStore) Resolve(ctx context.Context, tenant string, ref api.SecretRef) (string, error) {
+	if ref.Tenant != tenant {
+		return "", api.Errorf(api.CodeAccessDenied, "tenant %q may not read secrets of another tenant", tenant)
+	}
+	_, plain, err := s.open(ctx, tenant, ref.ID)
+	if err != nil {
+		return "", err
+	}
+	return string(plain), nil
+}

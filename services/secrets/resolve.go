@@ -1,0 +1,53 @@
+package secrets
+
+import (
+	"context"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// resolve answers a reference's value to a service
+// (compute.internal.secrets.resolve). Errors: those of lookup.
+func (s *service) resolve(ctx context.Context, req *bus.Request) (any, error) {
+	value, err := s.lookup(ctx, req, "secret resolved")
+	if err != nil {
+		return nil, err
+	}
+	return api.SecretResolveReply{Value: value}, nil
+}
+
+// check runs every check of resolve but answers only success
+// (compute.internal.secrets.check), so accounts can validate references
+// without ever holding a value. Errors: those of lookup.
+func (s *service) check(ctx context.Context, req *bus.Request) (any, error) {
+	if _, err := s.lookup(ctx, req, "secret checked"); err != nil {
+		return nil, err
+	}
+	return api.Empty{}, nil
+}
+
+// lookup decodes a resolve request and resolves it through the broker,
+// logging event on success (never the value). Errors: INVALID_INPUT (body,
+// tenantId, ref), INVALID_CONFIG (path ref: no store for the scheme),
+// ACCESS_DENIED, NOT_FOUND, UNAVAILABLE, INTERNAL.
+func (s *service) lookup(ctx context.Context, req *bus.Request, event string) (string, error) {
+	var in api.SecretResolveRequest
+	if err := req.Decode(&in); err != nil {
+		return "", err
+	}
+	switch {
+	case in.TenantID == "":
+		return "", api.InvalidInput("tenantId", "tenantId is required")
+	case !api.ValidTenant(in.TenantID):
+		return "", api.InvalidInput("tenantId", "tenantId must be a valid tenant id ([a-z0-9][a-z0-9-]{0,62})")
+	case in.Ref == "":
+		return "", api.InvalidInput("ref", "ref is required")
+	}
+	value, err := s.broker.resolve(ctx, in.TenantID, in.Ref)
+	if err != nil {
+		return "", err
+	}
+	req.Log.Debug().Str("for_tenant", in.TenantID).Str("ref", in.Ref).Msg(event)
+	return value, nil
+}

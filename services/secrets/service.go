@@ -1,0 +1,101 @@
+package secrets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/services/secrets/seal"
+)
+
+// ServiceName is the micro service name (`nats micro ls`).
+const ServiceName = "secrets"
+
+// Version is the micro service version.
+const Version = "0.1.0"
+
+// startTimeout bounds the key checks Start runs.
+const startTimeout = 30 * time.Second
+
+// Options configures Start.
+type Options struct {
+	// Keyring seals and opens secret:// values (required): see
+	// seal.LoadKeyring, seal.EnsureKeyFile and seal.KeyringFromEnv.
+	Keyring *seal.Keyring
+	// EnvTenants are the tenants allowed to resolve env:// references. nil
+	// means ["root"]; an empty non-nil slice allows no tenant.
+	EnvTenants []string
+	// Stores serve further schemes (e.g. vault://). secret:// (sealed, local)
+	// and env:// are always served; a scheme served twice fails Start. A
+	// reference whose scheme has no store resolves to INVALID_CONFIG.
+	Stores []Store
+	// Logger receives one line per event; never a secret value.
+	Logger zerolog.Logger
+	// Workers bounds concurrent requests (default 64).
+	Workers int
+}
+
+// service holds what the handlers share.
+type service struct {
+	local       *localStore
+	broker      broker
+	accounts    jetstream.KeyValue
+	idempotency jetstream.KeyValue
+}
+
+// Start checks the keyring against the key check records of the secrets
+// bucket and serves the micro service "secrets": compute.v1.*.secrets.{put,
+// list,delete} and compute.internal.secrets.{resolve,check}.
+//
+// Errors (plain, at start-up): no keyring; an invalid env tenant; a store
+// scheme that is unknown or served twice; the keyring lacks a key id that
+// sealed stored values, or holds other material under that id (wrong key
+// file or COMPUTE_SEAL_KEY); the store cannot be read.
+func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
+	if o.Keyring == nil {
+		return nil, errors.New("secrets: Options.Keyring is required")
+	}
+	tenants := o.EnvTenants
+	if tenants == nil {
+		tenants = []string{"root"}
+	}
+	for _, t := range tenants {
+		if !api.ValidTenant(t) {
+			return nil, fmt.Errorf("secrets: env tenant %q is not a valid tenant id", t)
+		}
+	}
+	local := &localStore{kv: st.Secrets, keys: o.Keyring}
+	b, err := newBroker(append([]Store{local, newEnvStore(tenants)}, o.Stores...))
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := local.verifyKeys(ctx); err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	s := &service{local: local, broker: b, accounts: st.Accounts, idempotency: st.Idempotency}
+	svc, err := bus.StartService(nc, bus.ServiceConfig{
+		Name: ServiceName, Version: Version, Description: "secret store and broker",
+		Workers: o.Workers, Logger: o.Logger,
+		Endpoints: []bus.Endpoint{
+			{Name: "put", Subject: bus.Command("*", bus.ResourceSecrets, "put"), Handler: s.put},
+			{Name: "list", Subject: bus.Command("*", bus.ResourceSecrets, "list"), Handler: s.list},
+			{Name: "delete", Subject: bus.Command("*", bus.ResourceSecrets, "delete"), Handler: s.delete},
+			{Name: "resolve", Subject: bus.SecretsResolve, Handler: s.resolve},
+			{Name: "check", Subject: bus.SecretsCheck, Handler: s.check},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	o.Logger.Info().Str("service", ServiceName).Str("key_id", o.Keyring.Current()).Strs("env_tenants", tenants).Msg("secrets service started")
+	return svc, nil
+}
