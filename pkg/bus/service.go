@@ -158,7 +158,12 @@ func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
 		ce := api.AsComputeError(err)
 		code, text, body := EncodeError(ce)
 		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Dur("elapsed", time.Since(start)).Msg("request failed")
-		if rErr := mr.Error(code, text, body); rErr != nil {
+		// Respond with micro's error headers rather than mr.Error: Error records
+		// the failure in a field micro reads, unlocked, once the dispatching
+		// callback returns, which races with this worker goroutine. The price:
+		// `nats micro stats` does not count these errors.
+		hdr := micro.Headers{micro.ErrorHeader: {text}, micro.ErrorCodeHeader: {code}}
+		if rErr := mr.Respond(body, micro.WithHeaders(hdr)); rErr != nil {
 			req.Log.Warn().Err(rErr).Msg("reply not sent")
 		}
 		return

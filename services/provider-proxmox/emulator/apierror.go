@@ -51,7 +51,7 @@ func errMissingConfig(node string, vmid int) *apiError {
 	return errInternal("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", node, vmid)
 }
 
-// Messages PVE uses for locking and power state.
+// msgLockTimeout is PVE's message when a VM's config flock stays busy.
 func msgLockTimeout(vmid int) string {
 	return fmt.Sprintf("can't lock file '/var/lock/qemu-server/lock-%d.conf' - got timeout", vmid)
 }

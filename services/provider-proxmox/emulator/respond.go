@@ -25,7 +25,9 @@ func writeData(w http.ResponseWriter, data any) {
 	_, _ = w.Write(body)
 }
 
-// errorBody renders e's JSON body for the given legacy setting.
+// errorBody renders e's JSON body for the given legacy setting. Legacy
+// bodies keep a 400's "errors" but drop "message" (Guess: only 8.3 added
+// "message", for every status).
 func errorBody(e *apiError, legacy bool) []byte {
 	out := map[string]any{"data": nil}
 	if len(e.errors) > 0 {

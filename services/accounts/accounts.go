@@ -1,0 +1,162 @@
+package accounts
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// createAccount answers accounts.create: it validates the request (provider
+// id, name, config; see validConfig) and stores a new account, version 1,
+// with the config's defaults applied.
+//
+// Errors: INVALID_INPUT (provider, name, a plain value where a secret
+// reference belongs, no provider service answering: path provider),
+// INVALID_CONFIG (path of the config field), the secrets service's code for
+// a reference that does not resolve (path of the field), UNAVAILABLE.
+func (s *service) createAccount(ctx context.Context, req *bus.Request) (any, error) {
+	var in api.AccountCreateRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if err := checkProviderID(in.Provider); err != nil {
+		return nil, err
+	}
+	if err := checkLength("name", in.Name, true); err != nil {
+		return nil, err
+	}
+	config, err := s.validConfig(ctx, req.Tenant, in.Provider, in.Config)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	a := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: req.Tenant, Provider: in.Provider,
+		Name: in.Name, Config: config, Version: 1, CreatedAt: now, UpdatedAt: now}
+	if _, err := bus.CreateJSON(ctx, s.accounts.kv, s.accounts.key(req.Tenant, a.ID), a); err != nil {
+		return nil, err
+	}
+	req.Log.Info().Str("account", a.ID).Str("provider", a.Provider).Int64("version", a.Version).
+		Strs("config_fields", slices.Sorted(maps.Keys(config))).Msg("account created")
+	return a, nil
+}
+
+// updateAccount answers accounts.update {id, version, name?, config?}: a
+// non-empty name replaces the name, a config (validated as on create)
+// replaces the config; the version increments.
+//
+// Errors: INVALID_INPUT (id, version, name, plain secrets), NOT_FOUND,
+// CONFLICT (path version) when version is not the stored version, and those
+// of validConfig.
+func (s *service) updateAccount(ctx context.Context, req *bus.Request) (any, error) {
+	var in api.AccountUpdateRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	current, _, err := get[api.Account](ctx, s.accounts, req.Tenant, "id", in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if in.Version < 1 {
+		return nil, api.InvalidInput("version", "version is required: the version of the account you read")
+	}
+	if err := checkVersion(&current, in.Version); err != nil {
+		return nil, err
+	}
+	if err := checkLength("name", in.Name, false); err != nil {
+		return nil, err
+	}
+	var config map[string]any
+	if in.Config != nil {
+		if config, err = s.validConfig(ctx, req.Tenant, current.Provider, in.Config); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now().UTC()
+	a, err := mutate(ctx, s.accounts, req.Tenant, in.ID, func(a *api.Account) error {
+		if err := checkVersion(a, in.Version); err != nil {
+			return err
+		}
+		if in.Name != "" {
+			a.Name = in.Name
+		}
+		if config != nil {
+			a.Config = config
+		}
+		a.Version++
+		a.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	req.Log.Info().Str("account", a.ID).Int64("version", a.Version).
+		Strs("config_fields", slices.Sorted(maps.Keys(config))).Msg("account updated")
+	return a, nil
+}
+
+// checkVersion is CONFLICT (path version) unless a is at version want.
+func checkVersion(a *api.Account, want int64) error {
+	if a.Version != want {
+		return api.Errorf(api.CodeConflict, "account %s is at version %d, not %d: read it again", a.ID, a.Version, want).
+			With(api.DetailPath, "version").With("version", a.Version)
+	}
+	return nil
+}
+
+// accountOffers answers accounts.offers {id, query} with the offers the
+// account's provider lists for the account's config
+// (compute.internal.provider.<id>.offers). Errors: INVALID_INPUT (path id),
+// NOT_FOUND, and the provider's errors (UNAVAILABLE when it does not answer).
+func (s *service) accountOffers(ctx context.Context, req *bus.Request) (any, error) {
+	var in api.AccountOffersRequest
+	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	a, _, err := get[api.Account](ctx, s.accounts, req.Tenant, "id", in.ID)
+	if err != nil {
+		return nil, err
+	}
+	offers, err := s.offers(ctx, &a, in.Query)
+	if err != nil {
+		return nil, err
+	}
+	return api.List[api.Offer]{Items: offers}, nil
+}
+
+// offers asks a's provider for the offers of a matching q (never nil).
+func (s *service) offers(ctx context.Context, a *api.Account, q api.OfferQuery) ([]api.Offer, error) {
+	acct := api.ProviderAccount{ID: a.ID, TenantID: a.TenantID, Version: a.Version, Config: a.Config}
+	offers, err := provider.Remote{NC: s.nc, ID: a.Provider}.Offers(ctx, acct, q)
+	if offers == nil {
+		offers = []api.Offer{}
+	}
+	return offers, err
+}
+
+// validConfig validates config for provider providerID and tenant, in this
+// order: the provider's manifest (describe, cached), no plain value where a
+// secret reference belongs (provider.CheckPlainSecrets), the manifest
+// (provider.ValidateConfig), every secret reference resolving for tenant
+// (checkSecrets). It returns the config with defaults applied.
+func (s *service) validConfig(ctx context.Context, tenant, providerID string, config map[string]any) (map[string]any, error) {
+	manifest, err := s.manifests.get(ctx, providerID)
+	if err != nil {
+		return nil, err
+	}
+	if err := provider.CheckPlainSecrets("config", config); err != nil {
+		return nil, err
+	}
+	out, err := provider.ValidateConfig(manifest, config)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkSecrets(ctx, tenant, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

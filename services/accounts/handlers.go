@@ -1,0 +1,68 @@
+package accounts
+
+import (
+	"context"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// getHandler answers <resource>.get {id} with the record of t.
+// Errors: INVALID_INPUT (path id), NOT_FOUND, UNAVAILABLE.
+func getHandler[T any](t table) bus.Handler {
+	return func(ctx context.Context, req *bus.Request) (any, error) {
+		var in api.IDRequest
+		if err := req.Decode(&in); err != nil {
+			return nil, err
+		}
+		v, _, err := get[T](ctx, t, req.Tenant, "id", in.ID)
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+}
+
+// listHandler answers <resource>.list {limit?, cursor?} with one page of the
+// tenant's records of t in id order. Errors: INVALID_INPUT (path limit),
+// UNAVAILABLE.
+func listHandler[T any](t table) bus.Handler {
+	return func(ctx context.Context, req *bus.Request) (any, error) {
+		var in api.ListRequest
+		if err := req.Decode(&in); err != nil {
+			return nil, err
+		}
+		return bus.ListJSON[T](ctx, t.kv, req.Tenant+".", in.Limit, in.Cursor, nil)
+	}
+}
+
+// deleteHandler answers <resource>.delete {id}: it deletes the record of t
+// unless users names records that still use it. Errors: INVALID_INPUT (path
+// id), NOT_FOUND, INVALID_STATE with details[usersKey] naming up to 10 users,
+// CONFLICT when the record changed during the delete, UNAVAILABLE.
+func deleteHandler(t table, usersKey string, users func(ctx context.Context, tenant, id string) ([]string, error)) bus.Handler {
+	return func(ctx context.Context, req *bus.Request) (any, error) {
+		var in api.IDRequest
+		if err := req.Decode(&in); err != nil {
+			return nil, err
+		}
+		// Only the revision matters: the delete happens only if the record
+		// is unchanged since before the scan for users.
+		_, rev, err := get[struct{}](ctx, t, req.Tenant, "id", in.ID)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := users(ctx, req.Tenant, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) > 0 {
+			return nil, api.Errorf(api.CodeInvalidState, "%s %s is still used by %s %v: delete them first", t.kind, in.ID, usersKey, ids).With(usersKey, ids)
+		}
+		if err := bus.DeleteKey(ctx, t.kv, t.key(req.Tenant, in.ID), rev); err != nil {
+			return nil, err
+		}
+		req.Log.Info().Str(t.kind, in.ID).Msg(t.kind + " deleted")
+		return api.Deleted{ID: in.ID, Deleted: true}, nil
+	}
+}

@@ -1,0 +1,92 @@
+package accounts
+
+import (
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// ServiceName is the micro service name (`nats micro ls`).
+const ServiceName = "accounts"
+
+// serviceVersion is the micro service version.
+const serviceVersion = "0.1.0"
+
+// DefaultDescribeTTL is how long a provider's manifest is cached when
+// Options.DescribeTTL is zero.
+const DefaultDescribeTTL = 30 * time.Second
+
+// Options configures Start.
+type Options struct {
+	// Logger receives one line per mutation and per failed request. Config
+	// values are never logged, only top-level config field names.
+	Logger zerolog.Logger
+	// Workers bounds the requests handled at once (default 64).
+	Workers int
+	// DescribeTTL is how long a provider's manifest is reused before it is
+	// fetched again with describe (zero or negative: DefaultDescribeTTL).
+	DescribeTTL time.Duration
+}
+
+// service holds what every handler needs.
+type service struct {
+	nc        *nats.Conn
+	st        *bus.Stores
+	accounts  table
+	pools     table
+	manifests *manifestCache
+}
+
+// Start serves the accounts and pools subjects (see the package doc) on nc
+// as the micro service "accounts", with records in st. Replies and errors per
+// verb are documented on the handlers; every verb answers INVALID_INPUT for a
+// malformed body (details.path naming the field), ACCESS_DENIED (path
+// tenantId) for a body tenantId other than the subject's, and UNAVAILABLE when
+// the state store or a called service does not answer. Start fails only when
+// the micro service cannot be registered.
+func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
+	if nc == nil || st == nil {
+		return nil, errors.New("accounts: a NATS connection and the stores are required")
+	}
+	if o.DescribeTTL <= 0 {
+		o.DescribeTTL = DefaultDescribeTTL
+	}
+	s := &service{
+		nc:        nc,
+		st:        st,
+		accounts:  table{kv: st.Accounts, kind: "account", prefix: api.PrefixAccount},
+		pools:     table{kv: st.Pools, kind: "pool", prefix: api.PrefixPool},
+		manifests: newManifestCache(nc, o.DescribeTTL),
+	}
+	return bus.StartService(nc, bus.ServiceConfig{
+		Name:        ServiceName,
+		Version:     serviceVersion,
+		Description: "provider accounts and pools",
+		Endpoints:   s.endpoints(),
+		Workers:     o.Workers,
+		Logger:      o.Logger,
+	})
+}
+
+func (s *service) endpoints() []bus.Endpoint {
+	ep := func(resource, verb string, h bus.Handler) bus.Endpoint {
+		return bus.Endpoint{Name: resource + "_" + verb, Subject: bus.Command("*", resource, verb), Handler: h}
+	}
+	return []bus.Endpoint{
+		ep(bus.ResourceAccounts, "create", s.createAccount),
+		ep(bus.ResourceAccounts, "get", getHandler[api.Account](s.accounts)),
+		ep(bus.ResourceAccounts, "list", listHandler[api.Account](s.accounts)),
+		ep(bus.ResourceAccounts, "update", s.updateAccount),
+		ep(bus.ResourceAccounts, "delete", deleteHandler(s.accounts, "pools", s.poolsOf)),
+		ep(bus.ResourceAccounts, "offers", s.accountOffers),
+		ep(bus.ResourcePools, "create", s.createPool),
+		ep(bus.ResourcePools, "get", getHandler[api.Pool](s.pools)),
+		ep(bus.ResourcePools, "list", listHandler[api.Pool](s.pools)),
+		ep(bus.ResourcePools, "delete", deleteHandler(s.pools, "instances", s.instancesOf)),
+	}
+}

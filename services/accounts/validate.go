@@ -1,0 +1,87 @@
+package accounts
+
+import (
+	"fmt"
+	"regexp"
+	"unicode/utf8"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// Limits of account and pool fields.
+const (
+	// maxNameLength bounds account and pool names and site ids, in characters.
+	maxNameLength = 128
+	// maxFlavors bounds the flavors of one pool.
+	maxFlavors = 100
+)
+
+var (
+	// providerIDPattern is the provider id rule of provider.Define; checked
+	// before the id becomes a subject token.
+	providerIDPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+	flavorNamePattern = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
+)
+
+// checkProviderID refuses a malformed provider id: INVALID_INPUT path provider.
+func checkProviderID(id string) error {
+	if !providerIDPattern.MatchString(id) {
+		return api.InvalidInput("provider", "provider must be a provider id: lower-case letters, digits and hyphens, starting with a letter, at most 63 characters")
+	}
+	return nil
+}
+
+// checkLength refuses s longer than maxNameLength characters, or empty when
+// required: INVALID_INPUT naming path.
+func checkLength(path, s string, required bool) error {
+	n := utf8.RuneCountInString(s)
+	switch {
+	case required && n == 0:
+		return api.InvalidInput(path, "%s is required", path)
+	case n > maxNameLength:
+		return api.InvalidInput(path, "%s must be at most %d characters", path, maxNameLength)
+	}
+	return nil
+}
+
+// checkPoolRequest checks everything of a pool create that needs no I/O.
+// Errors: INVALID_INPUT naming the first offending field (class,
+// providerAccountId, agent, name, siteId, flavors, flavors[i].name,
+// flavors[i].offerId, flavors[i].image).
+func checkPoolRequest(in *api.PoolCreateRequest) error {
+	if in.Class != api.PoolClassProvider {
+		return api.InvalidInput("class", "class must be %q", api.PoolClassProvider)
+	}
+	if err := checkID(api.PrefixAccount, "providerAccountId", in.ProviderAccountID); err != nil {
+		return err
+	}
+	if in.Agent != api.PoolAgentNone {
+		return api.InvalidInput("agent", "agent must be %q for class %q", api.PoolAgentNone, api.PoolClassProvider)
+	}
+	if err := checkLength("name", in.Name, false); err != nil {
+		return err
+	}
+	if err := checkLength("siteId", in.SiteID, false); err != nil {
+		return err
+	}
+	if len(in.Flavors) == 0 || len(in.Flavors) > maxFlavors {
+		return api.InvalidInput("flavors", "a pool needs 1 to %d flavors", maxFlavors)
+	}
+	seen := make(map[string]bool, len(in.Flavors))
+	for i, f := range in.Flavors {
+		p := fmt.Sprintf("flavors[%d]", i)
+		switch {
+		case !flavorNamePattern.MatchString(f.Name):
+			return api.InvalidInput(p+".name", "%s.name must be 1 to 63 lower-case letters, digits and hyphens", p)
+		case seen[f.Name]:
+			return api.InvalidInput(p+".name", "flavor %q is listed twice", f.Name)
+		case f.OfferID == "" || len(f.OfferID) > provider.MaxIDLength:
+			return api.InvalidInput(p+".offerId", "%s.offerId is required (at most %d characters)", p, provider.MaxIDLength)
+		case len(f.Image) > provider.MaxImageLength:
+			return api.InvalidInput(p+".image", "%s.image must be at most %d characters", p, provider.MaxImageLength)
+		}
+		seen[f.Name] = true
+	}
+	return nil
+}
