@@ -1,0 +1,70 @@
+package hetzner
+
+import (
+	"slices"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// Provider identity.
+const (
+	// ProviderID is the provider's id on the bus: compute.internal.provider.hetzner-cloud.<verb>.
+	ProviderID = "hetzner-cloud"
+	// Version is the provider's semantic version, answered by describe.
+	Version = "0.1.0"
+)
+
+// Account config fields (the manifest).
+const (
+	// FieldToken holds a secret reference to a Hetzner Cloud API token
+	// (read/write) of the project the account uses.
+	FieldToken = "token"
+	// FieldLocation is the Hetzner location machines are made in, unless a
+	// machine spec or an offer query names a region.
+	FieldLocation = "location"
+)
+
+// DefaultLocation is the location of an account that names none.
+const DefaultLocation = "fsn1"
+
+// Locations are the Hetzner Cloud locations an account may choose.
+var Locations = []string{"fsn1", "nbg1", "hel1", "ash", "hil", "sin"}
+
+// Manifest is the account config of hetzner-cloud: token (secret reference,
+// required) and location (one of Locations, default DefaultLocation).
+func Manifest() []api.ManifestField {
+	return []api.ManifestField{
+		{Name: FieldToken, Type: provider.TypeSecret, Required: true,
+			Description: "Reference to a Hetzner Cloud API token (read & write) of the project"},
+		{Name: FieldLocation, Type: provider.TypeOption, Options: slices.Clone(Locations), Default: DefaultLocation,
+			Description: "Hetzner location for machines and offers unless a request names a region"},
+	}
+}
+
+// Definition returns the hetzner-cloud provider definition: id ProviderID,
+// version Version, provides vps, capabilities power, reinstall and list,
+// the Manifest, and a constructor configured by opts.
+//
+// The constructor answers INVALID_CONFIG (details.path "options.<name>")
+// when an option is unusable (a malformed endpoint or label prefix, a
+// non-positive poll interval); it makes no API call.
+func Definition(opts ...Option) *provider.Definition {
+	s := newSettings(opts)
+	d, err := provider.Define(provider.Definition{
+		ID:           ProviderID,
+		Version:      Version,
+		Provides:     []string{api.KindVPS},
+		Manifest:     Manifest(),
+		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList},
+		New: func(bc provider.BuildContext) (provider.Client, error) {
+			return newClient(s, bc.Account)
+		},
+	})
+	if err != nil {
+		// Everything above is constant: a refusal is a bug of this file,
+		// which TestDefinition catches.
+		panic("hetzner: invalid provider definition: " + err.Error())
+	}
+	return d
+}

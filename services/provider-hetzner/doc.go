@@ -1,0 +1,18 @@
+// Package hetzner is the hetzner-cloud provider: it makes VPS on Hetzner
+// Cloud through the official hcloud-go client, pointed at any endpoint that
+// speaks the Hetzner Cloud API (the real one, or the emulator in ./emulator).
+//
+// Serve it with provider.Serve(nc, Definition(…), provider.ServeOptions{…}).
+//
+// Policies this provider owns (hcloud-go's own retries are off):
+//   - every call resolves the account's token (config.token) for itself and
+//     builds an hcloud client for that call only; the token is never cached;
+//   - create is idempotent through two server labels (see Labels) and
+//     returns as soon as POST /servers is accepted: the reconciler's next
+//     get sees the machine come up;
+//   - power and reinstall wait for their action by polling
+//     GET /actions?id=… every poll interval on the call's clock;
+//   - 404 means absent, 429 is RATE_LIMITED with retryAfterMs from
+//     RateLimit-Reset, every other failure (including an unreachable API) is
+//     PROVIDER_ERROR with details.status and details.code.
+package hetzner

@@ -1,0 +1,73 @@
+package hetzner
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// codeUnreachable is details.code of a PROVIDER_ERROR for an API that could
+// not be reached (transport error, connection dropped before a reply).
+const codeUnreachable = "unreachable"
+
+// defaultRetryAfter is the wait of a 429 without a RateLimit-Reset header.
+const defaultRetryAfter = time.Second
+
+// apiFailure is what the API answered to a failed request.
+type apiFailure struct {
+	status  int
+	code    string
+	message string
+	// reset is RateLimit-Reset (zero when the reply had none).
+	reset time.Time
+}
+
+// mapFailure turns an API failure into a ComputeError:
+//   - 429 or rate_limit_exceeded → RATE_LIMITED, retryAfterMs = reset − now
+//     (at least 0; 1000 without a reset);
+//   - 404 of a server-scoped call (serverID set) → NOT_FOUND of the server;
+//   - anything else → PROVIDER_ERROR with details {status, code}.
+func mapFailure(f apiFailure, serverID string, now time.Time) *api.ComputeError {
+	switch {
+	case f.status == http.StatusTooManyRequests || f.code == string(hcloud.ErrorCodeRateLimitExceeded):
+		wait := defaultRetryAfter
+		if !f.reset.IsZero() {
+			wait = max(f.reset.Sub(now), 0)
+		}
+		return api.RateLimited(wait, "hetzner-cloud: project rate limit exceeded, retry in %s", wait.Round(time.Millisecond))
+	case f.status == http.StatusNotFound && serverID != "":
+		return api.NotFound("server", serverID)
+	}
+	return api.ProviderError(f.status, f.code, "hetzner-cloud: %s (HTTP %d, %s)", f.message, f.status, f.code)
+}
+
+// classify turns any error of an API call into a ComputeError: those
+// already are one pass through; hcloud.Error and bare error statuses are
+// mapped by mapFailure with the status and reset of the last reply (rec);
+// a call that ended with its context is UNAVAILABLE; any other failure
+// means the API was not reached: PROVIDER_ERROR status 0, code unreachable.
+func classify(ctx context.Context, err error, rec *recorder, serverID string, now time.Time) error {
+	if err == nil {
+		return nil
+	}
+	var ce *api.ComputeError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	status, reset := rec.last()
+	var herr hcloud.Error
+	switch {
+	case errors.As(err, &herr):
+		return mapFailure(apiFailure{status: status, code: string(herr.Code), message: herr.Message, reset: reset}, serverID, now)
+	case errors.Is(err, hcloud.ErrStatusCode):
+		return mapFailure(apiFailure{status: status, message: "error reply without a JSON body", reset: reset}, serverID, now)
+	case ctx.Err() != nil:
+		return api.Errorf(api.CodeUnavailable, "hetzner-cloud: call ended before the API answered: %v", ctx.Err())
+	}
+	return api.ProviderError(0, codeUnreachable, "hetzner-cloud: API unreachable: %v", err)
+}

@@ -1,0 +1,199 @@
+package hetzner
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// Field failure 1: a server for key K exists but its id was lost.
+func TestCreateFindsServerOfKey(t *testing.T) {
+	e := newEnv(t)
+	first := e.create(t, "inst_01k", "inst_01k")
+	e.emu.ResetCalls()
+	again := e.create(t, "inst_01k", "inst_01k")
+	if again.ID != first.ID {
+		t.Fatalf("create returned server %s, want the existing %s", again.ID, first.ID)
+	}
+	if n := e.emu.Calls("POST /servers"); n != 0 {
+		t.Fatalf("create sent %d POST /servers, want none", n)
+	}
+	if n := len(e.emu.Servers()); n != 1 {
+		t.Fatalf("%d servers exist, want 1", n)
+	}
+}
+
+// Field failure 2: the API commits a create but the reply is lost.
+func TestCreateAfterDroppedReply(t *testing.T) {
+	e := newEnv(t)
+	e.emu.DropResponseNext("POST /servers", 1)
+	_, err := e.client.Create(context.Background(), e.call("inst_02k"), api.MachineSpec{Name: "inst_02k", OfferID: "cx23", Image: "ubuntu-24.04"})
+	wantProviderError(t, err, 0, codeUnreachable)
+	m := e.create(t, "inst_02k", "inst_02k")
+	servers := e.emu.Servers()
+	if len(servers) != 1 || strconv.FormatInt(servers[0].ID, 10) != m.ID {
+		t.Fatalf("servers = %+v, want exactly the one the retry returned (%s)", servers, m.ID)
+	}
+	if n := e.emu.Calls("POST /servers"); n != 1 {
+		t.Fatalf("%d POST /servers, want 1 (the retry must find the committed server)", n)
+	}
+}
+
+// Field failure 3a: two creates race for one name with different keys.
+func TestCreateNameRaceDifferentKeys(t *testing.T) {
+	e := newEnv(t, WithHTTPClient(&http.Client{Transport: newBarrier(2, isKeyLookup)}))
+	results := raceCreates(e, []string{"inst_03a", "inst_03b"}, "web-1")
+	var won, lost int
+	for _, r := range results {
+		switch {
+		case r.err == nil:
+			won++
+		default:
+			wantProviderError(t, r.err, http.StatusConflict, "uniqueness_error")
+			lost++
+		}
+	}
+	if won != 1 || lost != 1 {
+		t.Fatalf("won %d, lost %d; want one of each", won, lost)
+	}
+	servers := e.emu.Servers()
+	if len(servers) != 1 {
+		t.Fatalf("%d servers, want 1", len(servers))
+	}
+	if n := e.emu.Calls("POST /servers"); n != 2 {
+		t.Fatalf("%d POST /servers, want 2 (both must have raced)", n)
+	}
+}
+
+// Field failure 3b: two creates of the same key race: both POST, the loser
+// adopts the winner because it carries its key.
+func TestCreateRaceSameKey(t *testing.T) {
+	e := newEnv(t, WithHTTPClient(&http.Client{Transport: newBarrier(2, isKeyLookup)}))
+	results := raceCreates(e, []string{"inst_03c", "inst_03c"}, "web-2")
+	for _, r := range results {
+		if r.err != nil {
+			t.Fatalf("create: %v", r.err)
+		}
+	}
+	if results[0].m.ID != results[1].m.ID {
+		t.Fatalf("creates returned servers %s and %s, want the same", results[0].m.ID, results[1].m.ID)
+	}
+	if n := len(e.emu.Servers()); n != 1 {
+		t.Fatalf("%d servers, want 1", n)
+	}
+	if n := e.emu.Calls("POST /servers"); n != 2 {
+		t.Fatalf("%d POST /servers, want 2 (both must have raced)", n)
+	}
+}
+
+type createResult struct {
+	m   *api.ExternalMachine
+	err error
+}
+
+// raceCreates runs one create per key at once, all named name.
+func raceCreates(e *env, keys []string, name string) []createResult {
+	out := make([]createResult, len(keys))
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		wg.Go(func() {
+			m, err := e.client.Create(context.Background(), e.call(key), api.MachineSpec{Name: name, OfferID: "cx23", Image: "ubuntu-24.04"})
+			out[i] = createResult{m, err}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// Field failure 4: the project's rate budget is empty, reset in 30 s.
+func TestRateLimited(t *testing.T) {
+	e := newEnv(t)
+	e.emu.SetRateLimit(0, testStart.Add(30*time.Second))
+	e.emu.ResetCalls()
+	_, err := e.client.Get(context.Background(), e.call(""), "1")
+	ce := wantCode(t, err, api.CodeRateLimited)
+	if d := ce.RetryAfter() - 30*time.Second; d < -time.Second || d > time.Second {
+		t.Fatalf("retryAfter = %v, want 30s ± 1s", ce.RetryAfter())
+	}
+	if n := e.calls(); n != 1 {
+		t.Fatalf("%d HTTP requests, want exactly 1 (no retries)", n)
+	}
+}
+
+// Field failure 5: deprecation and availability per location.
+func TestOffersPerLocation(t *testing.T) {
+	e := newEnv(t)
+	e.emu.Deprecate("cx33", "fsn1")
+	e.emu.SetAvailability("cpx22", "fsn1", false)
+	ctx := context.Background()
+	fsn, err := e.client.ListOffers(ctx, e.call(""), api.OfferQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nbg, err := e.client.ListOffers(ctx, e.call(""), api.OfferQuery{Region: "nbg1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offerByID(fsn, "cx33"); ok {
+		t.Errorf("cx33 is deprecated in fsn1 but offered there: %+v", o)
+	}
+	if o, ok := offerByID(nbg, "cx33"); !ok || !o.Available {
+		t.Errorf("cx33 in nbg1 = %+v, %v; want offered and available", o, ok)
+	}
+	if o, ok := offerByID(fsn, "cpx22"); !ok || o.Available {
+		t.Errorf("cpx22 in fsn1 = %+v, %v; want offered, not available", o, ok)
+	}
+	if o, ok := offerByID(nbg, "cpx22"); !ok || !o.Available || o.Region != "nbg1" {
+		t.Errorf("cpx22 in nbg1 = %+v, %v; want offered and available in nbg1", o, ok)
+	}
+	if n := e.emu.Calls("GET /datacenters"); n != 0 {
+		t.Errorf("%d calls of GET /datacenters, want none", n)
+	}
+}
+
+func offerByID(offers []api.Offer, id string) (api.Offer, bool) {
+	i := slices.IndexFunc(offers, func(o api.Offer) bool { return o.ID == id })
+	if i < 0 {
+		return api.Offer{}, false
+	}
+	return offers[i], true
+}
+
+// Field failure 6: list pages through managed servers only.
+func TestListManagedOnly(t *testing.T) {
+	e := newEnv(t)
+	managed := e.emu.SeedServers(60, "managed", map[string]string{testPrefix + "/managed": "true"})
+	e.emu.SeedServers(5, "other", map[string]string{"team": "ops"})
+	e.emu.ResetCalls()
+	var got []int64
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("list does not end")
+		}
+		items, next, err := e.client.List(context.Background(), e.call(""), cursor, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range items {
+			id, _ := strconv.ParseInt(m.ID, 10, 64)
+			got = append(got, id)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if !slices.Equal(got, managed) {
+		t.Fatalf("list yielded %d servers %v, want the 60 managed %v", len(got), got, managed)
+	}
+	if n := e.emu.Calls("GET /servers"); n != 2 {
+		t.Fatalf("%d GET /servers, want 2 pages of 50", n)
+	}
+}

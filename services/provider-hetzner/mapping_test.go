@@ -1,0 +1,243 @@
+package hetzner
+
+import (
+	"context"
+	"errors"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+func TestMachineStateTable(t *testing.T) {
+	cases := map[hcloud.ServerStatus]string{
+		"initializing": api.StatePending,
+		"starting":     api.StatePending,
+		"running":      api.StateRunning,
+		"stopping":     api.StateRunning,
+		"off":          api.StateStopped,
+		"deleting":     api.StateDeleting,
+		"rebuilding":   api.StatePending,
+		"migrating":    api.StateRunning,
+		"unknown":      api.StateUnknown,
+		"melting":      api.StateUnknown, // a status the API may add later
+		"":             api.StateUnknown,
+	}
+	for status, want := range cases {
+		if got := machineState(status); got != want {
+			t.Errorf("machineState(%q) = %q, want %q", status, got, want)
+		}
+	}
+	if len(serverStates) != 9 {
+		t.Errorf("serverStates has %d statuses, want the API's 9", len(serverStates))
+	}
+}
+
+func TestPowerEndpointsTable(t *testing.T) {
+	want := map[string]string{
+		api.ActionOn: "poweron", api.ActionOff: "poweroff", api.ActionGracefulOff: "shutdown",
+		api.ActionReset: "reset", api.ActionCycle: "reset", api.ActionGracefulRestart: "reboot",
+	}
+	for _, action := range api.PowerActions {
+		got, ok := powerEndpoints[action]
+		if action == api.ActionNMI {
+			if ok {
+				t.Errorf("nmi maps to %q, want unsupported", got)
+			}
+			continue
+		}
+		if got != want[action] {
+			t.Errorf("power %q → %q, want %q", action, got, want[action])
+		}
+		if endpointCalls[got] == nil {
+			t.Errorf("endpoint %q has no hcloud call", got)
+		}
+	}
+	if len(powerEndpoints) != len(want) {
+		t.Errorf("powerEndpoints has %d actions, want %d", len(powerEndpoints), len(want))
+	}
+}
+
+func TestServerName(t *testing.T) {
+	long := strings.Repeat("a", 70)
+	cases := []struct{ in, want string }{
+		{"inst_01JDXYZ", "inst-01jdxyz"},
+		{"web-1", "web-1"},
+		{"My Server.example.com", "my-server-example-com"},
+		{"__a__b__", "a-b"},
+		{"--x--", "x"},
+		{"ünïcode", "n-code"},
+		{"___", "server"},
+		{"", "server"},
+		{strings.Repeat("b", 63), strings.Repeat("b", 63)},
+	}
+	for _, c := range cases {
+		if got := ServerName(c.in); got != c.want {
+			t.Errorf("ServerName(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := ServerName(long); !regexp.MustCompile(`^a{54}-[0-9a-f]{8}$`).MatchString(got) {
+		t.Errorf("ServerName(70 a) = %q, want 54 a, a hyphen and 8 hex digits", got)
+	}
+	if ServerName(long) == ServerName(long+"b") {
+		t.Error("two long names that differ past the cut share a server name")
+	}
+}
+
+var hostnameLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+func FuzzServerName(f *testing.F) {
+	for _, seed := range []string{"inst_01jdxyz", "", "-", strings.Repeat("x_", 80), "Ä.B..c", "\xff\xfe"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := ServerName(in)
+		if !hostnameLabel.MatchString(out) {
+			t.Fatalf("ServerName(%q) = %q is not a hostname label", in, out)
+		}
+		if ServerName(out) != out {
+			t.Fatalf("ServerName is not stable on its output %q", out)
+		}
+	})
+}
+
+func TestKeyLabelValue(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._-]{0,61}[a-zA-Z0-9])?$`)
+	long := strings.Repeat("k", 64)
+	cases := []struct {
+		key    string
+		hashed bool
+	}{
+		{"inst_01jdxyz", false},
+		{"op-1.2_x", false},
+		{strings.Repeat("k", 63), false},
+		{long, true},
+		{"has space", true},
+		{"_leading", true},
+		{"trailing-", true},
+		{"sha256-deadbeef", true}, // reserved for hashed values
+		{"", true},
+	}
+	for _, c := range cases {
+		got := KeyLabelValue(c.key)
+		if !valid.MatchString(got) {
+			t.Errorf("KeyLabelValue(%q) = %q is not a label value", c.key, got)
+		}
+		if c.hashed != (got != c.key) {
+			t.Errorf("KeyLabelValue(%q) = %q, hashed = %v, want %v", c.key, got, got != c.key, c.hashed)
+		}
+		if c.hashed && (len(got) != 63 || !strings.HasPrefix(got, hashedKeyPrefix)) {
+			t.Errorf("hashed value %q must be 63 characters starting with %s", got, hashedKeyPrefix)
+		}
+	}
+	if KeyLabelValue(long) == KeyLabelValue(long+"x") {
+		t.Error("distinct long keys share a label value")
+	}
+}
+
+func TestMapFailure(t *testing.T) {
+	now := testStart
+	cases := []struct {
+		name       string
+		f          apiFailure
+		serverID   string
+		code       api.Code
+		status     int
+		apiCode    string
+		retryAfter time.Duration
+	}{
+		{"rate limited", apiFailure{status: 429, code: "rate_limit_exceeded", reset: now.Add(30 * time.Second)}, "", api.CodeRateLimited, 0, "", 30 * time.Second},
+		{"rate limited, no reset", apiFailure{status: 429, code: "rate_limit_exceeded"}, "", api.CodeRateLimited, 0, "", time.Second},
+		{"rate limited, reset passed", apiFailure{status: 429, reset: now.Add(-time.Minute)}, "7", api.CodeRateLimited, 0, "", 0},
+		{"rate limit code, odd status", apiFailure{status: 403, code: "rate_limit_exceeded"}, "", api.CodeRateLimited, 0, "", time.Second},
+		{"server absent", apiFailure{status: 404, code: "not_found"}, "7", api.CodeNotFound, 0, "", 0},
+		{"404 not about a server", apiFailure{status: 404, code: "not_found"}, "", api.CodeProviderError, 404, "not_found", 0},
+		{"uniqueness", apiFailure{status: 409, code: "uniqueness_error"}, "", api.CodeProviderError, 409, "uniqueness_error", 0},
+		{"unauthorized", apiFailure{status: 401, code: "unauthorized"}, "7", api.CodeProviderError, 401, "unauthorized", 0},
+		{"gone", apiFailure{status: 410, code: "deprecated_api_endpoint"}, "", api.CodeProviderError, 410, "deprecated_api_endpoint", 0},
+		{"unavailable type", apiFailure{status: 412, code: "resource_unavailable"}, "", api.CodeProviderError, 412, "resource_unavailable", 0},
+		{"invalid input", apiFailure{status: 422, code: "invalid_input"}, "", api.CodeProviderError, 422, "invalid_input", 0},
+		{"locked", apiFailure{status: 423, code: "locked"}, "7", api.CodeProviderError, 423, "locked", 0},
+		{"server error", apiFailure{status: 500, code: "server_error"}, "", api.CodeProviderError, 500, "server_error", 0},
+		{"bare 502", apiFailure{status: 502}, "", api.CodeProviderError, 502, "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ce := mapFailure(c.f, c.serverID, now)
+			if ce.Code != c.code {
+				t.Fatalf("code = %s, want %s (%v)", ce.Code, c.code, ce)
+			}
+			switch c.code {
+			case api.CodeRateLimited:
+				if ce.RetryAfter() != c.retryAfter {
+					t.Errorf("retryAfter = %v, want %v", ce.RetryAfter(), c.retryAfter)
+				}
+			case api.CodeProviderError:
+				if ce.Details[api.DetailStatus] != c.status || ce.Details[api.DetailCode] != c.apiCode {
+					t.Errorf("details = %v, want status %d code %q", ce.Details, c.status, c.apiCode)
+				}
+			case api.CodeNotFound:
+				if ce.Details["id"] != c.serverID {
+					t.Errorf("details = %v, want id %s", ce.Details, c.serverID)
+				}
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	rec := &recorder{}
+	live := context.Background()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	known := api.Errorf(api.CodeUnsupported, "no")
+	if got := classify(live, known, rec, "", testStart); got != known {
+		t.Errorf("a ComputeError must pass through, got %v", got)
+	}
+	if classify(live, nil, rec, "", testStart) != nil {
+		t.Error("nil must stay nil")
+	}
+	wantProviderError(t, classify(live, errors.New("dial tcp: connection refused"), rec, "", testStart), 0, codeUnreachable)
+	wantCode(t, classify(ended, context.Canceled, rec, "", testStart), api.CodeUnavailable)
+	rec.status = 503
+	wantProviderError(t, classify(live, hcloud.ErrStatusCode, rec, "", testStart), 503, "")
+}
+
+func TestToMachine(t *testing.T) {
+	_, v6, _ := net.ParseCIDR("2001:db8:0:3::/64")
+	srv := &hcloud.Server{
+		ID: 42, Name: "web-1", Status: hcloud.ServerStatusRunning,
+		ServerType: &hcloud.ServerType{Name: "cx23"}, Location: &hcloud.Location{Name: "nbg1"},
+		PublicNet: hcloud.ServerPublicNet{
+			IPv4: hcloud.ServerPublicNetIPv4{IP: net.ParseIP("203.0.113.7")},
+			IPv6: hcloud.ServerPublicNetIPv6{IP: v6.IP, Network: v6},
+		},
+	}
+	m := toMachine(srv)
+	want := api.ExternalMachine{ID: "42", Name: "web-1", State: api.StateRunning, OfferID: "cx23", Region: "nbg1",
+		Addresses: []string{"203.0.113.7", "2001:db8:0:3::1"}}
+	if m.ID != want.ID || m.Name != want.Name || m.State != want.State || m.OfferID != want.OfferID ||
+		m.Region != want.Region || strings.Join(m.Addresses, ",") != strings.Join(want.Addresses, ",") {
+		t.Errorf("toMachine = %+v, want %+v", *m, want)
+	}
+	bare := toMachine(&hcloud.Server{ID: 1, Status: "off"})
+	if bare.Addresses == nil || len(bare.Addresses) != 0 || bare.State != api.StateStopped {
+		t.Errorf("bare server = %+v, want stopped with an empty, non-nil address list", *bare)
+	}
+}
+
+func TestParseServerID(t *testing.T) {
+	for _, bad := range []string{"", "abc", "0", "-3", "1.5", "99999999999999999999"} {
+		if _, err := parseServerID(bad); api.AsComputeError(err).Path() != "id" {
+			t.Errorf("parseServerID(%q) = %v, want INVALID_INPUT at id", bad, err)
+		}
+	}
+	if id, err := parseServerID("123"); err != nil || id != 123 {
+		t.Errorf("parseServerID(123) = %d, %v", id, err)
+	}
+}

@@ -1,0 +1,105 @@
+package hetzner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+)
+
+// MaxServerNameLength is the longest name ServerName returns (one DNS label).
+const MaxServerNameLength = 63
+
+// fallbackServerName names a server whose requested name has no usable
+// character at all.
+const fallbackServerName = "server"
+
+// ServerName turns a machine name into a hostname-safe Hetzner server name:
+// lower case, every run of characters outside [a-z0-9] becomes one hyphen,
+// no leading or trailing hyphen, at most MaxServerNameLength characters
+// ("inst_01JD…" → "inst-01jd…"). A longer name keeps its first 54
+// characters and ends in "-" and 8 hex digits of the SHA-256 of the whole
+// input, so distinct long names stay distinct. A name without letters or
+// digits becomes "server".
+func ServerName(name string) string {
+	var b strings.Builder
+	hyphen := false
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if hyphen && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			hyphen = false
+			b.WriteRune(r)
+			continue
+		}
+		hyphen = true
+	}
+	out := b.String()
+	if out == "" {
+		return fallbackServerName
+	}
+	if len(out) > MaxServerNameLength {
+		sum := sha256.Sum256([]byte(name))
+		out = strings.TrimRight(out[:MaxServerNameLength-9], "-") + "-" + hex.EncodeToString(sum[:4])
+	}
+	return out
+}
+
+// Label names under the label prefix.
+const (
+	labelManaged        = "managed"
+	labelIdempotencyKey = "idempotency-key"
+)
+
+// hashedKeyPrefix starts the label value of an idempotency key that cannot
+// be a label value as it is.
+const hashedKeyPrefix = "sha256-"
+
+// maxLabelValueLength is Hetzner's limit on a label value.
+const maxLabelValueLength = 63
+
+// labelValuePattern is a Hetzner label value: up to 63 characters of
+// [a-zA-Z0-9._-], starting and ending with a letter or digit.
+var labelValuePattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._-]{0,61}[a-zA-Z0-9])?$`)
+
+// KeyLabelValue is the idempotency-key label value of an idempotency key:
+// the key itself when it is a valid label value (at most 63 characters of
+// [a-zA-Z0-9._-], starting and ending with a letter or digit) and does not
+// start with "sha256-"; otherwise "sha256-" and the first 56 hex digits
+// (224 bits) of the key's SHA-256, 63 characters in all. Two keys share a
+// value only if SHA-256 collides.
+func KeyLabelValue(key string) string {
+	if labelValuePattern.MatchString(key) && !strings.HasPrefix(key, hashedKeyPrefix) {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return (hashedKeyPrefix + hex.EncodeToString(sum[:]))[:maxLabelValueLength]
+}
+
+// labels are the label keys of one label prefix.
+type labels struct {
+	managed, key string
+}
+
+func newLabels(prefix string) labels {
+	return labels{managed: prefix + "/" + labelManaged, key: prefix + "/" + labelIdempotencyKey}
+}
+
+// forKey are the labels of a server made for an idempotency key.
+func (l labels) forKey(key string) map[string]string {
+	return map[string]string{l.managed: "true", l.key: KeyLabelValue(key)}
+}
+
+// managedSelector selects every server this system manages.
+func (l labels) managedSelector() string { return l.managed + "=true" }
+
+// keySelector selects the managed server of an idempotency key.
+func (l labels) keySelector(key string) string {
+	return l.managedSelector() + "," + l.key + "=" + KeyLabelValue(key)
+}
+
+// hasKey reports whether server labels carry the idempotency key.
+func (l labels) hasKey(serverLabels map[string]string, key string) bool {
+	return serverLabels[l.managed] == "true" && serverLabels[l.key] == KeyLabelValue(key)
+}

@@ -1,0 +1,90 @@
+package hetzner
+
+import (
+	"context"
+	"math"
+	"strconv"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// currencyEUR is the currency of every Hetzner price.
+const currencyEUR = "EUR"
+
+// ListOffers returns the server types offered in the query's region (or
+// the account's location) that match q: GET /server_types, every page
+// (GET /datacenters is gone and never called). A query for GPUs or for a
+// kind other than vps answers no offer without calling the API.
+//
+// Errors: RATE_LIMITED, PROVIDER_ERROR, UNAVAILABLE.
+func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) (offers []api.Offer, err error) {
+	if q.GPUs > 0 || (q.Kind != "" && q.Kind != api.KindVPS) {
+		return []api.Offer{}, nil
+	}
+	region := q.Region
+	if region == "" {
+		region = c.location
+	}
+	s, err := c.open(ctx, call, provider.VerbOffers)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = s.done(ctx, err) }()
+	types, err := s.api.ServerType.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	offers = []api.Offer{}
+	for _, t := range types {
+		if o, ok := offerIn(t, region); ok && q.Matches(o) {
+			offers = append(offers, o)
+		}
+	}
+	return offers, nil
+}
+
+// offerIn is server type t as an offer in region: only when t is listed in
+// that location and deprecated neither everywhere nor there. Available is
+// the location's available flag; the price is the gross hourly price of
+// that location (omitted when the API lists none or it does not parse).
+func offerIn(t *hcloud.ServerType, region string) (api.Offer, bool) {
+	if t.IsDeprecated() {
+		return api.Offer{}, false
+	}
+	for _, tl := range t.Locations {
+		if tl.Location == nil || tl.Location.Name != region {
+			continue
+		}
+		if tl.IsDeprecated() {
+			return api.Offer{}, false
+		}
+		return api.Offer{
+			ID:           t.Name,
+			Kind:         api.KindVPS,
+			Region:       region,
+			Vcpu:         t.Cores,
+			MemoryGiB:    math.Round(float64(t.Memory)*1000) / 1000,
+			DiskGiB:      float64(t.Disk),
+			PricePerHour: hourlyPrice(t, region),
+			Currency:     currencyEUR,
+			Available:    tl.Available,
+		}, true
+	}
+	return api.Offer{}, false
+}
+
+// hourlyPrice is t's gross hourly price in region (nil when unknown).
+func hourlyPrice(t *hcloud.ServerType, region string) *float64 {
+	for _, p := range t.Pricings {
+		if p.Location == nil || p.Location.Name != region {
+			continue
+		}
+		if v, err := strconv.ParseFloat(p.Hourly.Gross, 64); err == nil {
+			return &v
+		}
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package hetzner
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// session is one provider call's use of the API: an hcloud client built
+// for the call with the call's token, and a recorder counting its requests.
+type session struct {
+	api  *hcloud.Client
+	call *provider.Call
+	set  *settings
+	rec  *recorder
+	op   string
+	// serverID is set by calls about one server: a 404 then means NOT_FOUND.
+	serverID string
+}
+
+// open resolves the account's token and builds the call's hcloud client
+// (hcloud-go's retries off: the reconciler owns the retry policy).
+// Errors: those of the secret resolver; INVALID_CONFIG naming config.token
+// when the value cannot be an API token.
+func (c *client) open(ctx context.Context, call *provider.Call, op string) (*session, error) {
+	token, err := call.Secret(ctx, FieldToken)
+	if err != nil {
+		return nil, err
+	}
+	if !validToken(token) {
+		return nil, api.InvalidConfig("config."+FieldToken, "the token reference resolves to a value that is not an API token (printable ASCII without spaces)")
+	}
+	base := c.set.httpClient.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	rec := &recorder{base: base}
+	hc := *c.set.httpClient
+	hc.Transport = rec
+	return &session{
+		api: hcloud.NewClient(
+			hcloud.WithEndpoint(c.set.endpoint),
+			hcloud.WithToken(token),
+			hcloud.WithHTTPClient(&hc),
+			hcloud.WithApplication("better-compute-"+ProviderID, Version),
+			hcloud.WithRetryOpts(hcloud.RetryOpts{MaxRetries: 0}),
+		),
+		call: call, set: c.set, rec: rec, op: op,
+	}, nil
+}
+
+// validToken reports whether a token can travel in an Authorization header.
+func validToken(token string) bool {
+	if token == "" {
+		return false
+	}
+	for i := range len(token) {
+		if token[i] <= ' ' || token[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// done ends the session: it maps err (see classify), reports the HTTP
+// request count to the CallCounter and logs one line.
+func (s *session) done(ctx context.Context, err error) error {
+	err = classify(ctx, err, s.rec, s.serverID, s.call.Clock.Now())
+	calls := s.rec.count()
+	if s.set.countCalls != nil {
+		s.set.countCalls(s.op, calls)
+	}
+	ev := s.call.Log.Debug()
+	if err != nil {
+		ce := api.AsComputeError(err)
+		ev = s.call.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message)
+	}
+	ev.Str("tenant", s.call.Account.TenantID).Str("op", s.op).Str("server_id", s.serverID).
+		Int("http_calls", calls).Msg("hetzner-cloud call")
+	return err
+}
+
+// wait polls GET /actions?id=<id> every poll interval (on the call's
+// clock) until the action is no longer running. Errors: PROVIDER_ERROR
+// with details.code = the action's error code when it failed, or
+// "action_missing" when the API forgot it; UNAVAILABLE when ctx ends.
+func (s *session) wait(ctx context.Context, a *hcloud.Action) error {
+	for a.Status == hcloud.ActionStatusRunning {
+		if err := provider.Sleep(ctx, s.call.Clock, s.set.pollInterval); err != nil {
+			return err
+		}
+		got, _, err := s.api.Action.List(ctx, hcloud.ActionListOpts{ID: []int64{a.ID}})
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 {
+			return api.ProviderError(http.StatusOK, "action_missing", "hetzner-cloud: action %d (%s) is no longer listed", a.ID, a.Command)
+		}
+		a = got[0]
+	}
+	if a.Status == hcloud.ActionStatusError {
+		return api.ProviderError(http.StatusOK, a.ErrorCode, "hetzner-cloud: action %s (%d) failed: %s", a.Command, a.ID, a.ErrorMessage)
+	}
+	return nil
+}
+
+// recorder is the session's HTTP transport: it counts requests and keeps
+// the status and RateLimit-Reset of the last reply.
+type recorder struct {
+	base   http.RoundTripper
+	mu     sync.Mutex
+	calls  int
+	status int
+	reset  time.Time
+}
+
+// RoundTrip implements http.RoundTripper.
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.calls++
+	r.status, r.reset = 0, time.Time{}
+	r.mu.Unlock()
+	resp, err := r.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	var reset time.Time
+	if secs, perr := strconv.ParseInt(resp.Header.Get("RateLimit-Reset"), 10, 64); perr == nil {
+		reset = time.Unix(secs, 0)
+	}
+	r.mu.Lock()
+	r.status, r.reset = resp.StatusCode, reset
+	r.mu.Unlock()
+	return resp, nil
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
+}
+
+// last is the status (0 when the request got no reply) and RateLimit-Reset
+// of the last request.
+func (r *recorder) last() (int, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status, r.reset
+}
