@@ -30,6 +30,7 @@ type Cloud struct {
 	failures map[string][]error
 	calls    map[string]int
 	log      []CallRecord
+	outage   error
 	// BootPolls is how many gets a new machine stays pending (default 1).
 	BootPolls int
 }
@@ -90,11 +91,14 @@ func (c *Cloud) Remove(id string) {
 	}
 }
 
-// CallRecord is one call that reached the cloud.
+// CallRecord is one call that reached the cloud: its verb, the idempotency
+// key (create) or machine id (others; "" for offers and list), when, and the
+// injected error it failed with (nil when it went through).
 type CallRecord struct {
-	Verb string
-	At   time.Time
-	Err  error
+	Verb   string
+	Target string
+	At     time.Time
+	Err    error
 }
 
 // Log returns every call that reached the cloud, in order.
@@ -110,14 +114,33 @@ func compareIDs(a, b string) int {
 	return x - y
 }
 
-// enter counts a call and pops its injected failure, if any. Callers hold mu.
-func (c *Cloud) enter(verb string) error {
+// SetOutage makes every call fail with err until SetOutage(nil).
+func (c *Cloud) SetOutage(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.outage = err
+}
+
+// ByKey returns every machine by the idempotency key that made it.
+func (c *Cloud) ByKey() map[string]api.ExternalMachine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]api.ExternalMachine, len(c.byKey))
+	for key, id := range c.byKey {
+		out[key] = c.machines[id].ExternalMachine
+	}
+	return out
+}
+
+// enter counts a call on target and returns the outage error or the verb's
+// next injected failure, if any. Callers hold mu.
+func (c *Cloud) enter(verb, target string) error {
 	c.calls[verb]++
-	var err error
-	if q := c.failures[verb]; len(q) > 0 {
+	err := c.outage
+	if q := c.failures[verb]; err == nil && len(q) > 0 {
 		c.failures[verb], err = q[1:], q[0]
 	}
-	c.log = append(c.log, CallRecord{Verb: verb, At: time.Now(), Err: err})
+	c.log = append(c.log, CallRecord{Verb: verb, Target: target, At: time.Now(), Err: err})
 	return err
 }
 
@@ -151,13 +174,13 @@ type client struct{ cloud *Cloud }
 // begin resolves the account token for this call, as a real API client
 // would, then locks the cloud and counts the call. On success the caller
 // holds c.mu and must unlock it.
-func (cl *client) begin(ctx context.Context, call *provider.Call, verb string) (*Cloud, error) {
+func (cl *client) begin(ctx context.Context, call *provider.Call, verb, target string) (*Cloud, error) {
 	if _, err := call.Secret(ctx, "token"); err != nil {
 		return nil, err
 	}
 	c := cl.cloud
 	c.mu.Lock()
-	if err := c.enter(verb); err != nil {
+	if err := c.enter(verb, target); err != nil {
 		c.mu.Unlock()
 		return nil, err
 	}
@@ -165,7 +188,7 @@ func (cl *client) begin(ctx context.Context, call *provider.Call, verb string) (
 }
 
 func (cl *client) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) ([]api.Offer, error) {
-	c, err := cl.begin(ctx, call, provider.VerbOffers)
+	c, err := cl.begin(ctx, call, provider.VerbOffers, "")
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +203,7 @@ func (cl *client) ListOffers(ctx context.Context, call *provider.Call, q api.Off
 }
 
 func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
-	c, err := cl.begin(ctx, call, provider.VerbCreate)
+	c, err := cl.begin(ctx, call, provider.VerbCreate, call.IdempotencyKey)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +226,7 @@ func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.Mach
 }
 
 func (cl *client) Get(ctx context.Context, call *provider.Call, id string) (*api.ExternalMachine, error) {
-	c, err := cl.begin(ctx, call, provider.VerbGet)
+	c, err := cl.begin(ctx, call, provider.VerbGet, id)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +245,7 @@ func (cl *client) Get(ctx context.Context, call *provider.Call, id string) (*api
 }
 
 func (cl *client) Delete(ctx context.Context, call *provider.Call, id string) error {
-	c, err := cl.begin(ctx, call, provider.VerbDelete)
+	c, err := cl.begin(ctx, call, provider.VerbDelete, id)
 	if err != nil {
 		return err
 	}
@@ -237,7 +260,7 @@ func (cl *client) Delete(ctx context.Context, call *provider.Call, id string) er
 }
 
 func (cl *client) Power(ctx context.Context, call *provider.Call, id, action string) error {
-	c, err := cl.begin(ctx, call, provider.VerbPower)
+	c, err := cl.begin(ctx, call, provider.VerbPower, id)
 	if err != nil {
 		return err
 	}
@@ -258,7 +281,7 @@ func (cl *client) Power(ctx context.Context, call *provider.Call, id, action str
 }
 
 func (cl *client) Reinstall(ctx context.Context, call *provider.Call, id, image string) (*api.ExternalMachine, error) {
-	c, err := cl.begin(ctx, call, provider.VerbReinstall)
+	c, err := cl.begin(ctx, call, provider.VerbReinstall, id)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +296,7 @@ func (cl *client) Reinstall(ctx context.Context, call *provider.Call, id, image 
 }
 
 func (cl *client) List(ctx context.Context, call *provider.Call, cursor string, limit int) ([]api.ExternalMachine, string, error) {
-	c, err := cl.begin(ctx, call, provider.VerbList)
+	c, err := cl.begin(ctx, call, provider.VerbList, "")
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,0 +1,170 @@
+package schemas
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/memory"
+)
+
+// messages are real messages of each schema: populated pkg/api values as the
+// services build them (json.Marshal'ed by the test), and error bodies as
+// bus.EncodeError writes them ([]byte, sent as is).
+func messages(t testing.TB) map[string][]any {
+	now := time.Now().UTC()
+	later := now.Add(90 * time.Second)
+	const tenant = "acme-1"
+	secretID := api.NewID(api.PrefixSecret)
+	accountID := api.NewID(api.PrefixAccount)
+	poolID := api.NewID(api.PrefixPool)
+	instanceID := api.NewID(api.PrefixInstance)
+	ref := api.SecretRef{Scheme: api.SchemeSecret, Tenant: tenant, ID: secretID}.String()
+	sshKey := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGmQmYu9uQ4HsKQ4pHz4n9sXUSvTVm8Ne0GkZ0aU6p5T alice@example"
+	price := 0.0119
+
+	secret := api.Secret{ID: secretID, TenantID: tenant, Name: "hcloud-token", Ref: ref, CreatedAt: now}
+	account := api.Account{ID: accountID, TenantID: tenant, Provider: "hetzner-cloud", Name: "main",
+		Config:  map[string]any{"token": ref, "location": "fsn1", "labels": map[string]any{"team": "web"}},
+		Version: 2, CreatedAt: now, UpdatedAt: later}
+	offer := api.Offer{ID: "cx22", Kind: api.KindVPS, Region: "fsn1", Vcpu: 2, MemoryGiB: 4, DiskGiB: 40,
+		PricePerHour: &price, Currency: "EUR", Available: true}
+	gpuOffer := api.Offer{ID: "pve1-gpu", Kind: api.KindMetal, Region: "pve1", Vcpu: 16, MemoryGiB: 64, GPUs: 2}
+	flavors := []api.Flavor{{Name: "small", OfferID: "cx22", Image: "ubuntu-24.04"}, {Name: "gpu", OfferID: "pve1-gpu"}}
+	pool := api.Pool{ID: poolID, TenantID: tenant, Name: "web", SiteID: "fsn", Class: api.PoolClassProvider,
+		ProviderAccountID: accountID, Agent: api.PoolAgentNone, Flavors: flavors, Version: 1, CreatedAt: now}
+	machine := api.ExternalMachine{ID: "4711", Name: "web-1", State: api.StateRunning, OfferID: "cx22",
+		Region: "fsn1", Addresses: []string{"192.0.2.10", "2001:db8::1"}}
+	bareMachine := api.ExternalMachine{ID: "100", State: api.StatePending, Addresses: []string{}}
+	created := api.Instance{ID: instanceID, TenantID: tenant, PoolID: poolID, Flavor: "small", Image: "ubuntu-24.04",
+		Name: instanceID, Desired: api.DesiredState{Power: api.PowerOn},
+		Status: api.InstanceStatus{Phase: api.PhasePending}, Generation: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
+	busy := api.Instance{ID: instanceID, TenantID: tenant, PoolID: poolID, Flavor: "small", Image: "debian-12",
+		Name: "web-1", UserData: "#cloud-config\npackages: [nginx]\n", SSHKeys: []string{sshKey},
+		Desired: api.DesiredState{Power: api.PowerOff, Operation: &api.Operation{ID: api.NewID(api.PrefixOperation),
+			Action: api.ActionReinstall, Image: "debian-12", RequestedAt: now}},
+		Status: api.InstanceStatus{Phase: api.PhaseReinstalling, Machine: &machine, ObservedGeneration: 3,
+			Conditions: []api.Condition{{Type: api.ConditionProviderError, Status: api.ConditionTrue,
+				Reason: string(api.CodeRateLimited), Message: "provider rate limit", LastTransitionTime: now, RetryAt: &later}},
+			CreateRequested: true, Retries: 2,
+			LastOperation: &api.OperationStatus{ID: api.NewID(api.PrefixOperation), Action: api.ActionGracefulRestart,
+				State: api.OperationSucceeded, Message: "done", StartedAt: now, FinishedAt: &later}},
+		Generation: 4, Version: 9, CreatedAt: now, UpdatedAt: later, DeletionRequestedAt: &later}
+	pacct := api.ProviderAccount{ID: accountID, TenantID: tenant, Version: 2, Config: account.Config}
+	query := api.OfferQuery{Region: "fsn1", Kind: api.KindVPS, MinVcpu: 2, MinMemoryGiB: 3.5, GPUs: 1}
+	spec := api.MachineSpec{Name: "web-1", OfferID: "cx22", Image: "ubuntu-24.04", Region: "fsn1",
+		UserData: "#cloud-config\n", SSHKeys: []string{sshKey}}
+
+	return map[string][]any{
+		"secrets.put.request.json": {api.SecretPutRequest{Name: "hcloud-token", Value: "not-a-real-token"},
+			api.SecretPutRequest{TenantID: tenant, Name: "pve.root_pw-2", Value: "x", IdempotencyKey: "put-1"}},
+		"secret.json":       {secret},
+		"secret-list.json":  {api.List[api.Secret]{Items: []api.Secret{secret}, NextCursor: secretID}, api.List[api.Secret]{Items: []api.Secret{}}},
+		"id.request.json":   {api.IDRequest{ID: instanceID}, api.IDRequest{TenantID: tenant, ID: secretID}},
+		"list.request.json": {api.ListRequest{}, api.ListRequest{TenantID: tenant, Limit: 1000, Cursor: poolID}},
+		"deleted.json":      {api.Deleted{ID: poolID, Deleted: true}},
+		"accounts.create.request.json": {api.AccountCreateRequest{Provider: "hetzner-cloud", Name: "main", Config: map[string]any{"token": ref}},
+			api.AccountCreateRequest{TenantID: tenant, Provider: "memory", Name: "m"}},
+		"accounts.update.request.json": {api.AccountUpdateRequest{ID: accountID, Version: 1, Name: "renamed"},
+			api.AccountUpdateRequest{TenantID: tenant, ID: accountID, Version: 3, Config: map[string]any{"token": "env://HCLOUD_TOKEN"}}},
+		"accounts.offers.request.json": {api.AccountOffersRequest{ID: accountID}, api.AccountOffersRequest{TenantID: tenant, ID: accountID, Query: query}},
+		"account.json":                 {account},
+		"account-list.json":            {api.List[api.Account]{Items: []api.Account{account}}},
+		"offer.json":                   {offer, gpuOffer},
+		"offer-list.json":              {api.List[api.Offer]{Items: []api.Offer{offer, gpuOffer}}, api.List[api.Offer]{Items: []api.Offer{}}},
+		"pools.create.request.json": {api.PoolCreateRequest{Class: api.PoolClassProvider, ProviderAccountID: accountID, Agent: api.PoolAgentNone,
+			Flavors: flavors[:1]}, api.PoolCreateRequest{TenantID: tenant, Name: "web", SiteID: "fsn", Class: api.PoolClassProvider,
+			ProviderAccountID: accountID, Agent: api.PoolAgentNone, Flavors: flavors}},
+		"pool.json":      {pool},
+		"pool-list.json": {api.List[api.Pool]{Items: []api.Pool{pool}, NextCursor: poolID}},
+		"instances.create.request.json": {api.InstanceCreateRequest{PoolID: poolID, Flavor: "small"},
+			api.InstanceCreateRequest{TenantID: tenant, PoolID: poolID, Flavor: "gpu", Image: "debian-12", Name: "gpu-1.lab",
+				UserData: "#cloud-config\n", SSHKeys: []string{sshKey}, Power: api.PowerOff, IdempotencyKey: "create-7"}},
+		"instances.list.request.json": {api.InstanceListRequest{},
+			api.InstanceListRequest{ListRequest: api.ListRequest{TenantID: tenant, Limit: 10, Cursor: instanceID}, PoolID: poolID, Phase: api.PhaseRunning}},
+		"instances.power.request.json":     powerRequests(tenant, instanceID),
+		"instances.reinstall.request.json": {api.InstanceReinstallRequest{TenantID: tenant, ID: instanceID, Image: "debian-12"}},
+		"instance.json":                    {created, busy},
+		"instance-list.json":               {api.List[api.Instance]{Items: []api.Instance{created, busy}}},
+		"event.json": {api.Event{ID: api.NewID(api.PrefixEvent), TenantID: tenant, Resource: bus.ResourceInstances, ResourceID: instanceID,
+			Type: "created", Phase: api.PhasePending, Generation: 1, Time: now},
+			api.Event{ID: api.NewID(api.PrefixEvent), TenantID: tenant, Resource: bus.ResourceInstances, ResourceID: instanceID,
+				Type: "drift", Message: "machine 4711 missing", Time: later}},
+		"error.json":                   errorBodies(),
+		"provider.describe.reply.json": {memory.Definition(memory.NewCloud()).Describe(), bareDescription(t)},
+		"provider.offers.request.json": {api.ProviderOffersRequest{Account: pacct}, api.ProviderOffersRequest{Account: pacct, Query: query}},
+		"provider.create.request.json": {api.ProviderCreateRequest{Account: pacct, IdempotencyKey: instanceID, Machine: spec},
+			api.ProviderCreateRequest{Account: api.ProviderAccount{ID: accountID, TenantID: tenant}, IdempotencyKey: "k",
+				Machine: api.MachineSpec{Name: "a", OfferID: "o", Image: "i"}}},
+		"machine.json":                    {machine, bareMachine},
+		"provider.get.reply.json":         {api.ProviderGetReply{Machine: &machine}, api.ProviderGetReply{}},
+		"provider.machine.request.json":   {api.ProviderMachineRequest{Account: pacct, ID: "4711"}},
+		"provider.power.request.json":     {api.ProviderPowerRequest{Account: pacct, ID: "4711", Action: api.ActionGracefulOff}},
+		"provider.reinstall.request.json": {api.ProviderReinstallRequest{Account: pacct, ID: "4711", Image: "debian-12"}},
+		"provider.list.request.json":      {api.ProviderListRequest{Account: pacct}, api.ProviderListRequest{Account: pacct, Limit: 500, Cursor: "4711"}},
+		"machine-list.json":               {api.List[api.ExternalMachine]{Items: []api.ExternalMachine{machine, bareMachine}, NextCursor: "100"}},
+		"secrets.resolve.request.json": {api.SecretResolveRequest{TenantID: tenant, Ref: ref},
+			api.SecretResolveRequest{TenantID: tenant, Ref: "vault://kv/hetzner/prod#token"}},
+		"secrets.resolve.reply.json": {api.SecretResolveReply{Value: "not-a-real-token"}},
+		"empty.json":                 {api.Empty{}},
+	}
+}
+
+// powerRequests is one instances.power request per power action.
+func powerRequests(tenant, id string) []any {
+	var out []any
+	for _, a := range api.PowerActions {
+		out = append(out, api.InstancePowerRequest{TenantID: tenant, ID: id, Action: a})
+	}
+	return out
+}
+
+// errorBodies is one error body per code, built with the constructor the
+// services use for it.
+func errorBodies() []any {
+	var out []any
+	for _, code := range api.Codes {
+		var e *api.ComputeError
+		switch code {
+		case api.CodeInvalidInput:
+			e = api.InvalidInput("flavors[0].offerId", "offer %q is not an offer of the account", "cx99")
+		case api.CodeInvalidConfig:
+			e = api.InvalidConfig("config.token", "config.token is required")
+		case api.CodeNotFound:
+			e = api.NotFound("pool", api.NewID(api.PrefixPool))
+		case api.CodeRateLimited:
+			e = api.RateLimited(1500*time.Millisecond, "slow down")
+		case api.CodeProviderError:
+			e = api.ProviderError(422, "uniqueness_error", "server name is already used")
+		default:
+			e = api.Errorf(code, "%s happened", code)
+		}
+		_, _, body := bus.EncodeError(e)
+		out = append(out, body)
+	}
+	return out
+}
+
+// bareDescription describes a provider with every manifest field type and
+// no capabilities (capabilities null on the wire).
+func bareDescription(t testing.TB) api.ProviderDescription {
+	lo, hi := int64(1), int64(16)
+	d, err := provider.Define(provider.Definition{ID: "bare-metal-2", Version: "0.3.1-rc.1+build.5", Provides: []string{api.KindMetal, api.KindVPS},
+		Manifest: []api.ManifestField{
+			{Name: "endpoint", Type: provider.TypeString, Required: true, Description: "API URL"},
+			{Name: "password", Type: provider.TypeSecret, Required: true},
+			{Name: "mode", Type: provider.TypeOption, Options: []string{"fast", "safe"}, Default: "safe"},
+			{Name: "cores", Type: provider.TypeInt, Min: &lo, Max: &hi, Default: 2},
+			{Name: "insecure", Type: provider.TypeBool},
+			{Name: "nodes", Type: provider.TypeList, Item: &api.ManifestField{Name: "node", Type: provider.TypeString}},
+			{Name: "network", Type: provider.TypeObject, Fields: []api.ManifestField{{Name: "bridge", Type: provider.TypeString, Default: "vmbr0"}}},
+		},
+		New: func(provider.BuildContext) (provider.Client, error) { return nil, nil },
+	})
+	require.NoError(t, err)
+	return d.Describe()
+}
