@@ -83,13 +83,17 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	}
 	if _, err := bus.CreateJSON(ctx, r.st.Instances, instanceKey(req.Tenant, id), &inst); err != nil {
 		if api.IsCode(err, api.CodeAlreadyExists) { // a retry after a crash between the two writes
-			return r.load(ctx, req.Tenant, id)
+			existing, err := r.load(ctx, req.Tenant, id)
+			if err == nil {
+				r.enqueue(existing)
+			}
+			return existing, err
 		}
 		return nil, err
 	}
 	req.Log.Info().Str("instance", id).Str("pool", in.PoolID).Str("flavor", in.Flavor).Msg("instance created")
 	r.publishEvent(&inst, "created", "")
-	r.enqueue(ctx, &inst)
+	r.enqueue(&inst)
 	return &inst, nil
 }
 
@@ -120,6 +124,11 @@ func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string, in *ap
 	inst, err := r.load(ctx, tenant, prev.InstanceID)
 	if api.IsCode(err, api.CodeNotFound) {
 		return nil, prev.InstanceID, nil
+	}
+	if err == nil {
+		// The first attempt may have ended before its work was queued;
+		// queueing again is free (deduplicated by message id).
+		r.enqueue(inst)
 	}
 	return inst, "", err
 }
@@ -268,7 +277,7 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 			return nil, err
 		}
 		req.Log.Info().Str("instance", id).Int64("generation", inst.Generation).Str("change", what).Msg("instance changed")
-		r.enqueue(ctx, &inst)
+		r.enqueue(&inst)
 		return &inst, nil
 	}
 	return nil, api.Errorf(api.CodeConflict, "instance %s is changing too often; retry", id)

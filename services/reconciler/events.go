@@ -28,10 +28,16 @@ func (r *Reconciler) publishEvent(inst *api.Instance, typ, message string) {
 	}
 }
 
-// enqueue queues work for an instance (deduplicated per generation). A
-// failure is logged, not returned: the record is durable and the resync
-// queues it again.
-func (r *Reconciler) enqueue(ctx context.Context, inst *api.Instance) {
+// enqueueTimeout bounds queueing one work message.
+const enqueueTimeout = 10 * time.Second
+
+// enqueue queues work for an instance (deduplicated per generation). It
+// does not use the request's context: the record is written, so its work
+// must be queued even when the caller has given up waiting. A failure is
+// logged, not returned: the record is durable and the resync queues it again.
+func (r *Reconciler) enqueue(inst *api.Instance) {
+	ctx, cancel := context.WithTimeout(context.Background(), enqueueTimeout)
+	defer cancel()
 	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-%d", inst.ID, inst.Generation))
 }
 

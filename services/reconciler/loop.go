@@ -324,15 +324,17 @@ func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome,
 		}
 		return finished, nil
 	}
-	retries := t.inst.Status.Retries + 1
-	delay := r.o.Retry.Delay(retries, ce.RetryAfter())
-	retryAt := now.Add(delay)
-	t.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int("retries", retries).Dur("retry_in", delay).Msg("reconcile failed; will retry")
+	var delay time.Duration
 	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
-		s.Retries = retries
+		// Counted inside the CAS write: a pass that overlaps another (or a
+		// retried write) never loses an increment, so backoff keeps growing.
+		s.Retries++
+		delay = r.o.Retry.Delay(s.Retries, ce.RetryAfter())
+		retryAt := now.Add(delay)
 		setCondition(s, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue, Reason: string(ce.Code), Message: ce.Message, RetryAt: &retryAt})
 	}); err != nil {
 		return outcome{}, err
 	}
+	t.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int("retries", t.inst.Status.Retries).Dur("retry_in", delay).Msg("reconcile failed; will retry")
 	return after(delay), nil
 }
