@@ -109,13 +109,18 @@ func ProviderError(status int, code, format string, args ...any) *ComputeError {
 }
 
 // AsComputeError returns err as a *ComputeError: itself if it is one (or wraps
-// one), INTERNAL with err's text otherwise, nil for nil.
+// one), INTERNAL with err's text otherwise, nil for nil. A nil *ComputeError
+// held in a non-nil error (a typed nil) is INTERNAL, so callers never get nil
+// for a non-nil error.
 func AsComputeError(err error) *ComputeError {
 	if err == nil {
 		return nil
 	}
 	var ce *ComputeError
 	if errors.As(err, &ce) {
+		if ce == nil {
+			return Errorf(CodeInternal, "nil *ComputeError returned as an error")
+		}
 		return ce
 	}
 	return &ComputeError{Code: CodeInternal, Message: err.Error()}

@@ -1,6 +1,9 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Internal requests and replies of compute.internal.provider.<id>.<verb> and
 // compute.internal.secrets.resolve.
@@ -115,3 +118,14 @@ type SecretResolveReply struct {
 
 // Empty is the reply of calls that answer nothing but success.
 type Empty struct{}
+
+// RateLimit is a provider API's request budget as it last reported it:
+// Remaining requests now, refilled at RefillPerSecond up to Limit, full
+// again at ResetAt. Providers report it on replies; the reconciler paces
+// its calls to each account with it.
+type RateLimit struct {
+	Limit           int       `json:"limit"`
+	Remaining       int       `json:"remaining"`
+	RefillPerSecond float64   `json:"refillPerSecond"`
+	ResetAt         time.Time `json:"resetAt"`
+}

@@ -37,6 +37,13 @@ func RequestID(ctx context.Context) string {
 // Errors: the service's *api.ComputeError; UNAVAILABLE when nobody answers
 // the subject or the deadline passes; INTERNAL for an unencodable request.
 func Call(ctx context.Context, nc *nats.Conn, subject string, in, out any) error {
+	_, err := CallHeaders(ctx, nc, subject, in, out)
+	return err
+}
+
+// CallHeaders is Call that also returns the reply's headers (nil when no
+// reply arrived), e.g. a provider's rate-limit state.
+func CallHeaders(ctx context.Context, nc *nats.Conn, subject string, in, out any) (nats.Header, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
@@ -46,7 +53,7 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, in, out any) error
 	if !ok {
 		var err error
 		if data, err = json.Marshal(in); err != nil {
-			return api.Errorf(api.CodeInternal, "encode request for %s: %v", subject, err)
+			return nil, api.Errorf(api.CodeInternal, "encode request for %s: %v", subject, err)
 		}
 	}
 	deadline, _ := ctx.Deadline()
@@ -58,9 +65,9 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, in, out any) error
 	}
 	reply, err := nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
-		return transportError(subject, err)
+		return nil, transportError(subject, err)
 	}
-	return DecodeReply(reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader), reply.Data, out)
+	return reply.Header, DecodeReply(reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader), reply.Data, out)
 }
 
 // transportError maps a NATS request failure to UNAVAILABLE (retryable).

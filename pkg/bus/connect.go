@@ -17,11 +17,18 @@ type ConnectOptions struct {
 	User, Password, Token, CredsFile, NkeyFile string
 	// TLS: CAFile pins the server CA; CertFile and KeyFile present a client certificate.
 	CAFile, CertFile, KeyFile string
+	// InboxPrefix replaces "_INBOX" as the prefix of reply subjects, so that
+	// nats-server permissions can give each user its own inbox space
+	// (deploy/nats.conf: "_INBOX_<tenant>" for tenants, "_INBOX_svc_<service>"
+	// for services). Empty keeps "_INBOX". It must start with "_INBOX" (see
+	// IsInbox) and hold no wildcard.
+	InboxPrefix string
 }
 
 // Connect dials NATS and keeps reconnecting forever (every 250 ms with
 // jitter), also when the first attempt fails, so a service started before its
-// server comes up waits for it.
+// server comes up waits for it. Errors: an unreadable nkey seed, an inbox
+// prefix not starting with InboxRoot, a malformed option or URL.
 func Connect(o ConnectOptions) (*nats.Conn, error) {
 	if o.URL == "" {
 		o.URL = nats.DefaultURL
@@ -46,6 +53,12 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		opts = append(opts, nats.Token(o.Token))
 	case o.User != "":
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.InboxPrefix != "" {
+		if !IsInbox(o.InboxPrefix) {
+			return nil, fmt.Errorf("inbox prefix %q must start with %q", o.InboxPrefix, InboxRoot)
+		}
+		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	if o.CAFile != "" {
 		opts = append(opts, nats.RootCAs(o.CAFile))

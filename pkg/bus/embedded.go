@@ -17,6 +17,9 @@ type EmbeddedOptions struct {
 	Port int
 	// Name of the server (default "compute-embedded").
 	Name string
+	// MaxPayload bounds a message's size in bytes (0: the nats-server
+	// default, 1 MiB).
+	MaxPayload int32
 }
 
 // StartEmbedded starts an in-process nats-server with JetStream on
@@ -46,6 +49,7 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 		NoLog:                  true,
 		NoSigs:                 true,
 		DisableJetStreamBanner: true,
+		MaxPayload:             o.MaxPayload,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)

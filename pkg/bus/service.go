@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -33,6 +34,8 @@ type Request struct {
 	RequestID string
 	// Log is the service logger with the request id, subject and tenant set.
 	Log zerolog.Logger
+	// ReplyHeader is sent with the reply, success or failure; handlers may set it.
+	ReplyHeader nats.Header
 }
 
 // Decode strictly decodes the body into v (see Decode) and, for public
@@ -80,14 +83,20 @@ type ServiceConfig struct {
 type Service struct {
 	micro micro.Service
 	sem   chan struct{}
-	wg    sync.WaitGroup
 	log   zerolog.Logger
+	// mu orders wg.Add against Stop's wg.Wait: micro keeps delivering a
+	// drained subscription's pending requests after its Stop returns.
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
 }
 
 // StartService registers cfg's endpoints as a micro service on nc. Each
 // request runs on a worker goroutine with a context ending at the caller's
 // deadline; a request whose deadline already passed is dropped unanswered
-// (its caller has gone). A panicking handler answers INTERNAL.
+// (its caller has gone), and so is one whose reply subject is not an inbox
+// (IsInbox). A panicking handler answers INTERNAL. It returns once the
+// server has the endpoints' subscriptions (when nc is connected).
 func StartService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 64
@@ -103,6 +112,14 @@ func StartService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 			return nil, fmt.Errorf("service %s endpoint %s: %w", cfg.Name, ep.Name, err)
 		}
 	}
+	// Return once the server has the subscriptions: a caller on another
+	// connection would otherwise race them and find no responders. A
+	// connection not up yet subscribes when it connects.
+	if nc.IsConnected() {
+		if err := nc.FlushTimeout(5 * time.Second); err != nil {
+			s.log.Warn().Err(err).Msg("subscriptions not confirmed by the server")
+		}
+	}
 	return s, nil
 }
 
@@ -110,21 +127,46 @@ func StartService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 func (s *Service) Micro() micro.Service { return s.micro }
 
 // Stop drains the endpoints and waits for running handlers to finish.
+// Requests still delivered after it began are answered UNAVAILABLE.
 func (s *Service) Stop() error {
 	err := s.micro.Stop()
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
 	s.wg.Wait()
 	return err
 }
 
+// begin counts a request in unless the service stopped.
+func (s *Service) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
 func (s *Service) dispatch(h Handler) micro.HandlerFunc {
 	return func(mr micro.Request) {
+		if reply := mr.Reply(); reply != "" && !IsInbox(reply) {
+			s.log.Warn().Str("subject", mr.Subject()).Str("reply", reply).Msg("request dropped: its reply subject is not an inbox")
+			return
+		}
 		ctx, cancel, expired := requestContext(mr.Headers())
 		if expired {
 			cancel()
 			return
 		}
+		if !s.begin() {
+			cancel()
+			if err := respondError(mr, api.Errorf(api.CodeUnavailable, "service is stopping")); err != nil {
+				s.log.Warn().Err(err).Msg("reply not sent")
+			}
+			return
+		}
 		s.sem <- struct{}{}
-		s.wg.Add(1)
 		go func() {
 			defer func() { <-s.sem; s.wg.Done(); cancel() }()
 			s.serve(ctx, h, mr)
@@ -145,7 +187,7 @@ func requestContext(h micro.Headers) (context.Context, context.CancelFunc, bool)
 
 func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
 	req := &Request{Subject: mr.Subject(), Tenant: TenantOf(mr.Subject()), Data: mr.Data(),
-		RequestID: nats.Header(mr.Headers()).Get(RequestIDHeader)}
+		RequestID: nats.Header(mr.Headers()).Get(RequestIDHeader), ReplyHeader: nats.Header{}}
 	if req.RequestID == "" {
 		req.RequestID = api.NewID("req_")
 	}
@@ -155,15 +197,9 @@ func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
 
 	out, err := s.call(ctx, h, req)
 	if err != nil {
-		ce := api.AsComputeError(err)
-		code, text, body := EncodeError(ce)
+		ce := handlerError(err)
 		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Dur("elapsed", time.Since(start)).Msg("request failed")
-		// Respond with micro's error headers rather than mr.Error: Error records
-		// the failure in a field micro reads, unlocked, once the dispatching
-		// callback returns, which races with this worker goroutine. The price:
-		// `nats micro stats` does not count these errors.
-		hdr := micro.Headers{micro.ErrorHeader: {text}, micro.ErrorCodeHeader: {code}}
-		if rErr := mr.Respond(body, micro.WithHeaders(hdr)); rErr != nil {
+		if rErr := respondError(mr, ce); rErr != nil {
 			req.Log.Warn().Err(rErr).Msg("reply not sent")
 		}
 		return
@@ -171,11 +207,33 @@ func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
 	if out == nil {
 		out = api.Empty{}
 	}
-	if rErr := mr.RespondJSON(out); rErr != nil {
+	if rErr := mr.RespondJSON(out, micro.WithHeaders(micro.Headers(req.ReplyHeader))); rErr != nil {
 		req.Log.Warn().Err(rErr).Msg("reply not sent")
 		return
 	}
 	req.Log.Debug().Dur("elapsed", time.Since(start)).Msg("request served")
+}
+
+// handlerError is the ComputeError a handler's error answers: a foreign
+// error carrying a context's end (the request's deadline passed, so the
+// handler stopped) is UNAVAILABLE, retryable like a timeout; any other
+// foreign error is INTERNAL.
+func handlerError(err error) *api.ComputeError {
+	ce := api.AsComputeError(err)
+	if ce.Code == api.CodeInternal && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return api.Errorf(api.CodeUnavailable, "request deadline passed: %s", ce.Message)
+	}
+	return ce
+}
+
+// respondError answers ce with micro's error headers and our body. It does
+// not use mr.Error: Error records the failure in a field micro reads,
+// unlocked, once the dispatching callback returns, which races with a worker
+// goroutine. The price: `nats micro stats` does not count these errors.
+func respondError(mr micro.Request, ce *api.ComputeError) error {
+	code, text, body := EncodeError(ce)
+	hdr := micro.Headers{micro.ErrorHeader: {text}, micro.ErrorCodeHeader: {code}}
+	return mr.Respond(body, micro.WithHeaders(hdr))
 }
 
 // call runs h, turning a panic into INTERNAL. The panic value is not logged:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -83,19 +84,17 @@ func DecodeReply(headerCode, headerText string, data []byte, out any) error {
 }
 
 // codeFromStatus maps a bare numeric error header (a reply from a service
-// that does not send our body) back to a code.
+// that does not send our body) back to a code: the inverse of StatusOf, 409
+// (shared by ALREADY_EXISTS, CONFLICT and INVALID_STATE) read as CONFLICT,
+// anything unknown as INTERNAL.
 func codeFromStatus(status string) api.Code {
-	switch status {
-	case "400":
-		return api.CodeInvalidInput
-	case "403":
-		return api.CodeAccessDenied
-	case "404":
-		return api.CodeNotFound
-	case "429":
-		return api.CodeRateLimited
-	case "503":
-		return api.CodeUnavailable
+	if status == strconv.Itoa(StatusOf(api.CodeConflict)) {
+		return api.CodeConflict
+	}
+	for _, c := range api.Codes {
+		if strconv.Itoa(StatusOf(c)) == status {
+			return c
+		}
 	}
 	return api.CodeInternal
 }
@@ -114,7 +113,7 @@ func Decode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
+		return decodeError(err, trimmed, v)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return api.InvalidInput("", "request body has data after the JSON object")
@@ -144,14 +143,16 @@ func depth(data []byte) int {
 	return most
 }
 
-func decodeError(err error) error {
+// decodeError turns an encoding/json error of decoding data into v into
+// INVALID_INPUT naming the field.
+func decodeError(err error, data []byte, v any) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syntax):
 		return api.InvalidInput("", "malformed JSON at byte %d: %v", syntax.Offset, syntax)
 	case errors.As(err, &typ):
-		path := typ.Field
+		path := valuePath(data, typ.Offset)
 		if path == "" {
 			path = "."
 		}
@@ -160,9 +161,16 @@ func decodeError(err error) error {
 		return api.InvalidInput("", "malformed JSON: unexpected end of input")
 	}
 	msg := err.Error()
-	if field, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		field = strings.Trim(field, `"`)
-		return api.InvalidInput(field, "unknown field %q", field)
+	if quoted, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		field, uErr := strconv.Unquote(quoted)
+		if uErr != nil {
+			field = quoted
+		}
+		path := unknownFieldPath(data, reflect.TypeOf(v), field)
+		if path == "" {
+			path = field
+		}
+		return api.InvalidInput(path, "unknown field %q", path)
 	}
 	return api.InvalidInput("", "malformed request: %s", msg)
 }
@@ -195,7 +203,7 @@ func DecodeLoose(data []byte, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(trimmed, v); err != nil {
-		return decodeError(err)
+		return decodeError(err, trimmed, v)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -89,6 +90,40 @@ type Call struct {
 	Clock          Clock
 	Secrets        SecretResolver
 	Log            zerolog.Logger
+
+	// observed holds the rate-limit state seen during the call (set by Serve;
+	// nil in a Call built by hand, which then drops observations).
+	observed *observedRateLimit
+}
+
+type observedRateLimit struct {
+	mu sync.Mutex
+	rl *api.RateLimit
+}
+
+// ObserveRateLimit records the API's rate-limit state seen during the call
+// (the last observation wins); Serve returns it to the caller in reply
+// headers so callers can pace themselves.
+func (c *Call) ObserveRateLimit(rl api.RateLimit) {
+	if c.observed == nil {
+		return
+	}
+	c.observed.mu.Lock()
+	defer c.observed.mu.Unlock()
+	c.observed.rl = &rl
+}
+
+// RateLimit is the last observed rate-limit state, if any.
+func (c *Call) RateLimit() (api.RateLimit, bool) {
+	if c.observed == nil {
+		return api.RateLimit{}, false
+	}
+	c.observed.mu.Lock()
+	defer c.observed.mu.Unlock()
+	if c.observed.rl == nil {
+		return api.RateLimit{}, false
+	}
+	return *c.observed.rl, true
 }
 
 // Secret resolves the secret reference held by the config field name.

@@ -11,13 +11,15 @@ import (
 )
 
 // ValidateConfig checks config against manifest and returns a copy with
-// defaults filled in. Paths in errors start with "config.".
+// defaults filled in (null counts as absent). Ints come back as int64, lists
+// as []any, objects as map[string]any. Paths in errors start with "config.".
 //
 // Errors: INVALID_CONFIG naming the field for an unknown field, a missing
 // required field, a wrong type, an option not offered, an int out of range;
 // INVALID_INPUT for a plain value where a secret reference belongs (a secret
 // field, or any string field whose name ends in token, secret, password or
-// key, at any depth).
+// key, at any depth; the unnamed items of a list take the list's name) and
+// for a malformed secret reference in any string field.
 func ValidateConfig(manifest []api.ManifestField, config map[string]any) (map[string]any, error) {
 	out, err := validateObject("config", manifest, config)
 	if err != nil {
@@ -37,13 +39,13 @@ func validateObject(path string, fields []api.ManifestField, in map[string]any) 
 		p := path + "." + f.Name
 		v, present := in[f.Name]
 		if !present || v == nil {
-			switch {
-			case f.Default != nil:
-				out[f.Name] = f.Default
-			case f.Required:
-				return nil, api.InvalidConfig(p, "%s is required", p)
+			if f.Default == nil {
+				if f.Required {
+					return nil, api.InvalidConfig(p, "%s is required", p)
+				}
+				continue
 			}
-			continue
+			v = f.Default // validated like a value: a copy, ints as int64
 		}
 		val, err := validateValue(p, f, v)
 		if err != nil {
@@ -61,22 +63,13 @@ func validateValue(p string, f api.ManifestField, v any) (any, error) {
 		if !ok {
 			return nil, typeError(p, "a string", v)
 		}
-		if IsSecretFieldName(f.Name) && !api.LooksLikeSecretRef(s) {
-			return nil, plainSecretError(p)
-		}
-		return s, nil
+		return s, checkString(p, IsSecretFieldName(f.Name), s)
 	case TypeSecret:
 		s, ok := v.(string)
 		if !ok {
 			return nil, typeError(p, "a secret reference string", v)
 		}
-		if !api.LooksLikeSecretRef(s) {
-			return nil, plainSecretError(p)
-		}
-		if _, err := api.ParseSecretRef(s); err != nil {
-			return nil, withPath(err, p)
-		}
-		return s, nil
+		return s, checkString(p, true, s)
 	case TypeOption:
 		s, ok := v.(string)
 		if !ok {
@@ -106,9 +99,12 @@ func validateValue(p string, f api.ManifestField, v any) (any, error) {
 		if !ok {
 			return nil, typeError(p, "an array", v)
 		}
+		if f.Item == nil {
+			return nil, api.InvalidConfig(p, "list field %s declares no item type", p)
+		}
 		out := make([]any, len(items))
 		for i, item := range items {
-			val, err := validateValue(fmt.Sprintf("%s[%d]", p, i), *f.Item, item)
+			val, err := validateValue(fmt.Sprintf("%s[%d]", p, i), itemField(f), item)
 			if err != nil {
 				return nil, err
 			}
@@ -123,6 +119,31 @@ func validateValue(p string, f api.ManifestField, v any) (any, error) {
 		return validateObject(p, f.Fields, m)
 	}
 	return nil, api.InvalidConfig(p, "unknown field type %q", f.Type)
+}
+
+// itemField is the element field of list f. An unnamed element takes the
+// list's name, so a list named like a secret holds secret references.
+func itemField(f api.ManifestField) api.ManifestField {
+	item := *f.Item
+	if item.Name == "" {
+		item.Name = f.Name
+	}
+	return item
+}
+
+// checkString refuses a plain value where a secret reference belongs
+// (secret) and a malformed reference anywhere. Errors: INVALID_INPUT at p.
+func checkString(p string, secret bool, s string) error {
+	if api.LooksLikeSecretRef(s) {
+		if _, err := api.ParseSecretRef(s); err != nil {
+			return withPath(err, p)
+		}
+		return nil
+	}
+	if secret {
+		return plainSecretError(p)
+	}
+	return nil
 }
 
 // asInt accepts JSON numbers (float64) without a fraction and Go integers.
@@ -215,15 +236,7 @@ func CheckPlainSecrets(path string, v any) error {
 func checkPlain(path, name string, v any) error {
 	switch x := v.(type) {
 	case string:
-		if api.LooksLikeSecretRef(x) {
-			if _, err := api.ParseSecretRef(x); err != nil {
-				return withPath(err, path)
-			}
-			return nil
-		}
-		if name != "" && IsSecretFieldName(name) {
-			return plainSecretError(path)
-		}
+		return checkString(path, name != "" && IsSecretFieldName(name), x)
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
 			if err := checkPlain(path+"."+k, k, x[k]); err != nil {

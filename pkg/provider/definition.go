@@ -162,11 +162,7 @@ func checkField(p string, f api.ManifestField) error {
 		if f.Item == nil {
 			return api.InvalidConfig(p+".item", "a list field needs an item type")
 		}
-		item := *f.Item
-		if item.Name == "" {
-			item.Name = "item"
-		}
-		if err := checkField(p+".item", item); err != nil {
+		if err := checkField(p+".item", itemField(f)); err != nil {
 			return err
 		}
 	case TypeObject:

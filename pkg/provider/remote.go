@@ -16,12 +16,26 @@ import (
 type Remote struct {
 	NC *nats.Conn
 	ID string
+	// Observe, when set, receives the provider API's rate-limit state from
+	// every reply that carries one (failures included).
+	Observe func(api.RateLimit)
+}
+
+// call sends one verb and reports the reply's rate-limit state to Observe.
+func (r Remote) call(ctx context.Context, verb string, in, out any) error {
+	h, err := bus.CallHeaders(ctx, r.NC, bus.ProviderCall(r.ID, verb), in, out)
+	if r.Observe != nil && h != nil {
+		if rl, ok := RateLimitFromHeaders(h); ok {
+			r.Observe(rl)
+		}
+	}
+	return err
 }
 
 // Describe returns the provider's definition, manifest and config schema.
 func (r Remote) Describe(ctx context.Context) (*api.ProviderDescription, error) {
 	var out api.ProviderDescription
-	if err := bus.Call(ctx, r.NC, bus.ProviderCall(r.ID, VerbDescribe), api.Empty{}, &out); err != nil {
+	if err := r.call(ctx, VerbDescribe, api.Empty{}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -30,14 +44,14 @@ func (r Remote) Describe(ctx context.Context) (*api.ProviderDescription, error) 
 // Offers returns the account's offers matching q.
 func (r Remote) Offers(ctx context.Context, acct api.ProviderAccount, q api.OfferQuery) ([]api.Offer, error) {
 	var out api.List[api.Offer]
-	err := bus.Call(ctx, r.NC, bus.ProviderCall(r.ID, VerbOffers), api.ProviderOffersRequest{Account: acct, Query: q}, &out)
+	err := r.call(ctx, VerbOffers, api.ProviderOffersRequest{Account: acct, Query: q}, &out)
 	return out.Items, err
 }
 
 // Create makes (or finds, for a key seen before) the machine of spec.
 func (r Remote) Create(ctx context.Context, acct api.ProviderAccount, key string, spec api.MachineSpec) (*api.ExternalMachine, error) {
 	var out api.ExternalMachine
-	if err := bus.Call(ctx, r.NC, bus.ProviderCall(r.ID, VerbCreate), api.ProviderCreateRequest{Account: acct, IdempotencyKey: key, Machine: spec}, &out); err != nil {
+	if err := r.call(ctx, VerbCreate, api.ProviderCreateRequest{Account: acct, IdempotencyKey: key, Machine: spec}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -46,24 +60,24 @@ func (r Remote) Create(ctx context.Context, acct api.ProviderAccount, key string
 // Get returns the machine, or nil, nil when the provider reports it absent.
 func (r Remote) Get(ctx context.Context, acct api.ProviderAccount, id string) (*api.ExternalMachine, error) {
 	var out api.ProviderGetReply
-	err := bus.Call(ctx, r.NC, bus.ProviderCall(r.ID, VerbGet), api.ProviderMachineRequest{Account: acct, ID: id}, &out)
+	err := r.call(ctx, VerbGet, api.ProviderMachineRequest{Account: acct, ID: id}, &out)
 	return out.Machine, err
 }
 
 // Delete removes the machine (NOT_FOUND when absent).
 func (r Remote) Delete(ctx context.Context, acct api.ProviderAccount, id string) error {
-	return bus.Call(ctx, r.NC, bus.ProviderCall(r.ID, VerbDelete), api.ProviderMachineRequest{Account: acct, ID: id}, nil)
+	return r.call(ctx, VerbDelete, api.ProviderMachineRequest{Account: acct, ID: id}, nil)
 }
 
 // Power applies a power action (api.Action*).
 func (r Remote) Power(ctx context.Context, acct api.ProviderAccount, id, action string) error {
-	return bus.Call(ctx, r.NC, bus.ProviderCall(r.ID, VerbPower), api.ProviderPowerRequest{Account: acct, ID: id, Action: action}, nil)
+	return r.call(ctx, VerbPower, api.ProviderPowerRequest{Account: acct, ID: id, Action: action}, nil)
 }
 
 // Reinstall reinstalls the machine with image.
 func (r Remote) Reinstall(ctx context.Context, acct api.ProviderAccount, id, image string) (*api.ExternalMachine, error) {
 	var out api.ExternalMachine
-	if err := bus.Call(ctx, r.NC, bus.ProviderCall(r.ID, VerbReinstall), api.ProviderReinstallRequest{Account: acct, ID: id, Image: image}, &out); err != nil {
+	if err := r.call(ctx, VerbReinstall, api.ProviderReinstallRequest{Account: acct, ID: id, Image: image}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -72,6 +86,6 @@ func (r Remote) Reinstall(ctx context.Context, acct api.ProviderAccount, id, ima
 // List returns one page of the account's managed machines.
 func (r Remote) List(ctx context.Context, acct api.ProviderAccount, cursor string, limit int) (api.List[api.ExternalMachine], error) {
 	var out api.List[api.ExternalMachine]
-	err := bus.Call(ctx, r.NC, bus.ProviderCall(r.ID, VerbList), api.ProviderListRequest{Account: acct, Cursor: cursor, Limit: limit}, &out)
+	err := r.call(ctx, VerbList, api.ProviderListRequest{Account: acct, Cursor: cursor, Limit: limit}, &out)
 	return out, err
 }

@@ -50,7 +50,10 @@ func fieldSchema(f api.ManifestField) map[string]any {
 	case TypeBool:
 		s = map[string]any{"type": "boolean"}
 	case TypeList:
-		s = map[string]any{"type": "array", "items": fieldSchema(*f.Item)}
+		s = map[string]any{"type": "array"}
+		if f.Item != nil {
+			s["items"] = fieldSchema(itemField(f))
+		}
 	case TypeObject:
 		s = objectSchema(f.Fields)
 	default:

@@ -136,7 +136,7 @@ func (s *server) wrap(h callHandler) bus.Handler {
 			return nil, err
 		}
 		resolver := &redactingResolver{inner: s.opts.Resolver(acct.TenantID)}
-		call := &Call{Account: acct, Clock: s.opts.Clock, Secrets: resolver,
+		call := &Call{Account: acct, Clock: s.opts.Clock, Secrets: resolver, observed: &observedRateLimit{},
 			Log: req.Log.With().Str("account", acct.ID).Str("provider", s.def.ID).Logger()}
 		defer func() {
 			if p := recover(); p != nil {
@@ -145,6 +145,9 @@ func (s *server) wrap(h callHandler) bus.Handler {
 			}
 			if err != nil {
 				err = resolver.redact(providerError(err))
+			}
+			if rl, ok := call.RateLimit(); ok {
+				setRateLimitHeaders(req.ReplyHeader, rl)
 			}
 		}()
 		return h(ctx, req, client, call)
@@ -349,7 +352,7 @@ func (r busResolver) Resolve(ctx context.Context, ref string) (string, error) {
 }
 
 // redactingResolver remembers the values it resolved during one call so
-// they can be cut out of the call's error.
+// they can be cut out of the call's error: its message and string details.
 type redactingResolver struct {
 	inner  SecretResolver
 	mu     sync.Mutex
@@ -369,12 +372,23 @@ func (r *redactingResolver) Resolve(ctx context.Context, ref string) (string, er
 func (r *redactingResolver) redact(ce *api.ComputeError) *api.ComputeError {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	msg := ce.Message
-	for _, v := range r.values {
-		msg = strings.ReplaceAll(msg, v, redactedPlacehold)
-	}
-	if msg == ce.Message {
+	if len(r.values) == 0 {
 		return ce
 	}
-	return &api.ComputeError{Code: ce.Code, Message: msg, Details: ce.Details}
+	out := &api.ComputeError{Code: ce.Code, Message: r.cut(ce.Message)}
+	for k, v := range ce.Details {
+		if s, ok := v.(string); ok {
+			v = r.cut(s)
+		}
+		out.With(k, v)
+	}
+	return out
+}
+
+// cut replaces every resolved value in s (r.mu held).
+func (r *redactingResolver) cut(s string) string {
+	for _, v := range r.values {
+		s = strings.ReplaceAll(s, v, redactedPlacehold)
+	}
+	return s
 }

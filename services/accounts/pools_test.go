@@ -111,7 +111,7 @@ func TestPoolCreateRefused(t *testing.T) {
 	}{
 		{"malformed JSON", `{"class":"provider",`, ""},
 		{"flavors not an array", `{"class":"provider","flavors":"small"}`, "flavors"},
-		{"flavor name not a string", `{"class":"provider","flavors":[{"name":5}]}`, "flavors.name"},
+		{"flavor name not a string", `{"class":"provider","flavors":[{"name":5}]}`, "flavors[0].name"},
 		{"unknown field", `{"class":"provider","size":"xl"}`, "size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

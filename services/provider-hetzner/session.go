@@ -41,7 +41,7 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	rec := &recorder{base: base}
+	rec := &recorder{base: base, observe: call.ObserveRateLimit}
 	hc := *c.set.httpClient
 	hc.Transport = rec
 	return &session{
@@ -111,14 +111,16 @@ func (s *session) wait(ctx context.Context, a *hcloud.Action) error {
 	return nil
 }
 
-// recorder is the session's HTTP transport: it counts requests and keeps
-// the status and RateLimit-Reset of the last reply.
+// recorder is the session's HTTP transport: it counts requests, keeps the
+// status and RateLimit-Reset of the last reply, and reports every reply's
+// rate-limit state to observe.
 type recorder struct {
-	base   http.RoundTripper
-	mu     sync.Mutex
-	calls  int
-	status int
-	reset  time.Time
+	base    http.RoundTripper
+	observe func(api.RateLimit)
+	mu      sync.Mutex
+	calls   int
+	status  int
+	reset   time.Time
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -134,6 +136,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	var reset time.Time
 	if secs, perr := strconv.ParseInt(resp.Header.Get("RateLimit-Reset"), 10, 64); perr == nil {
 		reset = time.Unix(secs, 0)
+	}
+	if rl, ok := rateLimitOf(resp.Header, reset); ok && r.observe != nil {
+		r.observe(rl)
 	}
 	r.mu.Lock()
 	r.status, r.reset = resp.StatusCode, reset
@@ -153,4 +158,22 @@ func (r *recorder) last() (int, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.status, r.reset
+}
+
+// rateLimitOf reads the project's budget from a reply: RateLimit-Limit
+// requests at most, RateLimit-Remaining left now, full again at
+// RateLimit-Reset. The refill rate follows from the two: what is missing
+// over the time until full (1 per second on Hetzner's 3600 per hour); a full
+// bucket says nothing about it, so then the hourly limit is spread evenly.
+func rateLimitOf(h http.Header, reset time.Time) (api.RateLimit, bool) {
+	limit, err1 := strconv.Atoi(h.Get("RateLimit-Limit"))
+	remaining, err2 := strconv.Atoi(h.Get("RateLimit-Remaining"))
+	if err1 != nil || err2 != nil || limit <= 0 || reset.IsZero() {
+		return api.RateLimit{}, false
+	}
+	refill := float64(limit) / 3600
+	if untilFull := time.Until(reset).Seconds(); remaining < limit && untilFull >= 1 {
+		refill = float64(limit-remaining) / untilFull
+	}
+	return api.RateLimit{Limit: limit, Remaining: remaining, RefillPerSecond: refill, ResetAt: reset}, true
 }

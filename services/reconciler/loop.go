@@ -90,6 +90,9 @@ func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, 
 	if err := r.resolveTarget(ctx, t); err != nil {
 		return r.failed(ctx, t, err)
 	}
+	if wait := r.budgets.take(t.account.ID, time.Now()); wait > 0 {
+		return after(wait), nil
+	}
 	if inst.DeletionRequestedAt != nil {
 		return r.reconcileDelete(ctx, t)
 	}
@@ -133,7 +136,7 @@ func (r *Reconciler) resolveTarget(ctx context.Context, t *target) error {
 		return storeError{err}
 	}
 	t.offerID = flavor.OfferID
-	t.remote = provider.Remote{NC: r.nc, ID: acct.Provider}
+	t.remote = provider.Remote{NC: r.nc, ID: acct.Provider, Observe: r.budgets.observer(acct.ID)}
 	t.account = api.ProviderAccount{ID: acct.ID, TenantID: acct.TenantID, Version: acct.Version, Config: acct.Config}
 	t.log = t.log.With().Str("account", acct.ID).Str("provider", acct.Provider).Logger()
 	return nil

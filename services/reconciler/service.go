@@ -35,6 +35,9 @@ type Options struct {
 	ResyncInterval time.Duration
 	// Retry is the backoff policy for retryable failures.
 	Retry RetryPolicy
+	// RateReserve is the share of a provider account's reported rate limit
+	// left unused for the operator's other tools (default 0.1; negative: none).
+	RateReserve float64
 	// Hooks are test seams.
 	Hooks Hooks
 }
@@ -66,6 +69,12 @@ func (o *Options) defaults() {
 		o.ResyncInterval = 10 * time.Minute
 	}
 	o.Retry.defaults()
+	switch {
+	case o.RateReserve == 0:
+		o.RateReserve = 0.1
+	case o.RateReserve < 0:
+		o.RateReserve = 0
+	}
 }
 
 // Reconciler is a running instance API and reconcile loop.
@@ -79,6 +88,7 @@ type Reconciler struct {
 	cancel  context.CancelFunc
 	sem     chan struct{}
 	wg      sync.WaitGroup
+	budgets *budgets
 }
 
 // Start serves the instance API on nc and starts consuming work. Stop it
@@ -87,7 +97,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	o.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Reconciler{nc: nc, st: st, o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
-		cancel: cancel, sem: make(chan struct{}, o.ReconcileWorkers)}
+		cancel: cancel, sem: make(chan struct{}, o.ReconcileWorkers), budgets: newBudgets(o.RateReserve)}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
 		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),

@@ -1,0 +1,119 @@
+package bus_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
+)
+
+func TestOpenStoresIdempotent(t *testing.T) {
+	env := bustest.Start(t) // opened once
+	ctx := testCtx(t)
+	if _, err := bus.CreateJSON(ctx, env.Stores.Accounts, "acme.pacct_1", rec{N: 7}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := bus.OpenStores(ctx, env.NC, bus.StoreOptions{})
+	if err != nil {
+		t.Fatalf("second OpenStores: %v", err)
+	}
+	var got rec
+	if _, err := bus.GetJSON(ctx, st.Accounts, "acme.pacct_1", &got); err != nil || got.N != 7 {
+		t.Fatalf("record after reopening: %+v, %v", got, err)
+	}
+	buckets := map[string]jetstream.KeyValue{
+		bus.BucketSecrets: st.Secrets, bus.BucketAccounts: st.Accounts, bus.BucketPools: st.Pools,
+		bus.BucketInstances: st.Instances, bus.BucketIdempotency: st.Idempotency,
+	}
+	for name, kv := range buckets {
+		status, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl := time.Duration(0)
+		if name == bus.BucketIdempotency {
+			ttl = bus.IdempotencyTTL
+		}
+		if status.Bucket() != name || status.History() != 1 || status.TTL() != ttl || status.BackingStore() != "JetStream" {
+			t.Errorf("bucket %s: name %s history %d ttl %v", name, status.Bucket(), status.History(), status.TTL())
+		}
+	}
+	for _, name := range []string{bus.StreamWork, bus.StreamEvents} {
+		s, err := st.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatalf("stream %s: %v", name, err)
+		}
+		if cfg := s.CachedInfo().Config; cfg.Storage != jetstream.FileStorage || cfg.Replicas != 1 {
+			t.Errorf("stream %s: storage %v replicas %d", name, cfg.Storage, cfg.Replicas)
+		}
+	}
+}
+
+func TestWorkStreamKeepsOnePerSubject(t *testing.T) {
+	env := bustest.Start(t)
+	ctx, js := testCtx(t), env.Stores.JS
+	for _, body := range []string{"1", "2", "3"} {
+		if _, err := js.Publish(ctx, bus.Work("acme", "inst_a"), []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream, err := js.Stream(ctx, bus.StreamWork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil || info.State.Msgs != 1 {
+		t.Fatalf("messages after 3 publishes to one subject: %d, %v", info.State.Msgs, err)
+	}
+	last, err := stream.GetLastMsgForSubject(ctx, bus.Work("acme", "inst_a"))
+	if err != nil || string(last.Data) != "3" {
+		t.Fatalf("kept message %q, %v; want the newest", last.Data, err)
+	}
+
+	msg := nats.NewMsg(bus.Work("acme", "inst_b"))
+	msg.Data = []byte("b")
+	msg.Header.Set(jetstream.MsgIDHeader, "inst_b-gen-1")
+	for i, wantDup := range []bool{false, true} {
+		ack, err := js.PublishMsg(ctx, msg)
+		if err != nil || ack.Duplicate != wantDup {
+			t.Fatalf("publish %d with one Nats-Msg-Id: duplicate %v, %v", i, ack.Duplicate, err)
+		}
+	}
+	if info, err := stream.Info(ctx); err != nil || info.State.Msgs != 2 {
+		t.Fatalf("messages on two subjects: %d, %v", info.State.Msgs, err)
+	}
+
+	if _, err := js.Publish(ctx, bus.Event("acme", "instances", "inst_a", "status"), []byte("{}")); err != nil {
+		t.Fatalf("publish an event: %v", err)
+	}
+	events, err := js.Stream(ctx, bus.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := events.Info(ctx); err != nil || info.State.Msgs != 1 {
+		t.Fatalf("events kept: %d, %v", info.State.Msgs, err)
+	}
+}
+
+func TestStartEmbedded(t *testing.T) {
+	if _, err := bus.StartEmbedded(bus.EmbeddedOptions{}); err == nil || err.Error() != "embedded nats: StoreDir is required" {
+		t.Fatalf("StartEmbedded without StoreDir = %v", err)
+	}
+	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), Name: "unit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	if srv.Name() != "unit" || !srv.JetStreamEnabled() {
+		t.Fatalf("server %q, jetstream %v", srv.Name(), srv.JetStreamEnabled())
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+}

@@ -1,0 +1,120 @@
+package reconciler
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider"
+	hetzner "better-compute.io/compute/services/provider-hetzner"
+	"better-compute.io/compute/services/provider-hetzner/emulator"
+)
+
+// count429 counts rate-limited replies.
+type count429 struct{ n atomic.Int32 }
+
+func (c *count429) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		c.n.Add(1)
+	}
+	return resp, err
+}
+
+// addHetznerPool serves the hetzner-cloud provider against emu and writes an
+// account and a pool for it.
+func (h *harness) addHetznerPool(emu *emulator.Server, transport http.RoundTripper) api.Pool {
+	h.t.Helper()
+	def := hetzner.Definition(hetzner.WithEndpoint(emu.URL()), hetzner.WithHTTPClient(&http.Client{Transport: transport}))
+	svc, err := provider.Serve(h.env.NC, def, provider.ServeOptions{Logger: zerolog.Nop(),
+		Resolver: func(string) provider.SecretResolver { return staticResolver{} }})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = svc.Stop() })
+	ctx := context.Background()
+	acct := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: tenant, Provider: hetzner.ProviderID, Name: "hz", Version: 1,
+		Config: map[string]any{"token": "secret://acme/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "location": "fsn1"}}
+	if _, err := bus.CreateJSON(ctx, h.env.Stores.Accounts, tenant+"."+acct.ID, &acct); err != nil {
+		h.t.Fatal(err)
+	}
+	pool := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: tenant, Class: api.PoolClassProvider, ProviderAccountID: acct.ID,
+		Agent: api.PoolAgentNone, Version: 1, Flavors: []api.Flavor{{Name: "small", OfferID: "cx23", Image: "ubuntu-24.04"}}}
+	if _, err := bus.CreateJSON(ctx, h.env.Stores.Pools, tenant+"."+pool.ID, &pool); err != nil {
+		h.t.Fatal(err)
+	}
+	return pool
+}
+
+// A burst of instances on an account whose API budget is small is paced
+// from the budget the provider reports: no 429 at all, everything
+// converges, and an account on another provider is not held back.
+func TestBurstOnOneAccountIsPacedWithoutRateLimitErrors(t *testing.T) {
+	const n = 60
+	h := newHarness(t, fastOptions())
+	emu, err := emulator.Start(emulator.Options{RateLimitSize: 40, RateLimitRefillPerSecond: 20, ActionDuration: 50 * time.Millisecond}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emu.Close() })
+	limited := &count429{}
+	hzPool := h.addHetznerPool(emu, limited)
+
+	memPool := h.pool
+	h.pool = hzPool
+	paced := h.createMany(n, "paced")
+	h.pool = memPool
+	other := h.createMany(10, "other")
+
+	h.waitAllRunning(other, time.Minute)
+	pacedDone := 0
+	for _, id := range paced {
+		if inst, err := h.get(id); err == nil && inst.Status.Phase == api.PhaseRunning {
+			pacedDone++
+		}
+	}
+	h.waitPhases(paced, api.PhaseRunning, 2*time.Minute)
+	if got := limited.n.Load(); got != 0 {
+		t.Fatalf("%d replies were 429 rate_limit_exceeded", got)
+	}
+	if pacedDone == n {
+		t.Fatalf("the paced account finished before the other account: pacing did not hold it back")
+	}
+	if servers := len(emu.Emulator().Servers()); servers != n {
+		t.Fatalf("emulator holds %d servers for %d instances", servers, n)
+	}
+	t.Logf("other account converged while %d/%d paced instances ran; %d Hetzner API calls, 0 rate-limited",
+		pacedDone, n, sumCalls(emu.Emulator().CallCounts()))
+}
+
+func sumCalls(counts map[string]int) int {
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	return total
+}
+
+// waitPhases waits until every id is in phase as declared (any provider).
+func (h *harness) waitPhases(ids []string, phase string, within time.Duration) {
+	h.t.Helper()
+	deadline := time.Now().Add(within)
+	for _, id := range ids {
+		for {
+			inst, err := h.get(id)
+			if err == nil && inst.Status.Phase == phase && inst.Status.ObservedGeneration == inst.Generation {
+				break
+			}
+			if time.Now().After(deadline) {
+				h.t.Fatalf("%s never reached %s: %+v (err %v)", id, phase, inst.Status, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
