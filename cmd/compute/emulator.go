@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"better-compute.io/compute/services/provider-hetzner/emulator"
+	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
 func emulatorCmd(g *globals) *cobra.Command {
@@ -33,6 +34,28 @@ func emulatorCmd(g *globals) *cobra.Command {
 	hetznerCmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4680", "listen address")
 	hetznerCmd.Flags().DurationVar(&actionDuration, "action-duration", emulator.DefaultActionDuration, "how long each action runs")
 	hetznerCmd.Flags().IntVar(&rateSize, "rate-limit", 0, "rate-limit bucket size (default 3600)")
-	cmd.AddCommand(hetznerCmd)
+	var pveAddr, caFile string
+	proxmoxCmd := &cobra.Command{
+		Use:   "proxmox",
+		Short: "Serve an in-memory Proxmox VE API (HTTPS, /api2/json) with a fault API (under /_emulator)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			srv, err := startProxmoxEmulator(pveAddr, "")
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			if err := os.WriteFile(caFile, srv.CACertPEM(), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stdout, "Proxmox VE API emulator on %s\n  token id %s, secret %s\n  CA certificate in %s; template %q (VMID 9000)\n",
+				srv.URL(), pveemulator.DefaultTokenID, pveemulator.DefaultTokenSecret, caFile, emulatorTemplate)
+			waitForSignal()
+			return nil
+		},
+	}
+	proxmoxCmd.Flags().StringVar(&pveAddr, "addr", "127.0.0.1:8006", "listen address")
+	proxmoxCmd.Flags().StringVar(&caFile, "ca-file", "proxmox-ca.pem", "where to write the emulator's CA certificate (PEM)")
+	cmd.AddCommand(hetznerCmd, proxmoxCmd)
 	return cmd
 }

@@ -51,6 +51,7 @@ func newRootWith(out io.Writer) *cobra.Command {
 	f.StringVar(&g.conn.CAFile, "tls-ca", os.Getenv("COMPUTE_NATS_CA"), "CA file pinning the NATS server certificate (env COMPUTE_NATS_CA)")
 	f.StringVar(&g.conn.CertFile, "tls-cert", os.Getenv("COMPUTE_NATS_CERT"), "client certificate file (env COMPUTE_NATS_CERT)")
 	f.StringVar(&g.conn.KeyFile, "tls-key", os.Getenv("COMPUTE_NATS_KEY"), "client key file (env COMPUTE_NATS_KEY)")
+	f.StringVar(&g.conn.InboxPrefix, "inbox-prefix", os.Getenv("COMPUTE_NATS_INBOX_PREFIX"), "prefix of reply subjects (env COMPUTE_NATS_INBOX_PREFIX; default _INBOX_<tenant> for client verbs, _INBOX_svc_<service> for serve; see deploy/nats.conf)")
 	f.StringVar(&g.tenant, "tenant", envOr("COMPUTE_TENANT", "demo"), "tenant id (env COMPUTE_TENANT)")
 	f.DurationVar(&g.timeout, "timeout", 15*time.Second, "request timeout")
 	f.StringVar(&g.logLevel, "log-level", envOr("COMPUTE_LOG_LEVEL", "info"), "log level for services: debug, info, warn, error")
@@ -76,10 +77,15 @@ func (g *globals) logger() zerolog.Logger {
 	return zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
 }
 
-// connect dials NATS as a client (fails fast if nothing answers).
+// connect dials NATS as a client (fails fast if nothing answers). Replies
+// come to the tenant's own inbox prefix, _INBOX_<tenant>, the only inbox a
+// tenant user of deploy/nats.conf may subscribe to.
 func (g *globals) connect() (*nats.Conn, error) {
 	o := g.conn
 	o.Name = "compute-cli"
+	if o.InboxPrefix == "" {
+		o.InboxPrefix = bus.InboxRoot + "_" + g.tenant
+	}
 	nc, err := bus.Connect(o)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/services/secrets"
 )
 
 func secretsCmd(g *globals) *cobra.Command {
@@ -31,7 +33,46 @@ func secretsCmd(g *globals) *cobra.Command {
 	}
 	put.Flags().StringVar(&fromEnv, "from-env", "", "read the value from this environment variable")
 	put.Flags().StringVar(&key, "idempotency-key", "", "a repeated put with this key and value answers the same reference")
-	c.AddCommand(put, listCmd(g, bus.ResourceSecrets), idCmd(g, bus.ResourceSecrets, "delete", "Delete a secret (refused while an account uses it)"))
+	c.AddCommand(put, listCmd(g, bus.ResourceSecrets), idCmd(g, bus.ResourceSecrets, "delete", "Delete a secret (refused while an account uses it)"), rekeyCmd(g))
+	return c
+}
+
+// rekeyCmd is `secrets rekey`: one pass of batches on
+// compute.internal.secrets.rekey (admin only), printing the pass's report.
+func rekeyCmd(g *globals) *cobra.Command {
+	var batch int
+	c := &cobra.Command{
+		Use:   "rekey",
+		Short: "Re-seal every stored secret with the current seal key (admin; services keep serving)",
+		Long: "Asks the secrets service to re-seal every stored value with its current seal key (the last\n" +
+			"line of the key file), in batches that each fit --timeout, while it keeps serving. When no\n" +
+			"value is sealed with an older key any more, those keys are retired (listed under \"retired\")\n" +
+			"and may be removed from the key file. Run it again after a failure: it continues safely.\n" +
+			"Needs a NATS user allowed to publish " + secrets.RekeySubject + " (the admin user).",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			nc, err := g.connect()
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			var pass secrets.RekeyReply
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+				var out secrets.RekeyReply
+				err := bus.Call(ctx, nc, secrets.RekeySubject, secrets.RekeyRequest{Cursor: pass.NextCursor, Limit: batch}, &out)
+				cancel()
+				if err != nil {
+					return err
+				}
+				pass.Merge(out)
+				if pass.NextCursor == "" {
+					return g.print(pass)
+				}
+			}
+		},
+	}
+	c.Flags().IntVar(&batch, "batch", 0, "records per request (default: as many as --timeout allows)")
 	return c
 }
 

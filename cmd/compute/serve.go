@@ -2,17 +2,27 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/services/secrets"
 )
 
 // serviceFlags binds the flags every service starter reads.
 func serviceFlags(cmd *cobra.Command, c *serviceConfig) {
 	f := cmd.Flags()
 	f.StringVar(&c.sealKeyFile, "seal-key-file", envOr("COMPUTE_SEAL_KEY_FILE", c.sealKeyFile), "secrets: seal key file, created 0600 when absent (env COMPUTE_SEAL_KEY_FILE; COMPUTE_SEAL_KEY overrides)")
-	f.StringSliceVar(&c.envTenants, "env-tenants", []string{"root"}, "secrets: tenants allowed to resolve env:// references")
+	f.StringSliceVar(&c.envTenants, "env-tenants", []string{secrets.DefaultOperatorTenant}, "secrets: tenants allowed to resolve env:// references")
+	f.StringVar(&c.vaultAddr, "vault-addr", os.Getenv("VAULT_ADDR"), "secrets: HashiCorp Vault address serving vault:// references (env VAULT_ADDR; empty: no vault:// store)")
+	f.StringVar(&c.vaultTokenFile, "vault-token-file", os.Getenv("COMPUTE_VAULT_TOKEN_FILE"), "secrets: file holding the Vault token, re-read before each read (env COMPUTE_VAULT_TOKEN_FILE; else env VAULT_TOKEN)")
+	f.StringSliceVar(&c.vaultTenants, "vault-tenants", []string{secrets.DefaultOperatorTenant}, "secrets: tenants allowed to resolve vault:// references")
 	f.StringVar(&c.hetznerEndpoint, "hetzner-endpoint", envOr("COMPUTE_HETZNER_ENDPOINT", c.hetznerEndpoint), "provider-hetzner: Hetzner Cloud API endpoint (env COMPUTE_HETZNER_ENDPOINT; default the real API)")
+	f.StringVar(&c.snippetsDir, "proxmox-snippets-dir", envOr("COMPUTE_PROXMOX_SNIPPETS_DIR", c.snippetsDir), "provider-proxmox: directory of a shared PVE snippets storage, for cloud-init user data (env COMPUTE_PROXMOX_SNIPPETS_DIR)")
+	f.StringVar(&c.snippetsStorage, "proxmox-snippets-storage", envOr("COMPUTE_PROXMOX_SNIPPETS_STORAGE", "local"), "provider-proxmox: PVE storage id of that directory")
 	f.DurationVar(&c.resyncInterval, "resync-interval", 0, "reconciler: requeue every instance this often (default 10m; negative disables)")
 }
 
@@ -27,14 +37,20 @@ func serveCmd(g *globals) *cobra.Command {
 			c.log = g.logger()
 			o := g.conn
 			o.Name = "compute-" + strings.Join(args, "+")
+			if o.InboxPrefix == "" {
+				o.InboxPrefix = bus.InboxRoot + "_svc_" + strings.Join(args, "_")
+			}
 			nc, err := connectService(o)
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			st, err := openStores(nc, replicas)
-			if err != nil {
-				return fmt.Errorf("open stores: %w", err)
+			// Providers keep no state: their NATS users have no JetStream access.
+			var st *bus.Stores
+			if slices.ContainsFunc(args, func(n string) bool { return !strings.HasPrefix(n, "provider-") }) {
+				if st, err = openStores(nc, replicas); err != nil {
+					return fmt.Errorf("open stores: %w", err)
+				}
 			}
 			stop, err := runServices(nc, st, c, args)
 			if err != nil {

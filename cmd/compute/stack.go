@@ -17,6 +17,7 @@ import (
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/services/accounts"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
+	proxmox "better-compute.io/compute/services/provider-proxmox"
 	"better-compute.io/compute/services/reconciler"
 	"better-compute.io/compute/services/secrets"
 	"better-compute.io/compute/services/secrets/seal"
@@ -27,7 +28,12 @@ import (
 type serviceConfig struct {
 	sealKeyFile     string
 	envTenants      []string
+	vaultAddr       string
+	vaultTokenFile  string
+	vaultTenants    []string
 	hetznerEndpoint string
+	snippetsDir     string
+	snippetsStorage string
 	resyncInterval  time.Duration
 	log             zerolog.Logger
 }
@@ -46,7 +52,16 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 		if err != nil {
 			return nil, err
 		}
-		return secrets.Start(nc, st, secrets.Options{Keyring: kr, EnvTenants: c.envTenants, Logger: c.log})
+		var stores []secrets.Store
+		if c.vaultAddr != "" {
+			vs, err := secrets.NewVaultStore(secrets.VaultConfig{Address: c.vaultAddr, TokenFile: c.vaultTokenFile,
+				Token: os.Getenv("VAULT_TOKEN"), Tenants: c.vaultTenants})
+			if err != nil {
+				return nil, err
+			}
+			stores = append(stores, vs)
+		}
+		return secrets.Start(nc, st, secrets.Options{Keyring: kr, EnvTenants: c.envTenants, Stores: stores, Logger: c.log})
 	},
 	"accounts": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
 		return accounts.Start(nc, st, accounts.Options{Logger: c.log})
@@ -64,6 +79,13 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 			opts = append(opts, hetzner.WithEndpoint(c.hetznerEndpoint))
 		}
 		return provider.Serve(nc, hetzner.Definition(opts...), provider.ServeOptions{Logger: c.log})
+	},
+	"provider-proxmox": func(nc *nats.Conn, _ *bus.Stores, c *serviceConfig) (stopper, error) {
+		var opts []proxmox.Option
+		if c.snippetsDir != "" {
+			opts = append(opts, proxmox.WithSnippetWriter(proxmox.DirSnippetWriter(c.snippetsDir, c.snippetsStorage)))
+		}
+		return provider.Serve(nc, proxmox.Definition(opts...), provider.ServeOptions{Logger: c.log})
 	},
 }
 

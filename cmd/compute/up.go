@@ -11,6 +11,7 @@ import (
 
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
+	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
 // upOptions configures a local stack.
@@ -19,6 +20,7 @@ type upOptions struct {
 	natsHost    string
 	natsPort    int
 	hetznerAddr string
+	proxmoxAddr string
 	services    serviceConfig
 }
 
@@ -26,6 +28,7 @@ type upOptions struct {
 type stack struct {
 	nats    *server.Server
 	hetzner *emulator.Server
+	proxmox *pveemulator.Server
 	nc      *nats.Conn
 	stop    func()
 }
@@ -54,6 +57,15 @@ func startStack(o upOptions) (s *stack, err error) {
 	if o.services.hetznerEndpoint == "" {
 		o.services.hetznerEndpoint = s.hetzner.URL()
 	}
+	if s.proxmox, err = startProxmoxEmulator(o.proxmoxAddr, o.dataDir); err != nil {
+		return nil, fmt.Errorf("proxmox emulator on %s: %w", o.proxmoxAddr, err)
+	}
+	if o.services.snippetsDir == "" {
+		o.services.snippetsDir = filepath.Join(o.dataDir, "snippets")
+		if err = os.MkdirAll(o.services.snippetsDir, 0o700); err != nil {
+			return nil, err
+		}
+	}
 	if s.nc, err = connectService(bus.ConnectOptions{URL: s.nats.ClientURL(), Name: "compute-up"}); err != nil {
 		return nil, err
 	}
@@ -76,6 +88,9 @@ func (s *stack) Close() {
 	if s.hetzner != nil {
 		_ = s.hetzner.Close()
 	}
+	if s.proxmox != nil {
+		_ = s.proxmox.Close()
+	}
 	if s.nats != nil {
 		s.nats.Shutdown()
 		s.nats.WaitForShutdown()
@@ -97,7 +112,8 @@ func upCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), o.dataDir, s.nats.ClientURL())
+			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
+				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.nats.ClientURL())
 			sig := waitForSignal()
 			o.services.log.Info().Str("signal", sig.String()).Msg("stopping")
 			return nil
@@ -107,6 +123,7 @@ func upCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.natsHost, "nats-host", "127.0.0.1", "address the embedded NATS listens on")
 	cmd.Flags().IntVar(&o.natsPort, "nats-port", 4222, "port the embedded NATS listens on (0: random)")
 	cmd.Flags().StringVar(&o.hetznerAddr, "hetzner-addr", "127.0.0.1:4680", "address of the Hetzner Cloud API emulator")
+	cmd.Flags().StringVar(&o.proxmoxAddr, "proxmox-addr", "127.0.0.1:8006", "address of the Proxmox VE API emulator")
 	serviceFlags(cmd, &o.services)
 	return cmd
 }
@@ -114,9 +131,10 @@ func upCmd(g *globals) *cobra.Command {
 const upBanner = `
 compute is up.
   NATS            %s   (JetStream; no auth: loopback only)
-  Hetzner (emu)   %s
+  Hetzner (emu)   %s   (any token)
+  Proxmox (emu)   %s   (token id %s, CA in %s)
   data            %s
-  services        accounts, provider-hetzner, reconciler, secrets
+  services        accounts, provider-hetzner, provider-proxmox, reconciler, secrets
 
 Talk to it from another terminal (see README.md for the whole walkthrough):
   export COMPUTE_NATS_URL=%s COMPUTE_TENANT=demo

@@ -2,40 +2,16 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus/bustest"
 )
-
-// lockedBuffer collects log lines from many goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // cli runs compute commands in-process against a stack, as tenant acme.
 type cli struct {
@@ -68,10 +44,10 @@ func (c *cli) must(v any, stdin string, args ...string) {
 	}
 }
 
-func startTestStack(t *testing.T, logs *lockedBuffer) (*stack, string) {
+func startTestStack(t *testing.T, logs *bustest.LogBuffer) (*stack, string) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := startStack(upOptions{dataDir: dir, natsHost: "127.0.0.1", hetznerAddr: "127.0.0.1:0",
+	s, err := startStack(upOptions{dataDir: dir, natsHost: "127.0.0.1", hetznerAddr: "127.0.0.1:0", proxmoxAddr: "127.0.0.1:0",
 		services: serviceConfig{log: zerolog.New(logs).Level(zerolog.DebugLevel), envTenants: []string{"root"}, resyncInterval: -1}})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +59,7 @@ func startTestStack(t *testing.T, logs *lockedBuffer) (*stack, string) {
 // The README walkthrough, through the CLI and the bus, against the emulator.
 func TestWalkthrough(t *testing.T) {
 	const token = "hcloud-e2e-token-7f3c9a1d5e"
-	logs := &lockedBuffer{}
+	logs := &bustest.LogBuffer{}
 	s, dataDir := startTestStack(t, logs)
 	c := &cli{t: t, url: s.nats.ClientURL()}
 	emu := s.hetzner.Emulator()
@@ -151,69 +127,7 @@ func TestWalkthrough(t *testing.T) {
 		t.Fatalf("emulator holds %d servers after delete", n)
 	}
 
-	assertNowhere(t, token, s, dataDir, logs.String(), c.replies)
+	bustest.AssertNowhere(t, bustest.Scan{NC: s.nc, Dirs: []string{dataDir}, Logs: logs.String(), Replies: c.replies}, token)
 }
 
 func jsonNumber(n int64) string { b, _ := json.Marshal(n); return string(b) }
-
-// assertNowhere fails if value appears in any reply, log line, message of
-// any stream (KV buckets are streams) or file of the data directory.
-func assertNowhere(t *testing.T, value string, s *stack, dataDir, logs string, replies []string) {
-	t.Helper()
-	if logs == "" {
-		t.Fatal("no log lines captured: the scan would prove nothing")
-	}
-	if strings.Contains(logs, value) {
-		t.Error("secret value found in the logs")
-	}
-	for i, r := range replies {
-		if strings.Contains(r, value) {
-			t.Errorf("secret value found in reply %d", i)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	js, err := jetstream.New(s.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scanned := 0
-	for name := range js.StreamNames(ctx).Name() {
-		stream, err := js.Stream(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info := stream.CachedInfo()
-		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-			msg, err := stream.GetMsg(ctx, seq)
-			if err != nil {
-				continue // deleted or purged
-			}
-			scanned++
-			if bytes.Contains(msg.Data, []byte(value)) {
-				t.Errorf("secret value found in stream %s seq %d (%s)", name, seq, msg.Subject)
-			}
-		}
-	}
-	if scanned == 0 {
-		t.Fatal("no stream message scanned")
-	}
-	files := 0
-	err = filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
-		if bytes.Contains(data, []byte(value)) {
-			t.Errorf("secret value found in %s", path)
-		}
-		return nil
-	})
-	if err != nil || files == 0 {
-		t.Fatalf("data dir scan: %d files, err %v", files, err)
-	}
-}

@@ -2,21 +2,24 @@ package secrets
 
 import (
 	"context"
-	"errors"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 )
 
+// deleteAttempts bounds the revision CAS retries of a delete.
+const deleteAttempts = 3
+
 // delete removes a secret (secrets.delete). Errors: INVALID_INPUT (id),
 // NOT_FOUND, INVALID_STATE with details.accounts (ids of the tenant's
-// accounts whose config references the secret), CONFLICT (changed while
-// deleting), UNAVAILABLE, INTERNAL.
+// accounts whose config references the secret), CONFLICT (the record kept
+// changing), UNAVAILABLE, INTERNAL.
 //
 // An account written between the reference check and the delete may still
 // name the secret; its calls then fail with NOT_FOUND from resolve, a clear
-// error rather than a leak. The delete is a revision CAS, so a secret that
-// changed meanwhile is not removed.
+// error rather than a leak. The delete is a revision CAS; the only writer
+// that changes a stored secret is a rekey re-sealing it, so on a conflict
+// the delete reads the new revision and tries again.
 func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.IDRequest
 	if err := req.Decode(&in); err != nil {
@@ -28,12 +31,7 @@ func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 	case !api.ValidID(api.PrefixSecret, in.ID):
 		return nil, api.InvalidInput("id", "id must be a secret id (sec_<ulid>)")
 	}
-	key := secretKey(req.Tenant, in.ID)
-	var meta api.Secret
-	rev, err := bus.GetJSON(ctx, s.local.kv, key, &meta)
-	if errors.Is(err, bus.ErrNotFound) {
-		return nil, api.NotFound("secret", in.ID)
-	}
+	_, rev, err := s.local.read(ctx, req.Tenant, in.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +43,17 @@ func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 		return nil, api.Errorf(api.CodeInvalidState, "secret %s is referenced by %d provider account(s); remove the references first", in.ID, len(accounts)).
 			With("accounts", accounts)
 	}
-	if err := bus.DeleteKey(ctx, s.local.kv, key, rev); err != nil {
+	key := secretKey(req.Tenant, in.ID)
+	for attempt := 1; ; attempt++ {
+		err = bus.DeleteKey(ctx, s.local.kv, key, rev)
+		if !api.IsCode(err, api.CodeConflict) || attempt == deleteAttempts {
+			break
+		}
+		if _, rev, err = s.local.read(ctx, req.Tenant, in.ID); err != nil {
+			return nil, err
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	req.Log.Info().Str("secret_id", in.ID).Msg("secret deleted")

@@ -11,16 +11,20 @@
 //
 //	compute.internal.secrets.resolve  api.SecretResolveRequest -> api.SecretResolveReply
 //	compute.internal.secrets.check    api.SecretResolveRequest -> api.Empty (same checks, no value)
+//	compute.internal.secrets.rekey    RekeyRequest -> RekeyReply (admin only, see rekey)
 //
 // A broker routes each reference to the Store of its scheme: secret:// to the
 // sealed local store (KV bucket compute_secrets, key <tenant>.<secretId>,
 // AES-256-GCM via package seal, the reference bound as additional data),
-// env:// to the service's environment (operator-listed tenants only), and
-// further schemes (vault://) to stores given in Options.
+// env:// to the service's environment and vault:// to HashiCorp Vault KV v2
+// (NewVaultStore), both for operator-listed tenants only (default "root"):
+// the platform's environment and Vault token are not the tenants'.
 //
 // Besides tenant records the bucket holds one key check record per seal key
 // id (key _keycheck.<keyId>, never a valid tenant prefix), written before
 // the first value sealed with that key; Start compares every such record
 // with the keyring, so a wrong or missing key fails at start-up without
-// decrypting any secret.
+// decrypting any secret. A rekey re-seals every value with the current key
+// and then marks the other keys' records retired: a retired key may leave
+// the key file, and no replica seals with it again.
 package secrets

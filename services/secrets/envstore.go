@@ -14,14 +14,6 @@ type envStore struct {
 	tenants map[string]bool
 }
 
-func newEnvStore(tenants []string) envStore {
-	s := envStore{tenants: map[string]bool{}}
-	for _, t := range tenants {
-		s.tenants[t] = true
-	}
-	return s
-}
-
 func (envStore) Scheme() string { return api.SchemeEnv }
 
 // Resolve answers the variable's value. Errors: ACCESS_DENIED for a tenant

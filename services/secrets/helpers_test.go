@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,30 +15,12 @@ import (
 	"better-compute.io/compute/services/secrets/seal"
 )
 
-// lockedBuffer is a log sink safe for concurrent handlers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness is a bus with a running secrets service whose logs (debug level
 // and up) go to logs.
 type harness struct {
 	env  *bustest.Env
 	svc  *bus.Service
-	logs *lockedBuffer
+	logs *bustest.LogBuffer
 }
 
 func testKeyring(t *testing.T, id string, fill byte) *seal.Keyring {
@@ -59,7 +40,7 @@ func (h *harness) options(kr *seal.Keyring) Options {
 // changed by each of opts.
 func startHarness(t *testing.T, opts ...func(*Options)) *harness {
 	t.Helper()
-	h := &harness{env: bustest.Start(t), logs: &lockedBuffer{}}
+	h := &harness{env: bustest.Start(t), logs: &bustest.LogBuffer{}}
 	o := h.options(testKeyring(t, "k1", 1))
 	for _, opt := range opts {
 		opt(&o)

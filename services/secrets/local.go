@@ -3,7 +3,6 @@ package secrets
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,9 +27,6 @@ type record struct {
 type localStore struct {
 	kv   jetstream.KeyValue
 	keys *seal.Keyring
-	// keyChecked is set once the current key's check record is known to be
-	// in the bucket (see keycheck.go).
-	keyChecked atomic.Bool
 }
 
 func secretKey(tenant, id string) string { return tenant + "." + id }
@@ -47,32 +43,57 @@ func (s *localStore) create(ctx context.Context, tenant, id, name, value string)
 		return api.Secret{}, err
 	}
 	meta := api.Secret{ID: id, TenantID: tenant, Name: name, Ref: secretRef(tenant, id), CreatedAt: time.Now().UTC()}
-	sealed := s.keys.Seal([]byte(value), []byte(meta.Ref))
-	rec := record{Secret: meta, KeyID: sealed.KeyID, Nonce: sealed.Nonce, Ciphertext: sealed.Ciphertext}
+	rec := record{Secret: meta}
+	s.sealInto(&rec, tenant, id, []byte(value))
 	if _, err := bus.CreateJSON(ctx, s.kv, secretKey(tenant, id), rec); err != nil {
 		return api.Secret{}, err
 	}
 	return meta, nil
 }
 
-// open reads and unseals the secret id of tenant. The additional data is the
-// reference of the key read, not anything in the record, so a record copied
-// under another key does not open. Errors: NOT_FOUND, UNAVAILABLE, INTERNAL
-// (corrupt record, unknown key id, wrong key, moved or tampered record).
+// open reads and unseals the secret id of tenant. Errors: those of read
+// and unseal.
 func (s *localStore) open(ctx context.Context, tenant, id string) (api.Secret, []byte, error) {
-	var rec record
-	if _, err := bus.GetJSON(ctx, s.kv, secretKey(tenant, id), &rec); err != nil {
-		if errors.Is(err, bus.ErrNotFound) {
-			return api.Secret{}, nil, api.NotFound("secret", id)
-		}
+	rec, _, err := s.read(ctx, tenant, id)
+	if err != nil {
 		return api.Secret{}, nil, err
 	}
+	plain, err := s.unseal(tenant, id, rec)
+	if err != nil {
+		return api.Secret{}, nil, err
+	}
+	return rec.Secret, plain, nil
+}
+
+// read returns the stored record of tenant's secret id and its revision.
+// Errors: NOT_FOUND, UNAVAILABLE, INTERNAL (corrupt record).
+func (s *localStore) read(ctx context.Context, tenant, id string) (record, uint64, error) {
+	var rec record
+	rev, err := bus.GetJSON(ctx, s.kv, secretKey(tenant, id), &rec)
+	if errors.Is(err, bus.ErrNotFound) {
+		return record{}, 0, api.NotFound("secret", id)
+	}
+	return rec, rev, err
+}
+
+// unseal opens rec, stored under tenant and id. The additional data is the
+// reference of the key read, not anything in the record, so a record copied
+// under another key does not open. Errors: INTERNAL (unknown key id, wrong
+// key, moved or tampered record).
+func (s *localStore) unseal(tenant, id string, rec record) ([]byte, error) {
 	ref := secretRef(tenant, id)
 	plain, err := s.keys.Open(seal.Sealed{KeyID: rec.KeyID, Nonce: rec.Nonce, Ciphertext: rec.Ciphertext}, []byte(ref))
 	if err != nil {
-		return api.Secret{}, nil, api.Errorf(api.CodeInternal, "secret %s cannot be opened: %v", ref, err)
+		return nil, api.Errorf(api.CodeInternal, "secret %s cannot be opened: %v", ref, err)
 	}
-	return rec.Secret, plain, nil
+	return plain, nil
+}
+
+// sealInto replaces rec's sealed value with plain sealed by the current key,
+// bound to the reference of tenant and id.
+func (s *localStore) sealInto(rec *record, tenant, id string, plain []byte) {
+	sealed := s.keys.Seal(plain, []byte(secretRef(tenant, id)))
+	rec.KeyID, rec.Nonce, rec.Ciphertext = sealed.KeyID, sealed.Nonce, sealed.Ciphertext
 }
 
 func (s *localStore) Scheme() string { return api.SchemeSecret }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/services/secrets/seal"
 )
@@ -32,9 +33,10 @@ type Options struct {
 	// EnvTenants are the tenants allowed to resolve env:// references. nil
 	// means ["root"]; an empty non-nil slice allows no tenant.
 	EnvTenants []string
-	// Stores serve further schemes (e.g. vault://). secret:// (sealed, local)
-	// and env:// are always served; a scheme served twice fails Start. A
-	// reference whose scheme has no store resolves to INVALID_CONFIG.
+	// Stores serve further schemes (NewVaultStore for vault://). secret://
+	// (sealed, local) and env:// are always served; a scheme served twice
+	// fails Start. A reference whose scheme has no store resolves to
+	// INVALID_CONFIG.
 	Stores []Store
 	// Logger receives one line per event; never a secret value.
 	Logger zerolog.Logger
@@ -52,27 +54,23 @@ type service struct {
 
 // Start checks the keyring against the key check records of the secrets
 // bucket and serves the micro service "secrets": compute.v1.*.secrets.{put,
-// list,delete} and compute.internal.secrets.{resolve,check}.
+// list,delete} and compute.internal.secrets.{resolve,check,rekey}.
 //
 // Errors (plain, at start-up): no keyring; an invalid env tenant; a store
 // scheme that is unknown or served twice; the keyring lacks a key id that
-// sealed stored values, or holds other material under that id (wrong key
-// file or COMPUTE_SEAL_KEY); the store cannot be read.
+// sealed stored values (and was not retired by a rekey), or holds other
+// material under that id (wrong key file or COMPUTE_SEAL_KEY); the current
+// key was retired by a rekey; the store cannot be read.
 func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if o.Keyring == nil {
 		return nil, errors.New("secrets: Options.Keyring is required")
 	}
-	tenants := o.EnvTenants
-	if tenants == nil {
-		tenants = []string{"root"}
-	}
-	for _, t := range tenants {
-		if !api.ValidTenant(t) {
-			return nil, fmt.Errorf("secrets: env tenant %q is not a valid tenant id", t)
-		}
+	envTenants, err := operatorTenants(o.EnvTenants, "env")
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	local := &localStore{kv: st.Secrets, keys: o.Keyring}
-	b, err := newBroker(append([]Store{local, newEnvStore(tenants)}, o.Stores...))
+	b, err := newBroker(append([]Store{local, envStore{tenants: envTenants}}, o.Stores...))
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
@@ -91,11 +89,13 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 			{Name: "delete", Subject: bus.Command("*", bus.ResourceSecrets, "delete"), Handler: s.delete},
 			{Name: "resolve", Subject: bus.SecretsResolve, Handler: s.resolve},
 			{Name: "check", Subject: bus.SecretsCheck, Handler: s.check},
+			{Name: "rekey", Subject: RekeySubject, Handler: s.rekey},
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	o.Logger.Info().Str("service", ServiceName).Str("key_id", o.Keyring.Current()).Strs("env_tenants", tenants).Msg("secrets service started")
+	o.Logger.Info().Str("service", ServiceName).Str("key_id", o.Keyring.Current()).Strs("schemes", slices.Sorted(maps.Keys(b))).
+		Strs("env_tenants", slices.Sorted(maps.Keys(envTenants))).Msg("secrets service started")
 	return svc, nil
 }

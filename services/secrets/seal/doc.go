@@ -2,8 +2,9 @@
 // 96-bit nonce per value, additional authenticated data chosen by the caller
 // (the secrets service binds the secret reference, so a sealed value copied
 // to another key fails to open), and a key id stored with every sealed value
-// so a Keyring can hold a current key and older ones (rekeying can come
-// later without changing the record format).
+// so a Keyring can hold a current key and older ones (the secrets service's
+// rekey re-seals every value with the current key, after which the older
+// ones can go).
 //
 // Keys come from a key file (LoadKeyring, EnsureKeyFile) or from the
 // COMPUTE_SEAL_KEY environment variable (KeyringFromEnv).

@@ -1,0 +1,339 @@
+package authtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
+	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/services/accounts"
+	hetzner "better-compute.io/compute/services/provider-hetzner"
+	"better-compute.io/compute/services/provider-hetzner/emulator"
+	"better-compute.io/compute/services/reconciler"
+	"better-compute.io/compute/services/secrets"
+	"better-compute.io/compute/services/secrets/seal"
+)
+
+// confPath is the configuration under test.
+const confPath = "../nats.conf"
+
+// passwordVars are the environment variables deploy/nats.conf reads, by user.
+var passwordVars = map[string]string{
+	"admin":            "COMPUTE_ADMIN_PASSWORD",
+	"secrets":          "COMPUTE_SECRETS_PASSWORD",
+	"accounts":         "COMPUTE_ACCOUNTS_PASSWORD",
+	"reconciler":       "COMPUTE_RECONCILER_PASSWORD",
+	"provider-hetzner": "COMPUTE_HETZNER_PASSWORD",
+	"provider-proxmox": "COMPUTE_PROXMOX_PASSWORD",
+	"acme":             "COMPUTE_TENANT_ACME_PASSWORD",
+	"globex":           "COMPUTE_TENANT_GLOBEX_PASSWORD",
+}
+
+// Hetzner API tokens of the two tenants: the emulator accepts only these,
+// so a call succeeds only with the token resolved from the right secret.
+const (
+	acmeToken   = "hcloud-acme-token-4f7a1c9e"
+	globexToken = "hcloud-globex-token-8d2b6e0f"
+)
+
+// stack is a nats-server started from deploy/nats.conf with every service
+// connected as its own user, the Hetzner emulator behind the provider, and
+// an admin connection.
+type stack struct {
+	url       string
+	storeDir  string
+	passwords map[string]string
+	logs      *bustest.LogBuffer
+	admin     *nats.Conn
+	emu       *emulator.Server
+}
+
+func randomPassword(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	s := &stack{storeDir: t.TempDir(), passwords: map[string]string{}, logs: &bustest.LogBuffer{}}
+	for user, env := range passwordVars {
+		s.passwords[user] = randomPassword(t)
+		t.Setenv(env, s.passwords[user])
+	}
+	opts, err := server.ProcessConfigFile(confPath)
+	if err != nil {
+		t.Fatalf("load %s: %v", confPath, err)
+	}
+	opts.Host, opts.Port, opts.StoreDir = "127.0.0.1", server.RANDOM_PORT, s.storeDir
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatalf("nats-server from %s: %v", confPath, err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	s.url = srv.ClientURL()
+	s.admin = s.serviceConn(t, "admin", "")
+	log := zerolog.New(s.logs).Level(zerolog.DebugLevel)
+
+	s.emu, err = emulator.Start(emulator.Options{Tokens: []string{acmeToken, globexToken}, ActionDuration: 20 * time.Millisecond, Logger: log}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.emu.Close() })
+
+	kr, err := seal.NewKeyring(seal.Key{ID: "k1", Bytes: []byte(strings.Repeat("k", seal.KeySize))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := s.serviceConn(t, "secrets", "_INBOX_svc_secrets")
+	sec, err := secrets.Start(nc, s.openStores(t, nc), secrets.Options{Keyring: kr, Logger: log})
+	started(t, "secrets", sec, err)
+	nc = s.serviceConn(t, "provider-hetzner", "_INBOX_svc_provider-hetzner")
+	def := hetzner.Definition(hetzner.WithEndpoint(s.emu.URL()), hetzner.WithPollInterval(10*time.Millisecond))
+	prov, err := provider.Serve(nc, def, provider.ServeOptions{Logger: log})
+	started(t, "provider-hetzner", prov, err)
+	nc = s.serviceConn(t, "accounts", "_INBOX_svc_accounts")
+	acc, err := accounts.Start(nc, s.openStores(t, nc), accounts.Options{Logger: log})
+	started(t, "accounts", acc, err)
+	nc = s.serviceConn(t, "reconciler", "_INBOX_svc_reconciler")
+	rec, err := reconciler.Start(nc, s.openStores(t, nc), reconciler.Options{Logger: log, PollInterval: 20 * time.Millisecond,
+		CallTimeout: 5 * time.Second, ResyncInterval: -1, Retry: reconciler.RetryPolicy{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatalf("start reconciler: %v", err)
+	}
+	t.Cleanup(rec.Stop)
+	return s
+}
+
+// started fails t when a service did not start and stops it at cleanup.
+func started(t *testing.T, name string, svc *bus.Service, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+}
+
+// serviceConn connects as user with the inbox prefix a `compute serve`
+// process of that user uses ("" keeps _INBOX), closed at cleanup.
+func (s *stack) serviceConn(t *testing.T, user, inbox string) *nats.Conn {
+	t.Helper()
+	nc, err := bus.Connect(bus.ConnectOptions{URL: s.url, Name: user, User: user, Password: s.passwords[user], InboxPrefix: inbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	return nc
+}
+
+// openStores opens the buckets and streams as a service does at start-up,
+// with that service's permissions.
+func (s *stack) openStores(t *testing.T, nc *nats.Conn) *bus.Stores {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{})
+	if err != nil {
+		t.Fatalf("open stores as %s: %v", nc.Opts.Name, err)
+	}
+	return st
+}
+
+// violations collects the permission violations the server reports to one
+// connection.
+type violations struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		v.mu.Lock()
+		v.seen = append(v.seen, err.Error())
+		v.mu.Unlock()
+	}
+}
+
+// wait fails t unless the server reports a violation containing want
+// (e.g. `Publish to "compute.v1.b.secrets.list"`) within 30 s.
+func (v *violations) wait(t *testing.T, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		v.mu.Lock()
+		for _, s := range v.seen {
+			if strings.Contains(s, want) {
+				v.mu.Unlock()
+				return
+			}
+		}
+		v.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no permission violation %s reported", want)
+		}
+	}
+}
+
+// client is a connection as one user, recording every reply body and error
+// text it receives.
+type client struct {
+	t       *testing.T
+	tenant  string
+	nc      *nats.Conn
+	denied  *violations
+	mu      sync.Mutex
+	replies []string
+}
+
+// connect connects as user (a tenant or a service user) with inbox prefix
+// inbox, the way the compute CLI does for a tenant (_INBOX_<tenant>).
+func (s *stack) connect(t *testing.T, user, inbox string) *client {
+	t.Helper()
+	c := &client{t: t, tenant: user, denied: &violations{}}
+	var err error
+	c.nc, err = nats.Connect(s.url, nats.Name(user), nats.UserInfo(user, s.passwords[user]),
+		nats.CustomInboxPrefix(inbox), nats.ErrorHandler(c.denied.handler), nats.PermissionErrOnSubscribe(true))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	t.Cleanup(c.nc.Close)
+	return c
+}
+
+// tenantClient connects as tenant with the tenant's inbox prefix.
+func (s *stack) tenantClient(t *testing.T, tenant string) *client {
+	return s.connect(t, tenant, "_INBOX_"+tenant)
+}
+
+// request sends in on subject (with a 10 s deadline, or timeout when
+// shorter) and decodes the reply into out (may be nil).
+func (c *client) request(subject string, in, out any, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var raw json.RawMessage
+	err := bus.Call(ctx, c.nc, subject, in, &raw)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.replies = append(c.replies, err.Error())
+		return err
+	}
+	c.replies = append(c.replies, string(raw))
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+// call sends a command of the client's tenant.
+func (c *client) call(resource, verb string, in, out any) error {
+	return c.request(bus.Command(c.tenant, resource, verb), in, out, 10*time.Second)
+}
+
+// must sends a command that must succeed.
+func (c *client) must(resource, verb string, in, out any) {
+	c.t.Helper()
+	if err := c.call(resource, verb, in, out); err != nil {
+		c.t.Fatalf("%s %s.%s: %v", c.tenant, resource, verb, err)
+	}
+}
+
+// wantCode fails unless err is a ComputeError of code with details.path path.
+func wantCode(t *testing.T, what string, err error, code api.Code, path string) {
+	t.Helper()
+	ce := api.AsComputeError(err)
+	if ce == nil || ce.Code != code || ce.Path() != path {
+		t.Fatalf("%s: %v; want %s (path %q)", what, err, code, path)
+	}
+}
+
+// eventually polls f every 20 ms for up to 30 s.
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !f(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// tenantWorld is what a tenant's walkthrough made.
+type tenantWorld struct {
+	secret   api.Secret
+	account  api.Account
+	pool     api.Pool
+	instance api.Instance
+	events   *nats.Subscription
+}
+
+// walkthrough runs the README walkthrough as c's tenant up to a running
+// instance: store the token, register a hetzner-cloud account, list its
+// offers, create a pool and an instance, and see the instance's running
+// event on the tenant's own event subject.
+func walkthrough(t *testing.T, c *client, token string) *tenantWorld {
+	t.Helper()
+	w := &tenantWorld{}
+	c.must(bus.ResourceSecrets, "put", api.SecretPutRequest{Name: "hcloud", Value: token, IdempotencyKey: "hcloud-1"}, &w.secret)
+	c.must(bus.ResourceAccounts, "create", api.AccountCreateRequest{Provider: hetzner.ProviderID, Name: "prod",
+		Config: map[string]any{"token": w.secret.Ref}}, &w.account)
+	var offers api.List[api.Offer]
+	c.must(bus.ResourceAccounts, "offers", api.AccountOffersRequest{ID: w.account.ID, Query: api.OfferQuery{MinVcpu: 2}}, &offers)
+	if len(offers.Items) == 0 {
+		t.Fatalf("%s: no offers", c.tenant)
+	}
+	c.must(bus.ResourcePools, "create", api.PoolCreateRequest{Name: "web", Class: api.PoolClassProvider, Agent: api.PoolAgentNone,
+		ProviderAccountID: w.account.ID, Flavors: []api.Flavor{{Name: "small", OfferID: "cx23", Image: "ubuntu-24.04"}}}, &w.pool)
+	var err error
+	if w.events, err = c.nc.SubscribeSync(bus.EventsOf(c.tenant)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c.must(bus.ResourceInstances, "create", api.InstanceCreateRequest{PoolID: w.pool.ID, Flavor: "small", Name: c.tenant + "-web-1", IdempotencyKey: "web-1"}, &w.instance)
+	eventually(t, c.tenant+" instance running", func() bool {
+		c.must(bus.ResourceInstances, "get", api.IDRequest{ID: w.instance.ID}, &w.instance)
+		return w.instance.Status.Phase == api.PhaseRunning
+	})
+	want := bus.Event(c.tenant, bus.ResourceInstances, w.instance.ID, "running")
+	for {
+		msg, err := w.events.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatalf("%s: no running event on its own event subject: %v", c.tenant, err)
+		}
+		if msg.Subject == want {
+			break
+		}
+	}
+	return w
+}
+
+// finish deletes the tenant's instance and waits until it is gone.
+func finish(t *testing.T, c *client, w *tenantWorld) {
+	t.Helper()
+	c.must(bus.ResourceInstances, "delete", api.IDRequest{ID: w.instance.ID}, nil)
+	eventually(t, c.tenant+" instance deleted", func() bool {
+		return api.IsCode(c.call(bus.ResourceInstances, "get", api.IDRequest{ID: w.instance.ID}, nil), api.CodeNotFound)
+	})
+}

@@ -1,0 +1,51 @@
+package proxmox
+
+import (
+	"context"
+	"net/netip"
+)
+
+// agentInterfaces is the reply of GET …/agent/network-get-interfaces.
+type agentInterfaces struct {
+	Result []struct {
+		Addresses []struct {
+			IP string `json:"ip-address"`
+		} `json:"ip-addresses"`
+	} `json:"result"`
+}
+
+// addresses asks vm's QEMU guest agent for its addresses: IPv4 first, then
+// IPv6, each once, without loopback, link-local, multicast or unspecified
+// ones. An agent that is not configured, not running or not answering
+// gives no addresses, not an error.
+func (s *session) addresses(ctx context.Context, vm *located) ([]string, error) {
+	var reply agentInterfaces
+	err := s.get(ctx, qemuPath(vm.node, vm.vmid)+"/agent/network-get-interfaces", nil, &reply)
+	if isKind(err, kindNoAgent) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v4, v6 []string
+	seen := map[netip.Addr]bool{}
+	for _, iface := range reply.Result {
+		for _, a := range iface.Addresses {
+			ip, err := netip.ParseAddr(a.IP)
+			if err != nil {
+				continue
+			}
+			ip = ip.WithZone("").Unmap()
+			if seen[ip] || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsMulticast() || ip.IsUnspecified() {
+				continue
+			}
+			seen[ip] = true
+			if ip.Is4() {
+				v4 = append(v4, ip.String())
+			} else {
+				v6 = append(v6, ip.String())
+			}
+		}
+	}
+	return append(append([]string{}, v4...), v6...), nil
+}

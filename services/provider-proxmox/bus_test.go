@@ -1,0 +1,90 @@
+package proxmox
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus/bustest"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// TestThroughBus serves the provider on an embedded NATS server against
+// the emulator and drives every verb through provider.Remote.
+func TestThroughBus(t *testing.T) {
+	e := newEnv(t, withDurations)
+	nats := bustest.Start(t)
+	svc, err := provider.Serve(nats.NC, e.def, provider.ServeOptions{
+		Clock:    e.clock,
+		Resolver: func(string) provider.SecretResolver { return staticResolver{} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	r := provider.Remote{NC: nats.NC, ID: ProviderID}
+	acct := e.acct
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	desc, err := r.Describe(ctx)
+	if err != nil || desc.ID != ProviderID || len(desc.Manifest) != 10 || len(desc.ConfigSchema) == 0 {
+		t.Fatalf("describe = %+v, %v", desc, err)
+	}
+	offers, err := r.Offers(ctx, acct, api.OfferQuery{MinVcpu: 8})
+	if err != nil || len(offers) != 1 || offers[0].ID != "large" || !offers[0].Available {
+		t.Fatalf("offers = %v, %v", offers, err)
+	}
+	m, err := r.Create(ctx, acct, "inst_bus", api.MachineSpec{Name: "inst_bus", OfferID: testOffer, Image: testTemplate,
+		UserData: "#cloud-config\npackages: [nginx]\n", SSHKeys: []string{"ssh-ed25519 AAAAC3 ops@example"}})
+	if err != nil || m.State != api.StatePending || m.Name != "inst-bus" {
+		t.Fatalf("create = %+v, %v", m, err)
+	}
+	wantState := func(state string) *api.ExternalMachine {
+		t.Helper()
+		got, err := r.Get(ctx, acct, m.ID)
+		if err != nil || got == nil || got.State != state {
+			t.Fatalf("get = %+v, %v; want %s", got, err, state)
+		}
+		return got
+	}
+	if got := wantState(api.StateRunning); len(got.Addresses) != 1 || !strings.HasPrefix(got.Addresses[0], "10.") {
+		t.Fatalf("addresses = %v", got.Addresses)
+	}
+	if err := r.Power(ctx, acct, m.ID, api.ActionOff); err != nil {
+		t.Fatal(err)
+	}
+	wantState(api.StateStopped)
+	if err := r.Power(ctx, acct, m.ID, api.ActionOn); err != nil {
+		t.Fatal(err)
+	}
+	wantState(api.StateRunning)
+	if err := r.Power(ctx, acct, m.ID, api.ActionNMI); !api.IsCode(err, api.CodeUnsupported) {
+		t.Fatalf("power nmi = %v, want UNSUPPORTED", err)
+	}
+	if re, err := r.Reinstall(ctx, acct, m.ID, testTemplate2); err != nil || re.ID != m.ID {
+		t.Fatalf("reinstall = %+v, %v", re, err)
+	}
+	wantState(api.StateRunning)
+	page, err := r.List(ctx, acct, "", 0)
+	if err != nil || len(page.Items) != 1 || page.Items[0].ID != m.ID || page.NextCursor != "" {
+		t.Fatalf("list = %+v, %v", page, err)
+	}
+	if err := r.Delete(ctx, acct, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Get(ctx, acct, m.ID); err != nil || got != nil {
+		t.Fatalf("get after delete = %+v, %v; want absent", got, err)
+	}
+	if err := r.Delete(ctx, acct, m.ID); !api.IsCode(err, api.CodeNotFound) {
+		t.Fatalf("second delete = %v, want NOT_FOUND", err)
+	}
+	bad := acct
+	bad.Config = map[string]any{FieldURL: "https://x/api2/json", FieldTokenID: "a@b!c", FieldTokenSecret: "plain-value",
+		FieldSizes: acct.Config[FieldSizes]}
+	if _, err := r.Offers(ctx, bad, api.OfferQuery{}); !api.IsCode(err, api.CodeInvalidInput) || strings.Contains(err.Error(), "plain-value") {
+		t.Fatalf("plain token secret: %v", err)
+	}
+}

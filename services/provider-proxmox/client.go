@@ -1,0 +1,84 @@
+package proxmox
+
+import (
+	"context"
+	"net/http"
+
+	pve "github.com/Telmate/proxmox-api-go/proxmox"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// client is the provider.Client of one account. It holds no secret: every
+// call resolves the token secret and builds its own Telmate client (see
+// open). What it shares between calls is the account's HTTP client (its
+// connection pool, its pinned CA) and the node each VM was last seen on.
+type client struct {
+	set     *settings
+	cfg     *accountConfig
+	tokenID pve.ApiTokenID
+	http    *http.Client
+	nodes   nodeCache
+}
+
+// newClient builds the client of an account. Errors: INVALID_CONFIG for
+// unusable options or config (see Definition).
+func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	cfg, tokenID, err := parseConfig(acct.Config)
+	if err != nil {
+		return nil, err
+	}
+	hc, err := accountHTTPClient(s.httpClient, cfg.CACert)
+	if err != nil {
+		return nil, err
+	}
+	return &client{set: s, cfg: cfg, tokenID: tokenID, http: hc}, nil
+}
+
+// Get returns a VM of this system by VMID, or nil, nil when there is no
+// such VM or it is not one of this system's (a template, no better-compute
+// tag, no key in its description). Requests: GET …/config (plus GET
+// /cluster/resources when the VM is not on the node it was last seen on),
+// GET …/status/current, and, while it runs with the agent enabled, GET
+// …/agent/network-get-interfaces for its addresses (none, not an error,
+// when the agent does not answer). The state comes from machineStates.
+//
+// Errors: INVALID_INPUT (id not a VMID), PROVIDER_ERROR, UNAVAILABLE.
+func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *api.ExternalMachine, err error) {
+	vmid, err := parseVMID(id)
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.open(ctx, call, provider.VerbGet)
+	if err != nil {
+		return nil, err
+	}
+	s.vmid = vmid
+	defer s.end(ctx, &err)
+	vm, err := s.inspect(ctx, vmid)
+	if err != nil || vm == nil || vm.cfg.isTemplate() || !vm.cfg.managed() {
+		return nil, err
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	err = s.get(ctx, qemuPath(vm.node, vmid)+"/status/current", nil, &st)
+	if isKind(err, kindNoSuchVM) {
+		return nil, nil // removed since its config was read
+	}
+	if err != nil {
+		return nil, err
+	}
+	state, _ := machineState(false, vm.cfg.lock(), st.Status)
+	m = c.toMachine(vmid, vm.cfg, state)
+	if st.Status == statusRunning && vm.cfg.agentEnabled() {
+		if m.Addresses, err = s.addresses(ctx, vm); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

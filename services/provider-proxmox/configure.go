@@ -1,0 +1,164 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// vmSpec is what a VM of this system must look like once configured.
+type vmSpec struct {
+	key       string
+	name      string // PVE VM name
+	offer     string
+	cores     int
+	memoryMiB int
+	diskGiB   int
+	// userData is written as a snippet (when userVolume is empty).
+	userData string
+	// userVolume is the cloud-init user-data volume to keep ("" for none).
+	userVolume string
+	// tags are the tags to keep ("" keeps the clone's, the template's);
+	// the better-compute tag is always added.
+	tags string
+}
+
+// maxConfigureRounds bounds how often configure starts over after finding
+// the VM locked by another call working on it (a concurrent create of the
+// same key).
+const maxConfigureRounds = 8
+
+// configure brings vm to want and starts it. Every step is skipped when
+// the config already has it, so a create interrupted at any point is
+// finished by the next one with the key:
+//
+//  1. GET …/config (unless vm.cfg was just read); the description must
+//     still hold want.key;
+//  2. the user-data snippet is written (once per call, when there is user
+//     data) and one POST …/config (a qmconfig task) sets what differs of
+//     cores (sockets 1), memory (MiB), ipconfig0=ip=dhcp, net0's bridge,
+//     cicustom user=<volume> and the tags (want.tags or the template's,
+//     plus better-compute);
+//  3. PUT …/resize grows the boot disk to want.diskGiB (absolute size;
+//     skipped when the disk is already that large: never shrunk);
+//  4. POST …/status/start, unless running says the VM runs; "already
+//     running" is success.
+//
+// Each task is waited for. Lock errors (another call is configuring or
+// starting the same VM) make it start over after a poll interval, at most
+// maxConfigureRounds times.
+func (s *session) configure(ctx context.Context, vm located, want vmSpec, running bool) error {
+	for round := 1; ; round++ {
+		err := s.configureOnce(ctx, vm, &want, running && round == 1)
+		if !isKind(err, kindLocked) || round == maxConfigureRounds {
+			return err
+		}
+		if err := provider.Sleep(ctx, s.call.Clock, s.c.set.pollInterval); err != nil {
+			return err
+		}
+		vm.cfg = nil
+	}
+}
+
+// configureOnce is one pass of configure's steps; vm.cfg is read first
+// unless the caller has just read it.
+func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, running bool) error {
+	vmid, cfg := vm.vmid, vm.cfg
+	if cfg == nil {
+		var err error
+		if cfg, err = s.readConfig(ctx, vm.node, vmid); err != nil {
+			return err
+		}
+	}
+	if k, ok := cfg.key(); !ok || k != want.key {
+		return api.ProviderError(0, "slot_taken", "proxmox: VM %d no longer holds this create's idempotency key", vmid)
+	}
+	if want.userVolume == "" && want.userData != "" {
+		var err error
+		if want.userVolume, err = s.writeSnippet(ctx, vmid, want); err != nil {
+			return err
+		}
+	}
+	path := qemuPath(vm.node, vmid)
+	if update := configUpdate(cfg, want, s.c.cfg.Bridge); len(update) > 0 {
+		if err := s.startTask(ctx, http.MethodPost, path+"/config", update); err != nil {
+			return err
+		}
+	}
+	disk, size, ok := cfg.bootDisk()
+	if !ok {
+		return api.ProviderError(0, "no_boot_disk", "proxmox: VM %d has no boot disk (scsi, virtio, sata or ide) to grow", vmid)
+	}
+	if size < int64(want.diskGiB)<<30 {
+		if err := s.startTask(ctx, http.MethodPut, path+"/resize", map[string]any{"disk": disk, "size": fmt.Sprintf("%dG", want.diskGiB)}); err != nil {
+			return err
+		}
+	}
+	if running {
+		return nil
+	}
+	if err := s.startTask(ctx, http.MethodPost, path+"/status/start", nil); err != nil && !isKind(err, kindAlreadyRunning) {
+		return err
+	}
+	return nil
+}
+
+// configUpdate is the POST …/config body that brings cfg to want: only the
+// keys that differ (empty when none does).
+func configUpdate(cfg vmConfig, want *vmSpec, bridge string) map[string]any {
+	u := map[string]any{}
+	if cfg.cores() != want.cores {
+		u["cores"] = want.cores
+	}
+	if s := cfg["sockets"]; s != "" && s != "1" {
+		u["sockets"] = 1
+	}
+	if cfg.memoryMiB() != want.memoryMiB {
+		u["memory"] = want.memoryMiB
+	}
+	if cfg["ipconfig0"] != "ip=dhcp" {
+		u["ipconfig0"] = "ip=dhcp"
+	}
+	if n := withBridge(cfg["net0"], bridge); n != cfg["net0"] {
+		u["net0"] = n
+	}
+	if want.userVolume != "" {
+		if ci := withUserVolume(cfg["cicustom"], want.userVolume); ci != cfg["cicustom"] {
+			u["cicustom"] = ci
+		}
+	}
+	tags := cfg["tags"]
+	if want.tags != "" {
+		tags = want.tags
+	}
+	if t := withTag(tags, ManagedTag); !slices.Equal(parseTags(t), parseTags(cfg["tags"])) {
+		u["tags"] = t
+	}
+	return u
+}
+
+// volumePattern is a PVE volume id a cicustom part can name.
+var volumePattern = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9._-]*:[^,=\s]+$`)
+
+// writeSnippet stores want's user data with the snippet writer and returns
+// the volume id. Errors: the writer's ComputeError, PROVIDER_ERROR code
+// snippet_write for its other errors, INVALID_CONFIG naming
+// options.snippetWriter when it returns something that is not a volume id.
+func (s *session) writeSnippet(ctx context.Context, vmid int, want *vmSpec) (string, error) {
+	vol, err := s.c.set.snippets(ctx, s.call, vmid, snippetName(vmid, want.key), want.userData)
+	if err != nil {
+		if ce := api.AsComputeError(err); ce.Code != api.CodeInternal {
+			return "", ce
+		}
+		return "", api.ProviderError(0, "snippet_write", "proxmox: write the cloud-init snippet of VM %d: %v", vmid, err)
+	}
+	if !volumePattern.MatchString(vol) {
+		return "", api.InvalidConfig("options.snippetWriter", "the snippet writer returned %q, not a volume id such as local:snippets/<name>", vol)
+	}
+	return vol, nil
+}

@@ -1,0 +1,231 @@
+package proxmox
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// maxClaimRounds bounds how often a create starts over after another call
+// took the slot it was about to clone into.
+const maxClaimRounds = 8
+
+// Create makes the VM of spec for call.IdempotencyKey, idempotently, and
+// returns it (state pending) once it is configured and its start task has
+// ended; get then reports it running.
+//
+// The key hashes to a VMID slot (see probeSlots). One GET
+// /cluster/resources shows which of the key's slots are taken; a taken
+// slot can hold the key's VM only if it carries the machine's name or is
+// still being cloned (no name yet), and only those configs are read (one
+// GET each; a clone in progress before the first free slot is waited for,
+// since a concurrent create of the same key may be making it). A VM whose
+// description holds the key is finished (configure) and returned. Else the
+// template (spec.Image: a template's VMID or name) is full-cloned
+// (POST /nodes/{node}/qemu/{template}/clone: newid = the first free slot,
+// the machine's name, a description with the key and offer, storage, and
+// target = the pinned node) and its task waited for. PVE lets one clone
+// into a VMID through; a create that loses ("config file already exists")
+// starts over, finds the winner's clone and, when it carries the key,
+// finishes it too. Then configure, which waits for the start task so that
+// a start still in flight never reads as stopped (PVE shows no lock during
+// qmstart, and the reconciler would answer "stopped" with a power-on that
+// collides with it); this costs a few task polls and makes a failed start
+// an error of create, retried with the same key.
+//
+// Errors: INVALID_INPUT (machine.offerId not a configured size,
+// machine.region not the account's, machine.image not one template),
+// INVALID_CONFIG (options.snippetWriter: user data or SSH keys without a
+// snippet writer), CAPACITY_UNAVAILABLE (every probed slot holds another
+// VM), PROVIDER_ERROR (a failed task, with its exit status as
+// details.code; an API error; code slot_contention after maxClaimRounds
+// lost races), UNAVAILABLE.
+func (c *client) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (m *api.ExternalMachine, err error) {
+	size, ok := c.cfg.size(spec.OfferID)
+	if !ok {
+		return nil, api.InvalidInput("machine.offerId", "offer %q is not one of the account's sizes", spec.OfferID)
+	}
+	if spec.Region != "" && spec.Region != c.cfg.region() {
+		return nil, api.InvalidInput("machine.region", "the account's only region is %q", c.cfg.region())
+	}
+	want := vmSpec{
+		key: call.IdempotencyKey, name: vmName(spec.Name), offer: size.Name,
+		cores: size.Vcpu, memoryMiB: size.MemoryGiB * 1024, diskGiB: size.DiskGiB,
+		userData: provider.UserDataWithSSHKeys(spec.UserData, spec.SSHKeys),
+	}
+	if want.userData != "" && c.set.snippets == nil {
+		return nil, api.InvalidConfig("options.snippetWriter", "user data and SSH keys reach a Proxmox VM as a cloud-init snippet: the provider needs WithSnippetWriter")
+	}
+	s, err := c.open(ctx, call, provider.VerbCreate)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(ctx, &err)
+	vmid, err := s.create(ctx, want, spec.Image)
+	if err != nil {
+		return nil, err
+	}
+	return &api.ExternalMachine{ID: strconv.Itoa(vmid), Name: want.name, State: api.StatePending,
+		OfferID: size.Name, Region: c.cfg.region(), Addresses: []string{}}, nil
+}
+
+// create claims the key's VMID (see Create) and configures the VM.
+func (s *session) create(ctx context.Context, want vmSpec, image string) (int, error) {
+	cfg := s.c.cfg
+	for range maxClaimRounds {
+		guests, err := s.listGuests(ctx)
+		if err != nil {
+			return 0, err
+		}
+		p, err := s.probe(ctx, guests, want)
+		if err != nil {
+			return 0, err
+		}
+		if p.ours != nil {
+			s.vmid = p.ours.vmid
+			return p.ours.vmid, s.configure(ctx, *p.ours, want, guests[p.ours.vmid].Status == statusRunning)
+		}
+		if p.free == 0 {
+			return 0, api.Errorf(api.CodeCapacityUnavailable, "proxmox: all %d VMID slots of this key in [%d, %d] hold other VMs", len(probeSlots(want.key, cfg.VMIDMin, cfg.VMIDMax)), cfg.VMIDMin, cfg.VMIDMax)
+		}
+		tpl, err := findTemplate(guests, image, "machine.image")
+		if err != nil {
+			return 0, err
+		}
+		s.vmid = p.free
+		node, err := s.clone(ctx, tpl, p.free, want.name, ManagedDescription(want.key, want.offer), cfg.Node)
+		if isKind(err, kindExists) {
+			continue // another call cloned into the slot first: look again
+		}
+		if err != nil {
+			return 0, err
+		}
+		return p.free, s.configure(ctx, located{vmid: p.free, node: node}, want, false)
+	}
+	return 0, api.ProviderError(0, "slot_contention", "proxmox: other creates took this key's VMID slots %d times in a row; retry", maxClaimRounds)
+}
+
+// probeResult is what the key's slots hold: the key's VM, or else the
+// first free slot (0 when none is).
+type probeResult struct {
+	ours *located
+	free int
+}
+
+// probe walks the key's slots in order (see Create).
+func (s *session) probe(ctx context.Context, guests map[int]vmResource, want vmSpec) (probeResult, error) {
+	var p probeResult
+	for _, vmid := range probeSlots(want.key, s.c.cfg.VMIDMin, s.c.cfg.VMIDMax) {
+		r, taken := guests[vmid]
+		if taken && !mayHoldKey(r, vmid, want.name) {
+			continue
+		}
+		var vm *located
+		if taken {
+			var err error
+			if vm, err = s.settled(ctx, r.Node, vmid, p.free == 0); err != nil {
+				return p, err
+			}
+		}
+		if vm == nil {
+			if p.free == 0 {
+				p.free = vmid
+			}
+			continue
+		}
+		if k, ok := vm.cfg.key(); ok && k == want.key {
+			p.ours = vm
+			return p, nil
+		}
+	}
+	return p, nil
+}
+
+// mayHoldKey reports whether guest r in slot vmid can be the VM of a key
+// whose VM is called name: a QEMU VM, no template, with that name or none
+// yet (a clone in progress shows "VM <vmid>" or nothing). The clone sets
+// the name and the key together, so any other VM is someone else's.
+func mayHoldKey(r vmResource, vmid int, name string) bool {
+	return r.Type == guestQemu && r.Template == 0 &&
+		(r.Name == name || r.Lock == "clone" || r.Name == "" || r.Name == "VM "+strconv.Itoa(vmid))
+}
+
+// settled reads VM vmid's config; with wait, while a clone into it is in
+// progress, it polls every poll interval until the clone ends (at most the
+// task timeout). nil when there is no such VM (a failed clone is removed).
+func (s *session) settled(ctx context.Context, node string, vmid int, wait bool) (*located, error) {
+	deadline := s.call.Clock.Now().Add(s.c.set.taskTimeout)
+	for range s.c.set.maxPolls() {
+		cfg, err := s.readConfig(ctx, node, vmid)
+		if isKind(err, kindNoSuchVM) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !wait || cfg.lock() != "clone" {
+			return &located{vmid: vmid, node: node, cfg: cfg}, nil
+		}
+		if !s.call.Clock.Now().Before(deadline) {
+			break
+		}
+		if err := provider.Sleep(ctx, s.call.Clock, s.c.set.pollInterval); err != nil {
+			return nil, err
+		}
+	}
+	return nil, api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: VM %d is still being cloned after %s", vmid, s.c.set.taskTimeout)
+}
+
+// findTemplate resolves an image, a template's VMID or name, among guests.
+// Errors: INVALID_INPUT naming path when it is no template, or when
+// several templates have that name.
+func findTemplate(guests map[int]vmResource, image, path string) (vmResource, error) {
+	if id, err := strconv.Atoi(image); err == nil {
+		r, ok := guests[id]
+		if !ok || r.Type != guestQemu || r.Template != 1 {
+			return vmResource{}, api.InvalidInput(path, "VMID %d is not a template of the cluster", id)
+		}
+		return r, nil
+	}
+	var found []vmResource
+	for _, r := range guests {
+		if r.Type == guestQemu && r.Template == 1 && r.Name == image {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return vmResource{}, api.InvalidInput(path, "no template of the cluster is called %q", image)
+	case 1:
+		return found[0], nil
+	}
+	ids := make([]int, len(found))
+	for i, r := range found {
+		ids[i] = int(r.VMID)
+	}
+	sort.Ints(ids)
+	return vmResource{}, api.InvalidInput(path, "templates %v are all called %q: name one by its VMID", ids, image)
+}
+
+// clone full-clones template tpl into vmid (called name, with desc as
+// description, disks on the account's storage) and waits for the task.
+// The clone lands on node when it is set and not the template's node (PVE
+// then needs the template on shared storage), else on the template's node,
+// which it returns. Errors: a *pveError of kind vm_exists when another
+// call cloned into vmid first.
+func (s *session) clone(ctx context.Context, tpl vmResource, vmid int, name, desc, node string) (string, error) {
+	params := map[string]any{"newid": vmid, "name": name, "description": desc, "full": 1, "storage": s.c.cfg.Storage}
+	target := tpl.Node
+	if node != "" && node != tpl.Node {
+		params["target"], target = node, node
+	}
+	if err := s.startTask(ctx, http.MethodPost, qemuPath(tpl.Node, int(tpl.VMID))+"/clone", params); err != nil {
+		return "", err
+	}
+	s.c.nodes.remember(vmid, target)
+	return target, nil
+}

@@ -1,0 +1,42 @@
+// Package proxmox is the proxmox provider: it makes VPS by full-cloning
+// QEMU templates on an operator's own Proxmox VE cluster, through the
+// Telmate proxmox-api-go client pointed at the cluster's API (the real one,
+// or the emulator in ./emulator, which speaks the same HTTP API).
+//
+// Serve it with provider.Serve(nc, Definition(…), provider.ServeOptions{…}).
+//
+// Policies this provider owns:
+//   - every call resolves the account's token secret (config.tokenSecret)
+//     for itself and builds a Telmate client for that call only (debug off);
+//     the secret is never cached, logged or put in an error;
+//   - the Telmate client is the transport through its raw calls only (POST
+//     and PUT); GET and DELETE are sent with the same HTTP client, because
+//     Telmate's GET helpers sleep ignoring the context and its DELETE drops
+//     the UPID (see api.go); its task waiting, StatusChangeVm and GetNextID
+//     are never used;
+//   - a machine id is a VMID. Create is idempotent through it: the key
+//     hashes to a slot in [vmidMin, vmidMax], up to MaxProbes slots are
+//     probed, and the clone's description records the key (see Create);
+//   - a VM is this system's when it carries the better-compute tag (in any
+//     case and separator) and an idempotency-key line in its description;
+//     delete, power and reinstall refuse other VMs with ACCESS_DENIED, get
+//     answers them absent and list skips them, so shared clusters are safe;
+//     templates are never machines;
+//   - every task (clone, config, resize, start, stop, shutdown, reset,
+//     reboot, destroy) is waited for by polling its UPID every task poll
+//     interval on the call's clock, within the task timeout and the call's
+//     context; OK and "WARNINGS: N" are success, any other exit status is
+//     PROVIDER_ERROR with the exit status as details.code;
+//   - no request is ever repeated by the provider (the reconciler owns
+//     retries), so reset and reboot are never sent twice;
+//   - errors: a missing VM is NOT_FOUND (absent for get), reset or reboot
+//     of a VM that is not running INVALID_STATE, everything else PVE
+//     answers PROVIDER_ERROR with details.status (HTTP status) and
+//     details.code (see failureRules; 401 unauthorized, 403 forbidden, 595
+//     node_unreachable), the message read from the body or, before PVE
+//     8.3, the HTTP reason phrase; an unreachable API (TLS failures
+//     included) PROVIDER_ERROR status 0 code unreachable; a panic on an
+//     unexpected reply PROVIDER_ERROR;
+//   - offers are the account's sizes, in one region: the pinned node's
+//     name, else "proxmox".
+package proxmox

@@ -1,0 +1,153 @@
+package proxmox
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"sync"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// vmResource is one guest of GET /cluster/resources?type=vm.
+type vmResource struct {
+	VMID     number `json:"vmid"`
+	Node     string `json:"node"`
+	Type     string `json:"type"`
+	Status   string `json:"status"`
+	Name     string `json:"name"`
+	Template number `json:"template"`
+	Tags     string `json:"tags"`
+	Lock     string `json:"lock"`
+}
+
+// guestQemu is the resource type of QEMU VMs (containers share the VMID
+// space as "lxc").
+const guestQemu = "qemu"
+
+// listGuests returns every guest of the cluster by VMID (GET
+// /cluster/resources?type=vm, one request), containers included: they
+// hold VMIDs too. Names and the template flag may lag right after a change.
+func (s *session) listGuests(ctx context.Context) (map[int]vmResource, error) {
+	var list []vmResource
+	if err := s.get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &list); err != nil {
+		return nil, err
+	}
+	out := make(map[int]vmResource, len(list))
+	for _, r := range list {
+		out[int(r.VMID)] = r
+	}
+	return out, nil
+}
+
+// qemuPath is the API path of VM vmid on node.
+func qemuPath(node string, vmid int) string {
+	return "/nodes/" + url.PathEscape(node) + "/qemu/" + strconv.Itoa(vmid)
+}
+
+// readConfig reads VM vmid's config on node (GET …/config). Errors: a
+// *pveError of kind no_such_vm when it is not there.
+func (s *session) readConfig(ctx context.Context, node string, vmid int) (vmConfig, error) {
+	var raw json.RawMessage
+	if err := s.get(ctx, qemuPath(node, vmid)+"/config", nil, &raw); err != nil {
+		return nil, err
+	}
+	cfg, err := decodeVMConfig(raw)
+	if err != nil {
+		return nil, unexpectedReply("GET "+qemuPath(node, vmid)+"/config", err)
+	}
+	return cfg, nil
+}
+
+// located is a VM found in the cluster: its VMID, node and config.
+type located struct {
+	vmid int
+	node string
+	cfg  vmConfig
+}
+
+// inspect finds VM vmid and reads its config, or returns nil, nil when no
+// QEMU VM has that VMID. The node tried first is the one the VM was last
+// seen on (or the account's pinned node): one request when it is still
+// there; otherwise GET /cluster/resources tells where it is.
+func (s *session) inspect(ctx context.Context, vmid int) (*located, error) {
+	if node := s.c.nodes.guess(vmid, s.c.cfg.Node); node != "" {
+		cfg, err := s.readConfig(ctx, node, vmid)
+		if err == nil {
+			return &located{vmid: vmid, node: node, cfg: cfg}, nil
+		}
+		if !isKind(err, kindNoSuchVM) {
+			return nil, err
+		}
+	}
+	guests, err := s.listGuests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := guests[vmid]
+	if !ok || r.Type != guestQemu {
+		s.c.nodes.forget(vmid)
+		return nil, nil
+	}
+	cfg, err := s.readConfig(ctx, r.Node, vmid)
+	if isKind(err, kindNoSuchVM) {
+		return nil, nil // removed since the list was made
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.c.nodes.remember(vmid, r.Node)
+	return &located{vmid: vmid, node: r.Node, cfg: cfg}, nil
+}
+
+// managedVM is inspect for calls that change a VM: NOT_FOUND when there is
+// no such VM (or it is a template, which is no machine), ACCESS_DENIED when
+// this system does not manage it (no better-compute tag, or no key in its
+// description), so shared clusters keep their other VMs untouched.
+func (s *session) managedVM(ctx context.Context, vmid int) (*located, error) {
+	vm, err := s.inspect(ctx, vmid)
+	switch {
+	case err != nil:
+		return nil, err
+	case vm == nil || vm.cfg.isTemplate():
+		return nil, api.NotFound("vm", strconv.Itoa(vmid))
+	case !vm.cfg.managed():
+		return nil, api.Errorf(api.CodeAccessDenied, "proxmox: VM %d is not managed by better-compute (it needs the %q tag and an idempotency-key line in its description)", vmid, ManagedTag)
+	}
+	return vm, nil
+}
+
+// nodeCache remembers the node each VM was last seen on, so calls about
+// one VM need not list the cluster. Stale entries only cost a request.
+type nodeCache struct {
+	mu    sync.Mutex
+	nodes map[int]string
+}
+
+// guess is the node VM vmid was last seen on, else fallback.
+func (n *nodeCache) guess(vmid int, fallback string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if node, ok := n.nodes[vmid]; ok {
+		return node
+	}
+	return fallback
+}
+
+// remember records that VM vmid is on node.
+func (n *nodeCache) remember(vmid int, node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.nodes == nil {
+		n.nodes = map[int]string{}
+	}
+	n.nodes[vmid] = node
+}
+
+// forget drops VM vmid.
+func (n *nodeCache) forget(vmid int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.nodes, vmid)
+}

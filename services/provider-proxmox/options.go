@@ -1,0 +1,124 @@
+package proxmox
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// Defaults of the options.
+const (
+	// DefaultTaskPollInterval is how often a task wait asks
+	// GET /nodes/{node}/tasks/{upid}/status. Config and power tasks end
+	// within seconds and a clone within tens of seconds: one request a
+	// second adds at most a second to each step and little load to pveproxy.
+	DefaultTaskPollInterval = time.Second
+	// DefaultTaskTimeout bounds one task wait (and the wait for a clone
+	// another call started); the call's deadline bounds it too.
+	DefaultTaskTimeout = 10 * time.Minute
+	// DefaultHTTPTimeout bounds one HTTP request of the default HTTP client.
+	DefaultHTTPTimeout = 60 * time.Second
+)
+
+// SnippetWriter stores userData as a cloud-init snippet called name (a file
+// name unique to the VMID and idempotency key, e.g.
+// "better-compute-10042-3f2a….yaml") where the cluster reads snippets, and
+// returns its volume id, e.g. "local:snippets/better-compute-10042-3f2a….yaml".
+// Writing the same name again must replace the file. It runs with the
+// call's context and call (for secrets it needs); its errors are returned
+// by create as they are (a *api.ComputeError) or as PROVIDER_ERROR.
+type SnippetWriter func(ctx context.Context, call *provider.Call, vmid int, name, userData string) (volumeID string, err error)
+
+// CallCounter receives, after every provider call, the operation
+// ("offers", "create", "get", "delete", "power", "reinstall", "list") and
+// how many HTTP requests it sent to the API (failed ones included).
+type CallCounter func(op string, httpCalls int)
+
+// Option configures Definition.
+type Option func(*settings)
+
+// WithSnippetWriter sets how cloud-init user data reaches the cluster.
+// Without one, a create with user data or SSH keys answers INVALID_CONFIG.
+func WithSnippetWriter(w SnippetWriter) Option {
+	return func(s *settings) { s.snippets = w }
+}
+
+// WithHTTPClient sets the HTTP client of every account (nil keeps the
+// default, which has DefaultHTTPTimeout and keeps up to 16 idle
+// connections per cluster). An account's caCert is pinned
+// into a clone of the client's *http.Transport (a nil transport means
+// http.DefaultTransport); any other transport type cannot be pinned, and
+// accounts with a caCert then answer INVALID_CONFIG naming config.caCert.
+func WithHTTPClient(c *http.Client) Option {
+	return func(s *settings) {
+		if c != nil {
+			s.httpClient = c
+		}
+	}
+}
+
+// WithTaskPollInterval sets how often task waits poll the task status
+// (default DefaultTaskPollInterval; must be positive). It is measured on
+// the call's clock.
+func WithTaskPollInterval(d time.Duration) Option {
+	return func(s *settings) { s.pollInterval = d }
+}
+
+// WithTaskTimeout sets how long one task wait may last on the call's clock
+// (default DefaultTaskTimeout; must be positive).
+func WithTaskTimeout(d time.Duration) Option {
+	return func(s *settings) { s.taskTimeout = d }
+}
+
+// WithCallCounter reports the HTTP requests of every call to f (for
+// metrics); f must be safe for concurrent use.
+func WithCallCounter(f CallCounter) Option {
+	return func(s *settings) { s.countCalls = f }
+}
+
+// settings are the options of one Definition, shared by its clients.
+type settings struct {
+	snippets     SnippetWriter
+	httpClient   *http.Client
+	pollInterval time.Duration
+	taskTimeout  time.Duration
+	countCalls   CallCounter
+}
+
+// defaultMaxIdleConnsPerHost keeps enough connections to the cluster open
+// for concurrent calls (net/http keeps 2), so calls rarely pay a TLS
+// handshake.
+const defaultMaxIdleConnsPerHost = 16
+
+func newSettings(opts []Option) *settings {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = defaultMaxIdleConnsPerHost
+	s := &settings{
+		httpClient:   &http.Client{Timeout: DefaultHTTPTimeout, Transport: tr},
+		pollInterval: DefaultTaskPollInterval,
+		taskTimeout:  DefaultTaskTimeout,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// validate reports the first unusable option: INVALID_CONFIG naming it.
+func (s *settings) validate() error {
+	switch {
+	case s.pollInterval <= 0:
+		return api.InvalidConfig("options.taskPollInterval", "the task poll interval must be positive")
+	case s.taskTimeout <= 0:
+		return api.InvalidConfig("options.taskTimeout", "the task timeout must be positive")
+	}
+	return nil
+}
+
+// maxPolls bounds the polls of one wait whatever the clock does.
+func (s *settings) maxPolls() int {
+	return int(s.taskTimeout/s.pollInterval) + 2
+}

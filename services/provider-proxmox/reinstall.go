@@ -1,0 +1,67 @@
+package proxmox
+
+import (
+	"context"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// Reinstall replaces a VM of this system with a clone of image (a
+// template's VMID or name) under the same VMID: GET …/config (ownership
+// and what to keep), GET /cluster/resources (the template, checked before
+// anything is destroyed), the VM destroyed as Delete does, the template
+// full-cloned into the VMID with the old name and description (so the key
+// and offer stay), then configured as create does with the old cores,
+// memory, boot disk size (at least), tags and cloud-init user-data volume,
+// and started. It returns the machine (state pending). It is not idempotent:
+// the reconciler never repeats it after an ambiguous outcome. If it is
+// interrupted after the destroy, get answers absent and the reconciler's
+// create with the same key makes the VM again.
+//
+// Errors: INVALID_INPUT (id; image not one template), NOT_FOUND, ACCESS_DENIED,
+// PROVIDER_ERROR (a failed task, with its exit status; an API error),
+// UNAVAILABLE.
+func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image string) (m *api.ExternalMachine, err error) {
+	vmid, err := parseVMID(id)
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.open(ctx, call, provider.VerbReinstall)
+	if err != nil {
+		return nil, err
+	}
+	s.vmid = vmid
+	defer s.end(ctx, &err)
+	vm, err := s.managedVM(ctx, vmid)
+	if err != nil {
+		return nil, err
+	}
+	guests, err := s.listGuests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := findTemplate(guests, image, "image")
+	if err != nil {
+		return nil, err
+	}
+	key, _ := vm.cfg.key()
+	_, disk, _ := vm.cfg.bootDisk()
+	want := vmSpec{
+		key: key, name: vm.cfg["name"], offer: vm.cfg.offer(),
+		cores: vm.cfg.cores(), memoryMiB: vm.cfg.memoryMiB(), diskGiB: int((disk + 1<<30 - 1) >> 30),
+		userVolume: userVolume(vm.cfg["cicustom"]), tags: vm.cfg["tags"],
+	}
+	if err := s.destroy(ctx, vm); err != nil {
+		return nil, err
+	}
+	node, err := s.clone(ctx, tpl, vmid, want.name, vm.cfg["description"], vm.node)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.configure(ctx, located{vmid: vmid, node: node}, want, false); err != nil {
+		return nil, err
+	}
+	m = c.toMachine(vmid, vm.cfg, api.StatePending)
+	return m, nil
+}

@@ -1,0 +1,93 @@
+package proxmox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// Task statuses of GET /nodes/{node}/tasks/{upid}/status.
+const (
+	taskRunning = "running"
+	taskStopped = "stopped"
+)
+
+// taskStatus is the reply of GET /nodes/{node}/tasks/{upid}/status.
+type taskStatus struct {
+	Status     string `json:"status"`
+	ExitStatus string `json:"exitstatus"`
+}
+
+// startTask sends a call answering a UPID (POST or PUT params to path) and
+// waits for the task. A reply of null (PVE before 8 answers resize so) is
+// a change made at once.
+func (s *session) startTask(ctx context.Context, method, path string, params map[string]any) error {
+	send := s.post
+	if method == http.MethodPut {
+		send = s.put
+	}
+	data, err := send(ctx, path, params)
+	if err != nil || isNull(data) {
+		return err
+	}
+	return s.waitReply(ctx, method+" "+path, data)
+}
+
+// waitReply waits for the task whose UPID is the reply data of what.
+func (s *session) waitReply(ctx context.Context, what string, data json.RawMessage) error {
+	upid, node, err := upidOf(what, data)
+	if err != nil {
+		return err
+	}
+	return s.wait(ctx, upid, node)
+}
+
+// wait polls GET /nodes/{node}/tasks/{upid}/status every poll interval on
+// the call's clock (the first poll after one interval) until the task
+// stops, and returns its outcome: nil for exit status OK or "WARNINGS: N"
+// (a success), a task *pveError otherwise. Errors: PROVIDER_ERROR code
+// task_timeout when the task still runs after the task timeout (it is left
+// running); UNAVAILABLE when ctx ends first; those of the status request.
+func (s *session) wait(ctx context.Context, upid, node string) error {
+	set := s.c.set
+	deadline := s.call.Clock.Now().Add(set.taskTimeout)
+	path := "/nodes/" + url.PathEscape(node) + "/tasks/" + url.PathEscape(upid) + "/status"
+	for range set.maxPolls() {
+		if err := provider.Sleep(ctx, s.call.Clock, set.pollInterval); err != nil {
+			return err
+		}
+		var st taskStatus
+		if err := s.get(ctx, path, nil, &st); err != nil {
+			return err
+		}
+		switch st.Status {
+		case taskStopped:
+			return taskOutcome(upid, st.ExitStatus)
+		case taskRunning:
+		default:
+			return unexpectedReply("GET "+path, fmt.Errorf("task status %q", st.Status))
+		}
+		if !s.call.Clock.Now().Before(deadline) {
+			break
+		}
+	}
+	return api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: task %s still running after %s", upid, set.taskTimeout)
+}
+
+// taskOutcome is nil for a successful exit status (OK, or WARNINGS: N),
+// else the task's failure.
+func taskOutcome(upid, exit string) error {
+	if exit == "OK" || strings.HasPrefix(exit, "WARNINGS") {
+		return nil
+	}
+	if exit == "" {
+		exit = "task stopped without an exit status"
+	}
+	return taskFailure(upid, exit)
+}
