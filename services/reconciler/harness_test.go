@@ -25,7 +25,7 @@ func (staticResolver) Resolve(context.Context, string) (string, error) { return 
 // harness is a bus with the memory provider, one account and pool written
 // straight into KV, and a reconciler.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	env   *bustest.Env
 	cloud *memory.Cloud
 	pool  api.Pool
@@ -41,7 +41,7 @@ func fastOptions() Options {
 	}
 }
 
-func newHarness(t *testing.T, opts Options) *harness {
+func newHarness(t testing.TB, opts Options) *harness {
 	t.Helper()
 	h := &harness{t: t, env: bustest.Start(t), cloud: memory.NewCloud(), opts: opts}
 	svc, err := provider.Serve(h.env.NC, memory.Definition(h.cloud), provider.ServeOptions{

@@ -1,0 +1,96 @@
+package reconciler
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/services/provider-hetzner/emulator"
+)
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// BenchmarkFleetConvergence creates a fleet on the Hetzner emulator at once
+// and measures the time until every instance runs and the HTTP calls per
+// instance, next to the minimum the API allows: every instance's critical
+// path (create POST, the create action, one GET) with unlimited parallelism.
+// Run it once: go test -run '^$' -bench FleetConvergence -benchtime 1x
+// ./services/reconciler/ with COMPUTE_BENCH_INSTANCES (default 1000),
+// COMPUTE_BENCH_LATENCY per API call (default 0), COMPUTE_BENCH_ACTION
+// (default 1s), COMPUTE_BENCH_WORKERS (reconcile workers, default 16). The
+// emulator's rate limit is lifted: docs/benchmarks.md computes the bound
+// Hetzner's budget puts on top.
+func BenchmarkFleetConvergence(b *testing.B) {
+	n := envInt("COMPUTE_BENCH_INSTANCES", 1000)
+	latency := envDuration("COMPUTE_BENCH_LATENCY", 0)
+	action := envDuration("COMPUTE_BENCH_ACTION", time.Second)
+	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: envInt("COMPUTE_BENCH_WORKERS", 16), ResyncInterval: -1}
+	for b.Loop() {
+		h := newHarness(b, o)
+		emu, err := emulator.Start(emulator.Options{RateLimitSize: 10_000_000, RateLimitRefillPerSecond: 1_000_000, ActionDuration: action}, "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, route := range []string{"GET /servers", "POST /servers", "GET /servers/{id}"} {
+			emu.Emulator().SetLatency(route, latency)
+		}
+		h.pool = h.addHetznerPool(emu, nil)
+
+		running := make(chan string, n)
+		seen := sync.Map{}
+		sub, err := h.env.NC.Subscribe(bus.Event(tenant, bus.ResourceInstances, "*", "running"), func(m *nats.Msg) {
+			var ev api.Event
+			if json.Unmarshal(m.Data, &ev) == nil {
+				if _, dup := seen.LoadOrStore(ev.ResourceID, true); !dup {
+					running <- ev.ResourceID
+				}
+			}
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		h.createMany(n, fmt.Sprintf("bench-%d", time.Now().UnixNano()))
+		created := time.Since(start)
+		for range n {
+			select {
+			case <-running:
+			case <-time.After(10 * time.Minute):
+				b.Fatalf("fleet did not converge")
+			}
+		}
+		elapsed := time.Since(start)
+		_ = sub.Unsubscribe()
+		calls := sumCalls(emu.Emulator().CallCounts())
+		minimum := 3*latency + action
+		b.ReportMetric(elapsed.Seconds(), "s/fleet")
+		b.ReportMetric(created.Seconds(), "s-to-accept")
+		b.ReportMetric(float64(calls)/float64(n), "calls/instance")
+		b.ReportMetric(minimum.Seconds(), "min-s")
+		b.ReportMetric(elapsed.Seconds()/minimum.Seconds(), "x-min")
+		b.Logf("%d instances: all running after %v (creates accepted after %v), %d API calls (%.2f per instance); API minimum %v (ratio %.1f)",
+			n, elapsed.Round(time.Millisecond), created.Round(time.Millisecond), calls, float64(calls)/float64(n), minimum, elapsed.Seconds()/minimum.Seconds())
+		_ = emu.Close()
+	}
+}
