@@ -91,6 +91,15 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		}
 		return nil, err
 	}
+	if err := r.touchPool(ctx, req.Tenant, in.PoolID); err != nil {
+		if errors.Is(err, errPoolGone) {
+			// The pool was deleted after we read it: take the instance back
+			// rather than leave it orphaned.
+			_ = r.st.Instances.Delete(ctx, instanceKey(req.Tenant, id))
+			return nil, api.InvalidInput("poolId", "pool %q was deleted", in.PoolID)
+		}
+		return nil, err
+	}
 	req.Log.Info().Str("instance", id).Str("pool", in.PoolID).Str("flavor", in.Flavor).Msg("instance created")
 	r.publishEvent(&inst, "created", "")
 	r.enqueue(&inst)
@@ -281,4 +290,30 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 		return &inst, nil
 	}
 	return nil, api.Errorf(api.CodeConflict, "instance %s is changing too often; retry", id)
+}
+
+var errPoolGone = errors.New("pool deleted")
+
+// touchPool rewrites the pool record unchanged (CAS) after an instance was
+// written to it. A pool delete removes the pool only at the revision it read
+// before checking for instances, so either that delete sees the new
+// instance, or it fails and looks again, or it came first and the touch
+// reports errPoolGone. Errors: errPoolGone, UNAVAILABLE, CONFLICT (the pool
+// kept changing).
+func (r *Reconciler) touchPool(ctx context.Context, tenant, poolID string) error {
+	key := tenant + "." + poolID
+	for range 20 {
+		var pool api.Pool
+		rev, err := bus.GetJSON(ctx, r.st.Pools, key, &pool)
+		if errors.Is(err, bus.ErrNotFound) {
+			return errPoolGone
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := bus.UpdateJSON(ctx, r.st.Pools, key, &pool, rev); !api.IsCode(err, api.CodeConflict) {
+			return err
+		}
+	}
+	return api.Errorf(api.CodeConflict, "pool %s is changing too often; retry", poolID)
 }

@@ -121,3 +121,20 @@ func TestPhaseTable(t *testing.T) {
 		}
 	}
 }
+
+// The touch after an instance write reports a pool deleted meanwhile (the
+// create then takes its instance back) and writes nothing.
+func TestTouchPoolReportsADeletedPool(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	ctx := context.Background()
+	if err := h.env.Stores.Pools.Delete(ctx, tenant+"."+h.pool.ID); err != nil {
+		t.Fatal(err)
+	}
+	err := h.rec.touchPool(ctx, tenant, h.pool.ID)
+	if err != errPoolGone {
+		t.Fatalf("touch of a deleted pool: %v", err)
+	}
+	if keys, _ := bus.Keys(ctx, h.env.Stores.Instances, ""); len(keys) != 0 {
+		t.Fatalf("instances left: %v", keys)
+	}
+}
