@@ -91,6 +91,9 @@ type Pool struct {
 	Flavors           []Flavor  `json:"flavors"`
 	Version           int64     `json:"version"`
 	CreatedAt         time.Time `json:"createdAt"`
+	// DeletionRequestedAt is set while a pools.delete checks for instances;
+	// instance creates in the pool are refused meanwhile.
+	DeletionRequestedAt *time.Time `json:"deletionRequestedAt,omitempty"`
 }
 
 // Flavor returns the pool's flavor called name.

@@ -74,7 +74,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		b.cfg.Storage = jetstream.FileStorage
 		b.cfg.Replicas = opts.Replicas
 		b.cfg.History = 1
-		kv, err := js.CreateOrUpdateKeyValue(ctx, b.cfg)
+		kv, err := openBucket(ctx, js, b.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", b.cfg.Bucket, err)
 		}
@@ -98,4 +98,28 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		}
 	}
 	return st, nil
+}
+
+// openBucket creates or updates the stream behind a KV bucket with the
+// configuration jetstream.CreateOrUpdateKeyValue gives it, but with direct
+// gets off, and binds to it. With direct gets every replica answers reads,
+// also one that has not applied the latest write yet, so on a cluster a
+// record just written may read as missing or old (a reconcile would drop
+// the work of an instance just created). Without them the stream leader
+// answers every read: a read sees every write acknowledged before it.
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	duplicates := 2 * time.Minute
+	if cfg.TTL > 0 && cfg.TTL < duplicates {
+		duplicates = cfg.TTL
+	}
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: "KV_" + cfg.Bucket, Description: cfg.Description, Subjects: []string{"$KV." + cfg.Bucket + ".>"},
+		MaxMsgsPerSubject: int64(cfg.History), MaxAge: cfg.TTL, MaxBytes: -1, MaxMsgSize: -1, MaxMsgs: -1, MaxConsumers: -1,
+		Storage: cfg.Storage, Replicas: cfg.Replicas, Duplicates: duplicates, Discard: jetstream.DiscardNew,
+		AllowRollup: true, DenyDelete: true, AllowDirect: false,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return js.KeyValue(ctx, cfg.Bucket)
 }

@@ -79,10 +79,12 @@ func DeleteKey(ctx context.Context, kv jetstream.KeyValue, key string, rev uint6
 	return nil
 }
 
+// isWrongSequence reports a compare-and-set conflict: code 10071 on a
+// single server, 10164 (ErrKeyRevisionMismatch) on a replicated stream.
 func isWrongSequence(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		errors.Is(err, jetstream.ErrKeyExists)
+		errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 }
 
 func kvError(op, key string, err error) error {

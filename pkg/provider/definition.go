@@ -72,6 +72,18 @@ func Define(d Definition) (*Definition, error) {
 	return &d, nil
 }
 
+// MustDefine is Define for a definition made of constants, as a provider's
+// Definition function builds it: it panics (naming d.ID and Define's
+// INVALID_CONFIG error) when Define refuses d, which is a bug of the caller
+// that any test calling that function catches.
+func MustDefine(d Definition) *Definition {
+	out, err := Define(d)
+	if err != nil {
+		panic(fmt.Sprintf("%s: invalid provider definition: %v", d.ID, err))
+	}
+	return out
+}
+
 // Has reports whether d claims capability c.
 func (d *Definition) Has(c string) bool { return slices.Contains(d.Capabilities, c) }
 

@@ -51,6 +51,21 @@ func TestDefineAccepts(t *testing.T) {
 	}
 }
 
+func TestMustDefine(t *testing.T) {
+	d := validDefinition()
+	if got := provider.MustDefine(d); got.ID != d.ID || got.Version != d.Version {
+		t.Fatalf("MustDefine returned %+v", got)
+	}
+	d.Version = "one"
+	defer func() {
+		if p, _ := recover().(string); !strings.HasPrefix(p, "tiny-2: invalid provider definition: ") || !strings.Contains(p, "semantic version") {
+			t.Fatalf("panic = %q, want one naming the provider and the refusal", p)
+		}
+	}()
+	provider.MustDefine(d)
+	t.Fatal("MustDefine accepted an invalid definition")
+}
+
 func TestDefineRefusals(t *testing.T) {
 	plainMsg := "default does not fit the field: manifest.apiKey.default must be a secret reference " +
 		"(secret://<tenant>/<id>, env://NAME or vault://<mount>/<path>#<field>), not a plain value: store it with secrets.put first"

@@ -87,6 +87,6 @@ func (s *service) endpoints() []bus.Endpoint {
 		ep(bus.ResourcePools, "create", s.createPool),
 		ep(bus.ResourcePools, "get", getHandler[api.Pool](s.pools)),
 		ep(bus.ResourcePools, "list", listHandler[api.Pool](s.pools)),
-		ep(bus.ResourcePools, "delete", deleteHandler(s.pools, "instances", s.instancesOf)),
+		ep(bus.ResourcePools, "delete", s.deletePool),
 	}
 }

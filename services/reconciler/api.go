@@ -50,6 +50,9 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		}
 		return nil, err
 	}
+	if err := refuseDeletingPool(&pool); err != nil {
+		return nil, err
+	}
 	flavor, ok := pool.Flavor(in.Flavor)
 	if !ok {
 		return nil, api.InvalidInput("flavor", "pool %s has no flavor %q", pool.ID, in.Flavor)
@@ -91,13 +94,10 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		}
 		return nil, err
 	}
-	if err := r.touchPool(ctx, req.Tenant, in.PoolID); err != nil {
-		if errors.Is(err, errPoolGone) {
-			// The pool was deleted after we read it: take the instance back
-			// rather than leave it orphaned.
-			_ = r.st.Instances.Delete(ctx, instanceKey(req.Tenant, id))
-			return nil, api.InvalidInput("poolId", "pool %q was deleted", in.PoolID)
-		}
+	if err := r.recheckPool(ctx, req.Tenant, in.PoolID); err != nil {
+		// The pool is being deleted (or is gone): take the instance back
+		// rather than leave it orphaned.
+		_ = r.st.Instances.Delete(ctx, instanceKey(req.Tenant, id))
 		return nil, err
 	}
 	req.Log.Info().Str("instance", id).Str("pool", in.PoolID).Str("flavor", in.Flavor).Msg("instance created")
@@ -292,28 +292,25 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 	return nil, api.Errorf(api.CodeConflict, "instance %s is changing too often; retry", id)
 }
 
-var errPoolGone = errors.New("pool deleted")
-
-// touchPool rewrites the pool record unchanged (CAS) after an instance was
-// written to it. A pool delete removes the pool only at the revision it read
-// before checking for instances, so either that delete sees the new
-// instance, or it fails and looks again, or it came first and the touch
-// reports errPoolGone. Errors: errPoolGone, UNAVAILABLE, CONFLICT (the pool
-// kept changing).
-func (r *Reconciler) touchPool(ctx context.Context, tenant, poolID string) error {
-	key := tenant + "." + poolID
-	for range 20 {
-		var pool api.Pool
-		rev, err := bus.GetJSON(ctx, r.st.Pools, key, &pool)
+// recheckPool reads the pool again after an instance was written to it. A
+// pools.delete marks the pool before it looks for instances, so either that
+// scan sees the new instance, or this read sees the mark (or the pool gone).
+// Errors: INVALID_STATE (being deleted), INVALID_INPUT (gone), UNAVAILABLE.
+func (r *Reconciler) recheckPool(ctx context.Context, tenant, poolID string) error {
+	var pool api.Pool
+	if _, err := bus.GetJSON(ctx, r.st.Pools, tenant+"."+poolID, &pool); err != nil {
 		if errors.Is(err, bus.ErrNotFound) {
-			return errPoolGone
+			return api.InvalidInput("poolId", "pool %q was deleted", poolID)
 		}
-		if err != nil {
-			return err
-		}
-		if _, err := bus.UpdateJSON(ctx, r.st.Pools, key, &pool, rev); !api.IsCode(err, api.CodeConflict) {
-			return err
-		}
+		return err
 	}
-	return api.Errorf(api.CodeConflict, "pool %s is changing too often; retry", poolID)
+	return refuseDeletingPool(&pool)
+}
+
+// refuseDeletingPool is INVALID_STATE for a pool a pools.delete is removing.
+func refuseDeletingPool(p *api.Pool) error {
+	if p.DeletionRequestedAt != nil {
+		return api.Errorf(api.CodeInvalidState, "pool %s is being deleted", p.ID).With(api.DetailPath, "poolId")
+	}
+	return nil
 }

@@ -36,7 +36,11 @@ func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	log := r.log.With().Str("tenant", tenant).Str("instance", id).Logger()
-	out, err := r.reconcile(ctx, log, tenant, id)
+	var passes uint64 = 1
+	if md, err := msg.Metadata(); err == nil {
+		passes = md.NumDelivered
+	}
+	out, err := r.reconcile(ctx, log, tenant, id, passes)
 	switch {
 	case err != nil:
 		// State store trouble: leave the message unacknowledged; redelivery retries.
@@ -66,12 +70,15 @@ type target struct {
 	account api.ProviderAccount
 	offerID string
 	log     zerolog.Logger
+	// passes counts the deliveries of the current work message: how many
+	// times this instance was looked at since its last change.
+	passes uint64
 }
 
 // reconcile moves one instance one step towards its desired state. A
 // returned error means the state store failed (the message is redelivered).
-func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string) (outcome, error) {
-	t := &target{key: instanceKey(tenant, id), log: log}
+func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string, passes uint64) (outcome, error) {
+	t := &target{key: instanceKey(tenant, id), log: log, passes: passes}
 	rev, err := bus.GetJSON(ctx, r.st.Instances, t.key, &t.inst)
 	if errors.Is(err, bus.ErrNotFound) {
 		return finished, nil
@@ -245,7 +252,22 @@ func (r *Reconciler) observe(ctx context.Context, t *target, m *api.ExternalMach
 	if converged {
 		return finished, nil
 	}
-	return after(r.o.PollInterval), nil
+	return after(r.pollDelay(t.passes)), nil
+}
+
+// maxPollDelay caps the wait between two looks at a converging machine.
+const maxPollDelay = 30 * time.Second
+
+// pollDelay is the wait before looking at a converging machine again:
+// PollInterval after the first look, doubling with every look that finds it
+// still converging (a server that boots in 10 s is not polled every 2 s),
+// at most maxPollDelay.
+func (r *Reconciler) pollDelay(passes uint64) time.Duration {
+	d := r.o.PollInterval
+	for i := uint64(1); i < passes && d < maxPollDelay; i++ {
+		d *= 2
+	}
+	return min(d, max(maxPollDelay, r.o.PollInterval))
 }
 
 // machineVanished handles a machine deleted out of band: it is forgotten
@@ -294,7 +316,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 				}
 				t.log.Info().Str("machine", m.ID).Msg("machine delete requested")
 			}
-			return after(r.o.PollInterval), nil
+			return after(r.pollDelay(t.passes)), nil
 		}
 	}
 	if err := bus.DeleteKey(ctx, r.st.Instances, t.key, t.rev); err != nil {

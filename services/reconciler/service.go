@@ -19,10 +19,11 @@ type Options struct {
 	Logger zerolog.Logger
 	// Workers bounds concurrent API requests (default 64).
 	Workers int
-	// ReconcileWorkers bounds instances reconciled at once (default 16).
+	// ReconcileWorkers bounds instances reconciled at once (default 64; a
+	// reconcile mostly waits on the provider and the state store).
 	ReconcileWorkers int
-	// PollInterval is how long to wait before looking at a converging machine
-	// again (default 2 s).
+	// PollInterval is how long to wait before the first look at a converging
+	// machine (default 2 s); it doubles with each look (see pollDelay).
 	PollInterval time.Duration
 	// CallTimeout bounds one provider call (default 30 s).
 	CallTimeout time.Duration
@@ -54,7 +55,7 @@ const ConsumerName = "reconciler"
 
 func (o *Options) defaults() {
 	if o.ReconcileWorkers <= 0 {
-		o.ReconcileWorkers = 16
+		o.ReconcileWorkers = 64
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 2 * time.Second

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -122,19 +123,56 @@ func TestPhaseTable(t *testing.T) {
 	}
 }
 
-// The touch after an instance write reports a pool deleted meanwhile (the
-// create then takes its instance back) and writes nothing.
-func TestTouchPoolReportsADeletedPool(t *testing.T) {
+// Creates in a pool that a pools.delete has marked are refused, and the
+// recheck after the instance write sees a mark or a deleted pool.
+func TestCreateRefusedWhilePoolIsBeingDeleted(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	ctx := context.Background()
-	if err := h.env.Stores.Pools.Delete(ctx, tenant+"."+h.pool.ID); err != nil {
+	marked := h.pool
+	now := time.Now().UTC()
+	marked.DeletionRequestedAt = &now
+	if _, err := h.env.Stores.Pools.Put(ctx, tenant+"."+marked.ID, mustJSON(t, marked)); err != nil {
 		t.Fatal(err)
 	}
-	err := h.rec.touchPool(ctx, tenant, h.pool.ID)
-	if err != errPoolGone {
-		t.Fatalf("touch of a deleted pool: %v", err)
+	err := h.call("create", api.InstanceCreateRequest{PoolID: marked.ID, Flavor: "small"}, nil)
+	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeInvalidState || ce.Path() != "poolId" {
+		t.Fatalf("create in a pool being deleted: %v", err)
+	}
+	if err := h.rec.recheckPool(ctx, tenant, marked.ID); !api.IsCode(err, api.CodeInvalidState) {
+		t.Fatalf("recheck of a marked pool: %v", err)
+	}
+	if err := h.env.Stores.Pools.Delete(ctx, tenant+"."+marked.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rec.recheckPool(ctx, tenant, marked.ID); !api.IsCode(err, api.CodeInvalidInput) {
+		t.Fatalf("recheck of a deleted pool: %v", err)
 	}
 	if keys, _ := bus.Keys(ctx, h.env.Stores.Instances, ""); len(keys) != 0 {
 		t.Fatalf("instances left: %v", keys)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestPollDelayDoublesUpToTheCap(t *testing.T) {
+	r := &Reconciler{o: Options{PollInterval: 2 * time.Second}}
+	for _, c := range []struct {
+		passes uint64
+		want   time.Duration
+	}{{0, 2 * time.Second}, {1, 2 * time.Second}, {2, 4 * time.Second}, {3, 8 * time.Second}, {4, 16 * time.Second}, {5, 30 * time.Second}, {50, 30 * time.Second}} {
+		if got := r.pollDelay(c.passes); got != c.want {
+			t.Errorf("pollDelay(%d) = %v, want %v", c.passes, got, c.want)
+		}
+	}
+	slow := &Reconciler{o: Options{PollInterval: time.Minute}}
+	if got := slow.pollDelay(3); got != time.Minute {
+		t.Errorf("a poll interval above the cap is kept: got %v", got)
 	}
 }

@@ -154,7 +154,7 @@ var Offers = []api.Offer{
 // reinstall and list; its manifest has a required token (secret) that every
 // call resolves, as a real provider would.
 func Definition(cloud *Cloud) *provider.Definition {
-	d, err := provider.Define(provider.Definition{
+	return provider.MustDefine(provider.Definition{
 		ID: ProviderID, Version: "1.0.0", Provides: []string{api.KindVPS},
 		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList},
 		Manifest: []api.ManifestField{
@@ -163,10 +163,6 @@ func Definition(cloud *Cloud) *provider.Definition {
 		},
 		New: func(provider.BuildContext) (provider.Client, error) { return &client{cloud: cloud}, nil },
 	})
-	if err != nil {
-		panic(err) // the definition above is a constant: failing is a programming error
-	}
-	return d
 }
 
 type client struct{ cloud *Cloud }
@@ -185,6 +181,22 @@ func (cl *client) begin(ctx context.Context, call *provider.Call, verb, target s
 		return nil, err
 	}
 	return c, nil
+}
+
+// beginMachine is begin for a call about machine id: NOT_FOUND (with the
+// cloud unlocked again) when there is none. On success the caller holds
+// c.mu and must unlock it.
+func (cl *client) beginMachine(ctx context.Context, call *provider.Call, verb, id string) (*Cloud, *machine, error) {
+	c, err := cl.begin(ctx, call, verb, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, ok := c.machines[id]
+	if !ok {
+		c.mu.Unlock()
+		return nil, nil, api.NotFound("machine", id)
+	}
+	return c, m, nil
 }
 
 func (cl *client) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) ([]api.Offer, error) {
@@ -245,30 +257,22 @@ func (cl *client) Get(ctx context.Context, call *provider.Call, id string) (*api
 }
 
 func (cl *client) Delete(ctx context.Context, call *provider.Call, id string) error {
-	c, err := cl.begin(ctx, call, provider.VerbDelete, id)
+	c, m, err := cl.beginMachine(ctx, call, provider.VerbDelete, id)
 	if err != nil {
 		return err
 	}
 	defer c.mu.Unlock()
-	m, ok := c.machines[id]
-	if !ok {
-		return api.NotFound("machine", id)
-	}
 	delete(c.byKey, m.key)
 	delete(c.machines, id)
 	return nil
 }
 
 func (cl *client) Power(ctx context.Context, call *provider.Call, id, action string) error {
-	c, err := cl.begin(ctx, call, provider.VerbPower, id)
+	c, m, err := cl.beginMachine(ctx, call, provider.VerbPower, id)
 	if err != nil {
 		return err
 	}
 	defer c.mu.Unlock()
-	m, ok := c.machines[id]
-	if !ok {
-		return api.NotFound("machine", id)
-	}
 	switch action {
 	case api.ActionOn, api.ActionReset, api.ActionCycle, api.ActionGracefulRestart:
 		m.State = api.StateRunning
@@ -281,15 +285,11 @@ func (cl *client) Power(ctx context.Context, call *provider.Call, id, action str
 }
 
 func (cl *client) Reinstall(ctx context.Context, call *provider.Call, id, image string) (*api.ExternalMachine, error) {
-	c, err := cl.begin(ctx, call, provider.VerbReinstall, id)
+	c, m, err := cl.beginMachine(ctx, call, provider.VerbReinstall, id)
 	if err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
-	m, ok := c.machines[id]
-	if !ok {
-		return nil, api.NotFound("machine", id)
-	}
 	m.State = api.StateRunning
 	out := m.ExternalMachine
 	return &out, nil

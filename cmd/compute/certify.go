@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"better-compute.io/compute/conformance"
+	"better-compute.io/compute/conformance/fake"
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// certifyOptions are the flags of `compute certify`.
+type certifyOptions struct {
+	providerID      string
+	profiles        []string
+	fake            bool
+	reportDir       string
+	config          string
+	offer, image    string
+	accountTenant   string
+	prefix          string
+	seed            uint64
+	scaleMachines   int
+	powerObservable bool
+	only            []string
+	logsFile        string
+}
+
+func certifyCmd(g *globals) *cobra.Command {
+	o := certifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "certify --provider ID [--fake] [--profile core,cloud,...] [--report DIR]",
+		Short: "Run the provider conformance program against a provider and print the verdict",
+		Long: "Runs every behaviour of the conformance registry against the provider over its bus subjects\n" +
+			"(compute.internal.provider.<id>.*) and prints one line per behaviour and the verdict.\n\n" +
+			"With --fake nothing outside this process is needed: an embedded NATS server, the secrets\n" +
+			"service, the provider's emulator and the provider service start in-process (providers: " + strings.Join(fake.Providers(), ", ") + "),\n" +
+			"and every profile the fake can drive is claimed unless --profile names some.\n\n" +
+			"Without --fake the provider must be served on the bus (--nats); give the account config with\n" +
+			"secret references only (--config '{\"token\":\"env://HCLOUD_TOKEN\"}'), an offer and an image;\n" +
+			"the default profile is core. Values of env:// references set in this environment are what the\n" +
+			"secrets lane looks for.\n\n" +
+			"--report DIR writes report.json and junit.xml. The exit status is 0 only when the verdict is CERTIFIED.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runCertify(ctx, g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.providerID, "provider", "", "provider id to certify (required)")
+	f.StringSliceVar(&o.profiles, "profile", nil, "profiles claimed: "+strings.Join(conformance.Profiles, ","))
+	f.BoolVar(&o.fake, "fake", false, "start NATS, secrets, the emulator and the provider in-process (credential-free)")
+	f.StringVar(&o.reportDir, "report", "", "directory to write report.json and junit.xml into")
+	f.StringVar(&o.config, "config", "", "account config as JSON, secret references only (live runs)")
+	f.StringVar(&o.offer, "offer", "", "offer id create accepts (default: the fake's)")
+	f.StringVar(&o.image, "image", "", "image create accepts (default: the fake's)")
+	f.StringVar(&o.accountTenant, "account-tenant", "root", "tenant of the account (live runs; env:// references resolve for root)")
+	f.StringVar(&o.prefix, "prefix", "", "prefix of machine names and idempotency keys (default random)")
+	f.Uint64Var(&o.seed, "seed", 0, "seed of the run's random choices (default from the clock)")
+	f.IntVar(&o.scaleMachines, "scale-machines", conformance.DefaultScaleMachines, "inventory of the scale lane")
+	f.BoolVar(&o.powerObservable, "power-observable", true, "get reports the effect of power actions (live runs)")
+	f.StringSliceVar(&o.only, "only", nil, "run only these behaviour ids (the others are INCOMPLETE)")
+	f.StringVar(&o.logsFile, "logs", "", "file the provider's log lines go to, scanned by the secrets lane (live runs)")
+	_ = cmd.MarkFlagRequired("provider")
+	return cmd
+}
+
+// runCertify builds the subject, runs the program, writes the report and
+// fails unless the verdict is CERTIFIED.
+func runCertify(ctx context.Context, g *globals, o certifyOptions) error {
+	s, done, err := certifySubject(ctx, g, o)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if len(o.profiles) > 0 {
+		s.Profiles = o.profiles
+	}
+	if o.offer != "" {
+		s.OfferID = o.offer
+	}
+	if o.image != "" {
+		s.Image = o.image
+	}
+	s.Prefix, s.ScaleMachines = o.prefix, o.scaleMachines
+	report, err := conformance.Certify(ctx, s, conformance.Options{Progress: g.out, Seed: o.seed, Only: o.only})
+	if err != nil {
+		return err
+	}
+	if o.reportDir != "" {
+		if err := report.WriteFiles(o.reportDir); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+		fmt.Fprintf(g.out, "report: %s/%s, %s/%s\n", o.reportDir, conformance.ReportJSONFile, o.reportDir, conformance.ReportJUnitFile)
+	}
+	if report.Verdict != conformance.VerdictCertified {
+		return fmt.Errorf("provider %s is not certified: verdict %s (%d failed, %d incomplete)",
+			report.Provider.ID, report.Verdict, report.Summary.Failed, report.Summary.Incomplete)
+	}
+	return nil
+}
+
+// certifySubject starts the fake, or connects to the bus and builds the
+// subject from the flags; done releases what it started.
+func certifySubject(ctx context.Context, g *globals, o certifyOptions) (conformance.Subject, func(), error) {
+	if o.fake {
+		env, err := fake.Start(ctx, o.providerID, fake.Options{})
+		if err != nil {
+			return conformance.Subject{}, nil, err
+		}
+		return env.Subject, env.Close, nil
+	}
+	if o.config == "" || o.offer == "" || o.image == "" {
+		return conformance.Subject{}, nil, fmt.Errorf("a live run needs --config, --offer and --image (or use --fake)")
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(o.config), &cfg); err != nil {
+		return conformance.Subject{}, nil, api.InvalidInput("config", "--config is not a JSON object: %v", err)
+	}
+	if err := provider.CheckPlainSecrets("config", cfg); err != nil {
+		return conformance.Subject{}, nil, err
+	}
+	nc, err := g.connect()
+	if err != nil {
+		return conformance.Subject{}, nil, err
+	}
+	s := conformance.Subject{
+		ProviderID: o.providerID, NC: nc,
+		Account:         api.ProviderAccount{ID: api.NewID(api.PrefixAccount), TenantID: o.accountTenant, Version: 1, Config: cfg},
+		PowerObservable: o.powerObservable, SecretValues: envSecrets(cfg),
+	}
+	if o.logsFile != "" {
+		s.Logs = func() []byte {
+			data, _ := os.ReadFile(o.logsFile) // unreadable: nothing captured, the lane is INCOMPLETE
+			return data
+		}
+	}
+	return s, nc.Close, nil
+}
+
+// envSecrets returns the values, in this environment, of the env://
+// references anywhere in v.
+func envSecrets(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case string:
+		if ref, err := api.ParseSecretRef(x); err == nil && ref.Scheme == api.SchemeEnv {
+			if val := os.Getenv(ref.Name); val != "" {
+				out = append(out, val)
+			}
+		}
+	case map[string]any:
+		for _, item := range x {
+			out = append(out, envSecrets(item)...)
+		}
+	case []any:
+		for _, item := range x {
+			out = append(out, envSecrets(item)...)
+		}
+	}
+	return out
+}

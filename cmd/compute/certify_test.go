@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"better-compute.io/compute/conformance"
+)
+
+// certify runs `compute certify args…` and returns its output and error.
+func certify(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRootWith(&out)
+	root.SetArgs(append([]string{"certify"}, args...))
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestCertifyFakeMemory(t *testing.T) {
+	dir := t.TempDir()
+	out, err := certify(t, "--provider", "memory", "--fake", "--profile", "core,secrets", "--report", dir, "--seed", "42")
+	if err != nil {
+		t.Fatalf("certify: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "verdict CERTIFIED") || !strings.Contains(out, "PASSED     life.create.retry-same-key") {
+		t.Fatalf("output lacks the verdict or a behaviour line:\n%s", out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, conformance.ReportJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r conformance.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != conformance.VerdictCertified || r.Provider.ID != "memory" || r.Seed != 42 || len(r.Behaviours) != len(conformance.Registry()) {
+		t.Fatalf("report: verdict %s, provider %+v, seed %d, %d behaviours", r.Verdict, r.Provider, r.Seed, len(r.Behaviours))
+	}
+	if _, err := os.Stat(filepath.Join(dir, conformance.ReportJUnitFile)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCertifyRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no provider", []string{"--fake"}, `"provider" not set`},
+		{"no fake for the provider", []string{"--provider", "nosuch", "--fake"}, "no fake setup"},
+		{"live run without config", []string{"--provider", "memory"}, "--config"},
+		{"plain secret in the config", []string{"--provider", "memory", "--config", `{"token":"hunter2"}`, "--offer", "small", "--image", "x"}, "secret reference"},
+		{"incomplete verdict", []string{"--provider", "memory", "--fake", "--profile", "core", "--only", "def.describe"}, "verdict INCOMPLETE"},
+	} {
+		out, err := certify(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q\n%s", tc.name, err, tc.want, out)
+		}
+		if strings.Contains(out+errText(err), "hunter2") {
+			t.Errorf("%s: the plain secret is echoed", tc.name)
+		}
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,193 @@
+package conformance_test
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"better-compute.io/compute/conformance"
+	"better-compute.io/compute/conformance/fake"
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// full is a client with every capability (the memory client is one).
+type full interface {
+	provider.Client
+	provider.Powerer
+	provider.Reinstaller
+	provider.Lister
+}
+
+// nonIdempotent makes a new machine on every create, ignoring the key.
+type nonIdempotent struct {
+	full
+	n *atomic.Int64
+}
+
+func (b nonIdempotent) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
+	c := *call
+	c.IdempotencyKey += "-" + string(rune('a'+b.n.Add(1)%26)) + time.Now().Format("150405.000000000")
+	return b.full.Create(ctx, &c, spec)
+}
+
+// missingIsProviderError answers PROVIDER_ERROR where a missing machine
+// is absent (get) or NOT_FOUND (delete, power, reinstall).
+type missingIsProviderError struct{ full }
+
+func notFoundToProviderError(err error) error {
+	if api.IsCode(err, api.CodeNotFound) {
+		return api.ProviderError(404, "not_found", "the API answered 404")
+	}
+	return err
+}
+
+func (b missingIsProviderError) Get(ctx context.Context, call *provider.Call, id string) (*api.ExternalMachine, error) {
+	m, err := b.full.Get(ctx, call, id)
+	if err == nil && m == nil {
+		return nil, api.ProviderError(404, "not_found", "the API answered 404")
+	}
+	return m, err
+}
+
+func (b missingIsProviderError) Delete(ctx context.Context, call *provider.Call, id string) error {
+	return notFoundToProviderError(b.full.Delete(ctx, call, id))
+}
+
+func (b missingIsProviderError) Power(ctx context.Context, call *provider.Call, id, action string) error {
+	return notFoundToProviderError(b.full.Power(ctx, call, id, action))
+}
+
+func (b missingIsProviderError) Reinstall(ctx context.Context, call *provider.Call, id, image string) (*api.ExternalMachine, error) {
+	m, err := b.full.Reinstall(ctx, call, id, image)
+	return m, notFoundToProviderError(err)
+}
+
+// powerUnsupported claims power but answers UNSUPPORTED.
+type powerUnsupported struct{ full }
+
+func (powerUnsupported) Power(context.Context, *provider.Call, string, string) error {
+	return api.Errorf(api.CodeUnsupported, "power is not implemented")
+}
+
+// negativePrices offers everything at a negative price.
+type negativePrices struct{ full }
+
+func (b negativePrices) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) ([]api.Offer, error) {
+	offers, err := b.full.ListOffers(ctx, call, q)
+	for i := range offers {
+		p := -0.5
+		offers[i].PricePerHour, offers[i].Currency = &p, "EUR"
+	}
+	return offers, err
+}
+
+// ignoresFilters answers every offer whatever the query.
+type ignoresFilters struct{ full }
+
+func (b ignoresFilters) ListOffers(ctx context.Context, call *provider.Call, _ api.OfferQuery) ([]api.Offer, error) {
+	return b.full.ListOffers(ctx, call, api.OfferQuery{})
+}
+
+// rateLimitAsProviderError loses RATE_LIMITED and its retryAfterMs.
+type rateLimitAsProviderError struct{ full }
+
+func (b rateLimitAsProviderError) Get(ctx context.Context, call *provider.Call, id string) (*api.ExternalMachine, error) {
+	m, err := b.full.Get(ctx, call, id)
+	if api.IsCode(err, api.CodeRateLimited) {
+		return nil, api.ProviderError(429, "rate_limited", "the API answered 429")
+	}
+	return m, err
+}
+
+// ownTimeout ignores the caller's deadline for a timeout of its own.
+type ownTimeout struct{ full }
+
+func (b ownTimeout) Get(ctx context.Context, call *provider.Call, id string) (*api.ExternalMachine, error) {
+	own, cancel := context.WithTimeout(context.WithoutCancel(ctx), 6*time.Second)
+	defer cancel()
+	return b.full.Get(own, call, id)
+}
+
+// leaky logs the token and puts it into an offer of its own with a
+// negative price.
+type leaky struct{ full }
+
+func (b leaky) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) ([]api.Offer, error) {
+	offers, err := b.full.ListOffers(ctx, call, q)
+	token, terr := call.Secret(ctx, "token")
+	if err != nil || terr != nil {
+		return offers, err
+	}
+	call.Log.Info().Str("token", token).Msg("resolved the token")
+	price := -1.0
+	leak := api.Offer{ID: "leak-" + token, Kind: api.KindVPS, Region: "leak", Vcpu: 1, MemoryGiB: 1, PricePerHour: &price, Currency: "EUR", Available: true}
+	if q.Matches(leak) {
+		offers = append(offers, leak)
+	}
+	return offers, nil
+}
+
+// TestBrokenProvidersFailTheRightBehaviours certifies the memory provider
+// wrapped in each kind of defect and checks that exactly the behaviours
+// meant to catch it fail.
+func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
+	t.Parallel()
+	core := []string{conformance.ProfileCore}
+	for _, tc := range []struct {
+		name     string
+		wrap     func(full) provider.Client
+		profiles []string
+		failed   []string
+	}{
+		{"create not idempotent", func(c full) provider.Client { return nonIdempotent{c, &atomic.Int64{}} },
+			[]string{conformance.ProfileCore, conformance.ProfileFaults, conformance.ProfileDurable, conformance.ProfileTransport},
+			[]string{"life.create.retry-same-key", "life.create.concurrent-same-key", "fault.dropped-response-converges",
+				"durable.kill-after-accept", "transport.duplicate-request"}},
+		{"PROVIDER_ERROR for a missing machine", func(c full) provider.Client { return missingIsProviderError{c} }, core,
+			[]string{"life.delete.removes", "life.delete.twice-not-found", "life.get.unknown-absent", "err.missing.not-found"}},
+		{"claims power, answers UNSUPPORTED", func(c full) provider.Client { return powerUnsupported{c} },
+			[]string{conformance.ProfileCore, conformance.ProfileFaults},
+			[]string{"life.power.stop-start", "fault.action-failed", "err.missing.not-found"}},
+		{"negative prices", func(c full) provider.Client { return negativePrices{c} }, core,
+			[]string{"offers.wellformed"}},
+		{"offer filters ignored", func(c full) provider.Client { return ignoresFilters{c} }, core,
+			[]string{"offers.none-for-huge", "offers.filters"}},
+		{"RATE_LIMITED lost", func(c full) provider.Client { return rateLimitAsProviderError{c} },
+			[]string{conformance.ProfileFaults}, []string{"fault.rate-limited"}},
+		{"caller's deadline ignored", func(c full) provider.Client { return ownTimeout{c} },
+			[]string{conformance.ProfileFaults}, []string{"fault.hung-call-deadline"}},
+		{"token leaked", func(c full) provider.Client { return leaky{c} },
+			[]string{conformance.ProfileCore, conformance.ProfileSecrets},
+			[]string{"offers.wellformed", "secrets.replies", "secrets.logs", "secrets.reports"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := startFake(t, "memory", fake.Options{Wrap: func(c provider.Client) provider.Client { return tc.wrap(c.(full)) }})
+			s.Profiles = tc.profiles
+			report, err := conformance.Certify(t.Context(), s, conformance.Options{Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if report.Verdict != conformance.VerdictFailed {
+				t.Errorf("verdict %s, want FAILED", report.Verdict)
+			}
+			got := report.WithStatus(conformance.Failed)
+			want := slices.Clone(tc.failed)
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				for _, id := range got {
+					res, _ := report.Result(id)
+					t.Logf("%s: %s", id, res.Reason)
+				}
+				t.Errorf("failed behaviours %v, want %v", got, want)
+			}
+			if inc := report.WithStatus(conformance.Incomplete); len(inc) > 0 {
+				t.Errorf("incomplete behaviours %v", inc)
+			}
+		})
+	}
+}

@@ -1,0 +1,278 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// concurrentCreates is how many creates race for one key.
+const concurrentCreates = 8
+
+// checkMachine records what is malformed in a machine a call answered.
+func (c *check) checkMachine(what string, m *api.ExternalMachine) {
+	switch {
+	case m == nil:
+		c.Errorf("%s answered no machine", what)
+	case m.ID == "":
+		c.Errorf("%s answered a machine without an id", what)
+	case !slices.Contains(api.MachineStates, m.State):
+		c.Errorf("%s answered machine %s in state %q, not one of %v", what, m.ID, m.State, api.MachineStates)
+	}
+}
+
+// claimedButUnsupported stops the behaviour when a claimed capability's
+// verb answered UNSUPPORTED.
+func (c *check) claimedButUnsupported(capability string, err error) {
+	if api.IsCode(err, api.CodeUnsupported) {
+		c.Fatalf("the provider claims %s but answered UNSUPPORTED: %v", capability, err)
+	}
+}
+
+// runningMachine creates a machine and waits until it runs.
+func (c *check) runningMachine(tag string) *api.ExternalMachine {
+	m := c.mustCreate(c.name(tag))
+	return c.waitState(m.ID, api.StateRunning)
+}
+
+func lifeRetrySameKey(c *check) {
+	name := c.name("m")
+	first := c.mustCreate(name)
+	c.checkMachine("create", first)
+	for i := range 2 {
+		again, err := c.create(name)
+		if err != nil {
+			c.Fatalf("retry %d of create %s: %v", i+1, name, err)
+		}
+		if again.ID != first.ID {
+			c.Errorf("retry %d of create %s named machine %s, the first create %s", i+1, name, again.ID, first.ID)
+		}
+	}
+	c.expectOne(first.Name)
+}
+
+func lifeConcurrentSameKey(c *check) {
+	name := c.name("m")
+	ids := make([]string, concurrentCreates)
+	errs := make([]error, concurrentCreates)
+	var wg sync.WaitGroup
+	for i := range concurrentCreates {
+		wg.Go(func() {
+			for attempt := 0; attempt < 3; attempt++ {
+				var m *api.ExternalMachine
+				if m, errs[i] = c.create(name); errs[i] == nil {
+					ids[i] = m.ID
+					return
+				}
+				if !retryable(errs[i]) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			c.Fatalf("concurrent create %d of %s: %v", i, name, err)
+		}
+	}
+	for i, id := range ids {
+		if id != ids[0] {
+			c.Errorf("concurrent creates of one key named machines %s and %s (call %d)", ids[0], id, i)
+		}
+	}
+	m, err := c.get(ids[0])
+	if err != nil || m == nil {
+		c.Fatalf("get %s after the concurrent creates: %v, %v", ids[0], m, err)
+	}
+	c.expectOne(m.Name)
+}
+
+func lifeDistinctKeys(c *check) {
+	a := c.mustCreate(c.name("a"))
+	b := c.mustCreate(c.name("b"))
+	if a.ID == b.ID {
+		c.Errorf("two creates with distinct keys both named machine %s", a.ID)
+	}
+}
+
+func lifeFollowsToRunning(c *check) {
+	start := time.Now()
+	m := c.mustCreate(c.name("m"))
+	c.checkMachine("create", m)
+	running := c.waitState(m.ID, api.StateRunning)
+	c.Metric("runningAfterMs", float64(time.Since(start).Milliseconds()))
+	c.checkMachine("get", running)
+	if running.ID != m.ID {
+		c.Errorf("get %s answered machine %s", m.ID, running.ID)
+	}
+	if running.OfferID != "" && running.OfferID != c.r.s.OfferID {
+		c.Errorf("machine %s has offer %q, created with %q", m.ID, running.OfferID, c.r.s.OfferID)
+	}
+}
+
+func lifeDeleteRemoves(c *check) {
+	m := c.runningMachine("m")
+	start := time.Now()
+	if err := c.del(m.ID); err != nil {
+		c.Fatalf("delete %s: %v", m.ID, err)
+	}
+	c.waitAbsent(m.ID)
+	c.Metric("goneAfterMs", float64(time.Since(start).Milliseconds()))
+}
+
+func lifeDeleteTwice(c *check) {
+	m := c.runningMachine("m")
+	if err := c.del(m.ID); err != nil {
+		c.Fatalf("delete %s: %v", m.ID, err)
+	}
+	if err := c.del(m.ID); err != nil {
+		c.Logf("an immediate second delete answered %v", err)
+	}
+	c.waitAbsent(m.ID)
+	c.expectCode("delete of the deleted machine "+m.ID, c.del(m.ID), api.CodeNotFound)
+}
+
+func lifeGetUnknown(c *check) {
+	m := c.runningMachine("m")
+	c.deleteGone(m.ID)
+	got, err := c.get(m.ID)
+	switch {
+	case err != nil:
+		c.Errorf("get of the unknown id %s answered %v, want absent (machine null)", m.ID, err)
+	case got != nil:
+		c.Errorf("get of the unknown id %s answered a machine in state %s", m.ID, got.State)
+	}
+}
+
+func lifePower(c *check) {
+	m := c.runningMachine("m")
+	for _, step := range []struct{ action, state string }{{api.ActionOff, api.StateStopped}, {api.ActionOn, api.StateRunning}} {
+		start := time.Now()
+		err := c.power(m.ID, step.action)
+		c.claimedButUnsupported(provider.CapabilityPower, err)
+		if err != nil {
+			c.Fatalf("power %s %s: %v", step.action, m.ID, err)
+		}
+		if !c.r.s.PowerObservable {
+			c.Logf("power is not observable: the state after %s is not checked", step.action)
+			continue
+		}
+		c.waitState(m.ID, step.state)
+		c.Metric("power."+step.action+"Ms", float64(time.Since(start).Milliseconds()))
+	}
+}
+
+func lifeReinstall(c *check) {
+	m := c.runningMachine("m")
+	ctx, cancel := c.callCtx()
+	got, err := c.remote().Reinstall(ctx, c.acct(), m.ID, c.r.s.Image)
+	cancel()
+	c.claimedButUnsupported(provider.CapabilityReinstall, err)
+	if err != nil {
+		c.Fatalf("reinstall %s: %v", m.ID, err)
+	}
+	c.checkMachine("reinstall", got)
+	if got.ID != m.ID {
+		c.Errorf("reinstall of %s answered machine %s", m.ID, got.ID)
+	}
+	c.waitState(m.ID, api.StateRunning)
+}
+
+// listIDs lists every page (limit) and fails on a machine listed twice or
+// malformed; it returns how often each id was listed, and the walk.
+func (c *check) listIDs(limit int) (map[string]int, listing) {
+	l := c.listAll(limit)
+	counts := map[string]int{}
+	for _, m := range l.items {
+		c.checkMachine("list", &m)
+		if counts[m.ID]++; counts[m.ID] == 2 {
+			c.Errorf("list answered machine %s twice", m.ID)
+		}
+	}
+	return counts, l
+}
+
+func lifeListIncludesOurs(c *check) {
+	var ours []string
+	for range 3 {
+		ours = append(ours, c.mustCreate(c.name("m")).ID)
+	}
+	if _, err := c.listPage("", 1); err != nil {
+		c.claimedButUnsupported(provider.CapabilityList, err)
+	}
+	counts, _ := c.listIDs(2)
+	for _, id := range ours {
+		if counts[id] != 1 {
+			c.Errorf("list with limit 2 answered our machine %s %d times, want once", id, counts[id])
+		}
+	}
+}
+
+func lifeListOnlyManaged(c *check) {
+	foreign, err := c.r.s.Inventory.Seed(c.ctx, 3, false, c.r.prefix+"-foreign")
+	if errors.Is(err, ErrNotSupported) {
+		c.Incompletef("the Inventory hook cannot make unmanaged machines")
+	}
+	if err != nil {
+		c.Fatalf("seed unmanaged machines: %v", err)
+	}
+	c.Cleanup(func() {
+		if err := c.r.s.Inventory.Remove(context.Background(), foreign); err != nil {
+			c.Logf("remove unmanaged machines: %v", err)
+		}
+	})
+	ours := c.mustCreate(c.name("m"))
+	counts, _ := c.listIDs(provider.MaxListLimit)
+	for _, id := range foreign {
+		if counts[id] > 0 {
+			c.Errorf("list answered machine %s, made outside this system", id)
+		}
+	}
+	if counts[ours.ID] != 1 {
+		c.Errorf("list answered our machine %s %d times, want once", ours.ID, counts[ours.ID])
+	}
+}
+
+func lifeUnclaimedUnsupported(c *check) {
+	var unclaimed []string
+	for _, capability := range provider.Capabilities {
+		if !c.r.claims(capability) {
+			unclaimed = append(unclaimed, capability)
+		}
+	}
+	if len(unclaimed) == 0 {
+		c.Logf("the provider claims every capability")
+		return
+	}
+	m := c.mustCreate(c.name("m"))
+	for _, capability := range unclaimed {
+		var err error
+		ctx, cancel := c.callCtx()
+		switch capability {
+		case provider.CapabilityPower:
+			err = c.remote().Power(ctx, c.acct(), m.ID, api.ActionOn)
+		case provider.CapabilityReinstall:
+			_, err = c.remote().Reinstall(ctx, c.acct(), m.ID, c.r.s.Image)
+		case provider.CapabilityList:
+			_, err = c.remote().List(ctx, c.acct(), "", 1)
+		}
+		cancel()
+		c.expectCode(capability+" (not claimed)", err, api.CodeUnsupported)
+	}
+}
+
+func lifeDriftRemoved(c *check) {
+	m := c.runningMachine("m")
+	if err := c.r.s.Inventory.Remove(c.ctx, []string{m.ID}); err != nil {
+		c.Fatalf("remove %s out of band: %v", m.ID, err)
+	}
+	c.r.markGone(m.ID)
+	c.waitAbsent(m.ID)
+	c.expectCode("delete of the machine removed out of band", c.del(m.ID), api.CodeNotFound)
+}

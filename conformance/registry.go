@@ -1,0 +1,247 @@
+package conformance
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	"better-compute.io/compute/pkg/provider"
+)
+
+// Profiles a provider may claim. A behaviour belongs to one or more; the
+// ones outside the claimed profiles are skipped.
+const (
+	// ProfileCore is what every provider must pass: definition, offers,
+	// lifecycle (and every capability it claims) and error codes.
+	ProfileCore = "core"
+	// ProfileCloud needs an Inventory hook into the provider's backend:
+	// machines made or removed out of band.
+	ProfileCloud = "cloud"
+	// ProfileFaults drives the provider's API into failures through Faults.
+	ProfileFaults = "faults"
+	// ProfileDurable kills and restarts the provider service (Service).
+	ProfileDurable = "durable"
+	// ProfileTransport covers the bus: no responders, late replies,
+	// duplicated requests, large lists, reconnects.
+	ProfileTransport = "transport"
+	// ProfileSecrets looks for secret values in replies, logs and reports.
+	ProfileSecrets = "secrets"
+	// ProfileScale lists a large inventory and measures p99 latencies.
+	ProfileScale = "scale"
+)
+
+// Profiles lists every profile.
+var Profiles = []string{ProfileCore, ProfileCloud, ProfileFaults, ProfileDurable, ProfileTransport, ProfileSecrets, ProfileScale}
+
+// Areas group behaviours; every id starts with its area's short name.
+const (
+	AreaDefinition = "definition" // def.*
+	AreaOffers     = "offers"     // offers.*
+	AreaLifecycle  = "lifecycle"  // life.*
+	AreaErrors     = "errors"     // err.*
+	AreaFaults     = "faults"     // fault.*
+	AreaDurable    = "durable"    // durable.*
+	AreaTransport  = "transport"  // transport.*
+	AreaSecrets    = "secrets"    // secrets.*
+	AreaScale      = "scale"      // scale.*
+)
+
+// hook names a Subject hook a behaviour cannot run without.
+type hook uint8
+
+const (
+	needFaults hook = 1 << iota
+	needInventory
+	needService
+	needSecretValues
+	needLogs
+)
+
+// Behaviour is one checked property of a provider. ID is stable forever
+// (the registry is append-only); Capability is the capability it needs
+// ("" for none, else provider.Capability*).
+type Behaviour struct {
+	ID         string
+	Area       string
+	Title      string
+	Profiles   []string
+	Capability string
+
+	needs hook
+	run   func(c *check)
+}
+
+// Needs lists the Subject hooks the behaviour cannot run without ("Faults",
+// "Inventory", "Service", "SecretValues", "Logs").
+func (b Behaviour) Needs() []string {
+	var out []string
+	for _, h := range hooks {
+		if b.needs&h.bit != 0 {
+			out = append(out, h.name)
+		}
+	}
+	return out
+}
+
+var hooks = []struct {
+	bit  hook
+	name string
+}{{needFaults, "Faults"}, {needInventory, "Inventory"}, {needService, "Service"}, {needSecretValues, "SecretValues"}, {needLogs, "Logs"}}
+
+// registry is the frozen behaviour table. Append only: never remove,
+// rename, reorder or re-profile an entry (TestRegistryAppendOnly compares
+// its canonical lines with testdata/registry.golden).
+var registry = []Behaviour{
+	{ID: "def.describe", Area: AreaDefinition, Profiles: core, run: defDescribe,
+		Title: "describe answers a valid definition: id, semantic version, provides, capabilities and manifest"},
+	{ID: "def.config-schema", Area: AreaDefinition, Profiles: core, run: defConfigSchema,
+		Title: "the config schema compiles as JSON Schema 2020-12, accepts the account config and refuses unknown or missing fields"},
+	{ID: "def.define-refuses", Area: AreaDefinition, Profiles: core, run: defDefineRefuses,
+		Title: "provider.Define refuses each broken variant of the described definition with INVALID_CONFIG and the path"},
+	{ID: "def.builds-client", Area: AreaDefinition, Profiles: core, run: defBuildsClient,
+		Title: "a call with the subject's account builds a client and succeeds"},
+
+	{ID: "offers.wellformed", Area: AreaOffers, Profiles: core, run: offersWellFormed,
+		Title: "every offer is well typed and in range; prices are finite and >= 0 when present"},
+	{ID: "offers.includes-subject", Area: AreaOffers, Profiles: core, run: offersIncludesSubject,
+		Title: "the offers include the subject's offer"},
+	{ID: "offers.none-for-huge", Area: AreaOffers, Profiles: core, run: offersNoneForHuge,
+		Title: "minVcpu 1000000 answers an empty list, not an error"},
+	{ID: "offers.filters", Area: AreaOffers, Profiles: core, run: offersFilters,
+		Title: "region, kind, minVcpu, minMemoryGiB and gpus filters are honoured"},
+
+	{ID: "life.create.retry-same-key", Area: AreaLifecycle, Profiles: core, run: lifeRetrySameKey,
+		Title: "a retried create with the same idempotency key names the same machine"},
+	{ID: "life.create.concurrent-same-key", Area: AreaLifecycle, Profiles: core, run: lifeConcurrentSameKey,
+		Title: "concurrent creates with the same key make one machine"},
+	{ID: "life.create.distinct-keys", Area: AreaLifecycle, Profiles: core, run: lifeDistinctKeys,
+		Title: "creates with distinct keys make distinct machines"},
+	{ID: "life.get.follows-to-running", Area: AreaLifecycle, Profiles: core, run: lifeFollowsToRunning,
+		Title: "get follows a new machine to running"},
+	{ID: "life.delete.removes", Area: AreaLifecycle, Profiles: core, run: lifeDeleteRemoves,
+		Title: "delete removes the machine: get then answers absent"},
+	{ID: "life.delete.twice-not-found", Area: AreaLifecycle, Profiles: core, run: lifeDeleteTwice,
+		Title: "a second delete fails only with NOT_FOUND"},
+	{ID: "life.get.unknown-absent", Area: AreaLifecycle, Profiles: core, run: lifeGetUnknown,
+		Title: "get of an unknown id answers absent (machine null), not an error"},
+	{ID: "life.power.stop-start", Area: AreaLifecycle, Profiles: core, Capability: provider.CapabilityPower, run: lifePower,
+		Title: "power off stops and power on starts the machine (observed when power is observable)"},
+	{ID: "life.reinstall.keeps-id", Area: AreaLifecycle, Profiles: core, Capability: provider.CapabilityReinstall, run: lifeReinstall,
+		Title: "reinstall keeps the machine's id and it comes back running"},
+	{ID: "life.list.includes-ours", Area: AreaLifecycle, Profiles: core, Capability: provider.CapabilityList, run: lifeListIncludesOurs,
+		Title: "list pages include our machines, each once"},
+	{ID: "life.list.only-managed", Area: AreaLifecycle, Profiles: cloud, Capability: provider.CapabilityList, needs: needInventory, run: lifeListOnlyManaged,
+		Title: "list includes only managed machines, never ones made outside this system"},
+	{ID: "life.caps.unclaimed-unsupported", Area: AreaLifecycle, Profiles: core, run: lifeUnclaimedUnsupported,
+		Title: "a capability not claimed answers UNSUPPORTED"},
+	{ID: "life.drift.removed-absent", Area: AreaLifecycle, Profiles: cloud, needs: needInventory, run: lifeDriftRemoved,
+		Title: "a machine removed out of band answers absent, and delete NOT_FOUND"},
+
+	{ID: "err.missing.not-found", Area: AreaErrors, Profiles: core, run: errMissingNotFound,
+		Title: "delete, power and reinstall of a missing machine answer NOT_FOUND"},
+	{ID: "err.input.empty-id", Area: AreaErrors, Profiles: core, run: errEmptyID,
+		Title: "an empty machine id answers INVALID_INPUT naming id"},
+	{ID: "err.input.wrong-types", Area: AreaErrors, Profiles: core, run: errWrongTypes,
+		Title: "fields of the wrong JSON type answer INVALID_INPUT"},
+	{ID: "err.input.oversized", Area: AreaErrors, Profiles: core, run: errOversized,
+		Title: "oversized ids, keys, names, images and user data answer INVALID_INPUT"},
+	{ID: "err.input.malformed", Area: AreaErrors, Profiles: core, run: errMalformed,
+		Title: "malformed JSON bodies answer INVALID_INPUT"},
+	{ID: "err.input.unknown-field", Area: AreaErrors, Profiles: core, run: errUnknownField,
+		Title: "unknown request fields answer INVALID_INPUT naming the field"},
+	{ID: "err.input.bad-values", Area: AreaErrors, Profiles: core, run: errBadValues,
+		Title: "an unknown power action and an out-of-range list limit answer INVALID_INPUT"},
+	{ID: "err.config.invalid", Area: AreaErrors, Profiles: core, run: errConfigInvalid,
+		Title: "an account config with an unknown or missing field answers INVALID_CONFIG with the path"},
+	{ID: "err.config.plain-secret", Area: AreaErrors, Profiles: core, run: errPlainSecret,
+		Title: "a plain value in a secret field answers INVALID_INPUT without echoing it"},
+
+	{ID: "fault.rate-limited", Area: AreaFaults, Profiles: faults, needs: needFaults, run: faultRateLimited,
+		Title: "an API 429 with a reset answers RATE_LIMITED with retryAfterMs to the reset, and no extra API calls"},
+	{ID: "fault.server-error-converges", Area: AreaFaults, Profiles: faults, needs: needFaults | needInventory, run: faultServerError,
+		Title: "an API 5xx on create answers a retryable error; a retry converges to exactly one machine"},
+	{ID: "fault.dropped-response-converges", Area: AreaFaults, Profiles: faults, needs: needFaults | needInventory, run: faultDropped,
+		Title: "a create whose API response is lost answers a retryable error; a retry returns that machine, exactly one"},
+	{ID: "fault.action-failed", Area: AreaFaults, Profiles: faults, Capability: provider.CapabilityPower, needs: needFaults, run: faultActionFailed,
+		Title: "a failed provider action answers PROVIDER_ERROR"},
+	{ID: "fault.hung-call-deadline", Area: AreaFaults, Profiles: faults, needs: needFaults, run: faultHung,
+		Title: "a hung API call is answered, with a retryable error, by the caller's deadline; the provider keeps serving"},
+
+	{ID: "durable.kill-after-accept", Area: AreaDurable, Profiles: durable, needs: needFaults | needInventory | needService, run: durableKill,
+		Title: "killed after the API accepted a create and before the reply, the restarted provider returns that machine, no second one"},
+
+	{ID: "transport.no-responders", Area: AreaTransport, Profiles: transport, needs: needService, run: transportNoResponders,
+		Title: "with the provider service down, calls answer UNAVAILABLE before their deadline; after restart they succeed"},
+	{ID: "transport.late-reply", Area: AreaTransport, Profiles: transport, needs: needFaults, run: transportLateReply,
+		Title: "a reply after the caller's timeout is UNAVAILABLE to it and never answers a later call"},
+	{ID: "transport.duplicate-request", Area: AreaTransport, Profiles: transport, run: transportDuplicate,
+		Title: "a create request delivered twice answers the same machine twice and makes one"},
+	{ID: "transport.list-paging", Area: AreaTransport, Profiles: transport, Capability: provider.CapabilityList, needs: needInventory, run: transportListPaging,
+		Title: "listing more than the NATS max payload keeps every reply under it and misses nothing"},
+	{ID: "transport.reconnect", Area: AreaTransport, Profiles: transport, run: transportReconnect,
+		Title: "after the bus connections reconnect, calls succeed again"},
+
+	{ID: "secrets.replies", Area: AreaSecrets, Profiles: secrets, needs: needSecretValues, run: secretsReplies,
+		Title: "no secret value appears in any reply or error of the run"},
+	{ID: "secrets.logs", Area: AreaSecrets, Profiles: secrets, needs: needSecretValues | needLogs, run: secretsLogs,
+		Title: "no secret value appears in any log line captured during the run"},
+	{ID: "secrets.reports", Area: AreaSecrets, Profiles: secrets, needs: needSecretValues, run: secretsReports,
+		Title: "no secret value appears in report.json or junit.xml"},
+
+	{ID: "scale.list-complete", Area: AreaScale, Profiles: scale, Capability: provider.CapabilityList, needs: needInventory, run: scaleListComplete,
+		Title: "an inventory of many managed machines is listed completely across pages"},
+	{ID: "scale.latency", Area: AreaScale, Profiles: scale, needs: needInventory, run: scaleLatency,
+		Title: "p99 latencies of get, create-ack and list under concurrent load (measured and reported)"},
+}
+
+// Profile sets of the table above.
+var (
+	core      = []string{ProfileCore}
+	cloud     = []string{ProfileCloud}
+	faults    = []string{ProfileFaults}
+	durable   = []string{ProfileDurable}
+	transport = []string{ProfileTransport}
+	secrets   = []string{ProfileSecrets}
+	scale     = []string{ProfileScale}
+)
+
+// Registry returns a copy of the behaviour registry, in registry order.
+func Registry() []Behaviour { return slices.Clone(registry) }
+
+// RegistryIDs returns the ids of the registry, in order.
+func RegistryIDs() []string {
+	ids := make([]string, len(registry))
+	for i, b := range registry {
+		ids[i] = b.ID
+	}
+	return ids
+}
+
+// canonical is the canonical text of behaviours: one line per behaviour,
+// in order, "id area profiles capability" (profiles joined by commas,
+// capability "-" when none).
+func canonical(bs []Behaviour) string {
+	var b strings.Builder
+	for _, x := range bs {
+		capability := x.Capability
+		if capability == "" {
+			capability = "-"
+		}
+		b.WriteString(x.ID + " " + x.Area + " " + strings.Join(x.Profiles, ",") + " " + capability + "\n")
+	}
+	return b.String()
+}
+
+// RegistryHash is the hex SHA-256 of the canonical registry (one line per
+// behaviour, in order: "id area profiles capability", as in
+// testdata/registry.golden). Reports carry it so
+// two reports can be compared.
+func RegistryHash() string {
+	sum := sha256.Sum256([]byte(canonical(registry)))
+	return hex.EncodeToString(sum[:])
+}
+
+// SuiteVersion is the version of the conformance program reported with
+// every run; it changes when a behaviour's checks change.
+const SuiteVersion = "1.0.0"

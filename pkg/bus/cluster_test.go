@@ -1,0 +1,145 @@
+package bus_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// startCluster starts three JetStream servers in one cluster on loopback
+// and returns their client URLs.
+func startCluster(t *testing.T) []string {
+	t.Helper()
+	ports := make([]int, 3)
+	routes := make([]string, 3)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i])
+		_ = ln.Close()
+	}
+	urls := make([]string, 3)
+	for i := range ports {
+		srv, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Start()
+		t.Cleanup(srv.Shutdown)
+		if !srv.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("server %d not ready", i+1)
+		}
+		urls[i] = srv.ClientURL()
+	}
+	return urls
+}
+
+// openReplicated opens the stores with three replicas through url, waiting
+// for the cluster to elect its leaders.
+func openReplicated(t *testing.T, url string) *bus.Stores {
+	t.Helper()
+	nc, err := bus.Connect(bus.ConnectOptions{URL: url, Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{Replicas: 3})
+		cancel()
+		if err == nil {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("open replicated stores: %v", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// On a replicated bucket a read through any server sees every write
+// acknowledged before it (reads go to the stream leader), and concurrent
+// compare-and-set writes lose with CONFLICT, never UNAVAILABLE.
+func TestReplicatedStores(t *testing.T) {
+	urls := startCluster(t)
+	writer := openReplicated(t, urls[0])
+	reader := openReplicated(t, urls[1])
+	ctx := testCtx(t)
+
+	for _, kv := range []string{bus.BucketSecrets, bus.BucketAccounts, bus.BucketPools, bus.BucketInstances, bus.BucketIdempotency} {
+		s, err := writer.JS.Stream(ctx, "KV_"+kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := s.CachedInfo().Config; cfg.Replicas != 3 || cfg.AllowDirect {
+			t.Errorf("bucket %s: replicas %d, direct gets %v", kv, cfg.Replicas, cfg.AllowDirect)
+		}
+	}
+
+	for i := range 100 {
+		key := fmt.Sprintf("acme.inst_%03d", i)
+		rev, err := bus.CreateJSON(ctx, writer.Instances, key, rec{N: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got rec
+		if gotRev, err := bus.GetJSON(ctx, reader.Instances, key, &got); err != nil || gotRev != rev {
+			t.Fatalf("read %s right after its create (revision %d): revision %d, %v", key, rev, gotRev, err)
+		}
+		if rev, err = bus.UpdateJSON(ctx, writer.Instances, key, rec{N: 2}, rev); err != nil {
+			t.Fatal(err)
+		}
+		if gotRev, err := bus.GetJSON(ctx, reader.Instances, key, &got); err != nil || gotRev != rev || got.N != 2 {
+			t.Fatalf("read %s right after its update (revision %d): revision %d %+v, %v", key, rev, gotRev, got, err)
+		}
+	}
+
+	const writers = 16
+	rev, err := bus.CreateJSON(ctx, writer.Pools, "acme.pool_1", rec{N: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := []*bus.Stores{writer, reader}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := bus.UpdateJSON(ctx, conns[w%2].Pools, "acme.pool_1", rec{N: w}, rev)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	won := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !api.IsCode(err, api.CodeConflict):
+			t.Errorf("a losing compare-and-set answered %v, want CONFLICT", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of %d writes at one revision won, want 1", won, writers)
+	}
+}

@@ -1,0 +1,60 @@
+// Package clock is the time source of code that tests run on fake time: the
+// emulators measure actions and tasks on a Clock, and a Fake makes both them
+// and a provider's waits deterministic.
+package clock
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock tells what time it is.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+}
+
+// Real is the wall clock.
+type Real struct{}
+
+// Now returns time.Now().
+func (Real) Now() time.Time { return time.Now() }
+
+// Fake is a manually advanced clock for tests. It is safe for concurrent
+// use. Besides Clock it implements provider.Clock: After advances it, so a
+// wait on it ends at once.
+type Fake struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewFake returns a Fake that reads start until advanced.
+func NewFake(start time.Time) *Fake {
+	return &Fake{now: start}
+}
+
+// Now returns the fake current time.
+func (c *Fake) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the fake time forward by d.
+func (c *Fake) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// After advances the fake time by d and returns a channel that already
+// holds the new time: whoever waits d on this clock has waited it, at once
+// and deterministically.
+func (c *Fake) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
