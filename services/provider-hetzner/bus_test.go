@@ -6,24 +6,14 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus/bustest"
-	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/providertest"
 )
 
 // TestThroughBus serves the provider on an embedded NATS server against
 // the emulator and drives every verb through provider.Remote.
 func TestThroughBus(t *testing.T) {
 	e := newEnv(t)
-	nats := bustest.Start(t)
-	svc, err := provider.Serve(nats.NC, Definition(WithEndpoint(e.srv.URL()), WithPollInterval(testActionDuration)), provider.ServeOptions{
-		Clock:    e.clock,
-		Resolver: func(string) provider.SecretResolver { return staticResolver{} },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
-	r := provider.Remote{NC: nats.NC, ID: ProviderID}
+	r := providertest.Serve(t, Definition(WithEndpoint(e.srv.URL()), WithPollInterval(testActionDuration)), e.clock, testSecrets)
 	acct := testAccount()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -40,7 +30,7 @@ func TestThroughBus(t *testing.T) {
 	if err != nil || m.State != api.StatePending || m.Name != "inst-bus" {
 		t.Fatalf("create = %+v, %v", m, err)
 	}
-	e.clock.fake.Advance(testActionDuration)
+	e.clock.Advance(testActionDuration)
 	wantState := func(state string) {
 		t.Helper()
 		got, err := r.Get(ctx, acct, m.ID)
@@ -70,7 +60,7 @@ func TestThroughBus(t *testing.T) {
 	if err := r.Delete(ctx, acct, m.ID); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.fake.Advance(testActionDuration)
+	e.clock.Advance(testActionDuration)
 	if got, err := r.Get(ctx, acct, m.ID); err != nil || got != nil {
 		t.Fatalf("get after delete = %+v, %v; want absent", got, err)
 	}

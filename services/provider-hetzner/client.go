@@ -42,15 +42,10 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 // nil when it does not exist. Errors: INVALID_INPUT (id not a server id),
 // RATE_LIMITED, PROVIDER_ERROR, UNAVAILABLE.
 func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *api.ExternalMachine, err error) {
-	sid, err := parseServerID(id)
+	s, sid, err := c.openServer(ctx, call, provider.VerbGet, id)
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.open(ctx, call, provider.VerbGet)
-	if err != nil {
-		return nil, err
-	}
-	s.serverID = id
 	defer func() {
 		if err = s.done(ctx, err); api.IsCode(err, api.CodeNotFound) {
 			m, err = nil, nil // a 404 without a JSON body: absent all the same
@@ -68,15 +63,10 @@ func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *ap
 // action ends. Errors: INVALID_INPUT, NOT_FOUND (absent), RATE_LIMITED,
 // PROVIDER_ERROR, UNAVAILABLE.
 func (c *client) Delete(ctx context.Context, call *provider.Call, id string) (err error) {
-	sid, err := parseServerID(id)
+	s, sid, err := c.openServer(ctx, call, provider.VerbDelete, id)
 	if err != nil {
 		return err
 	}
-	s, err := c.open(ctx, call, provider.VerbDelete)
-	if err != nil {
-		return err
-	}
-	s.serverID = id
 	defer func() { err = s.done(ctx, err) }()
 	_, _, err = s.api.Server.DeleteWithResult(ctx, &hcloud.Server{ID: sid})
 	return err

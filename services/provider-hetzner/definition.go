@@ -51,7 +51,7 @@ func Manifest() []api.ManifestField {
 // non-positive poll interval); it makes no API call.
 func Definition(opts ...Option) *provider.Definition {
 	s := newSettings(opts)
-	d, err := provider.Define(provider.Definition{
+	return provider.MustDefine(provider.Definition{
 		ID:           ProviderID,
 		Version:      Version,
 		Provides:     []string{api.KindVPS},
@@ -61,10 +61,4 @@ func Definition(opts ...Option) *provider.Definition {
 			return newClient(s, bc.Account)
 		},
 	})
-	if err != nil {
-		// Everything above is constant: a refusal is a bug of this file,
-		// which TestDefinition catches.
-		panic("hetzner: invalid provider definition: " + err.Error())
-	}
-	return d
 }

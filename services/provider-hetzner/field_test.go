@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider/providertest"
 )
 
 // Field failure 1: a server for key K exists but its id was lost.
@@ -34,7 +35,7 @@ func TestCreateAfterDroppedReply(t *testing.T) {
 	e := newEnv(t)
 	e.emu.DropResponseNext("POST /servers", 1)
 	_, err := e.client.Create(context.Background(), e.call("inst_02k"), api.MachineSpec{Name: "inst_02k", OfferID: "cx23", Image: "ubuntu-24.04"})
-	wantProviderError(t, err, 0, codeUnreachable)
+	providertest.WantProviderError(t, err, 0, codeUnreachable)
 	m := e.create(t, "inst_02k", "inst_02k")
 	servers := e.emu.Servers()
 	if len(servers) != 1 || strconv.FormatInt(servers[0].ID, 10) != m.ID {
@@ -47,7 +48,7 @@ func TestCreateAfterDroppedReply(t *testing.T) {
 
 // Field failure 3a: two creates race for one name with different keys.
 func TestCreateNameRaceDifferentKeys(t *testing.T) {
-	e := newEnv(t, WithHTTPClient(&http.Client{Transport: newBarrier(2, isKeyLookup)}))
+	e := newEnv(t, WithHTTPClient(&http.Client{Transport: providertest.NewBarrier(2, isKeyLookup)}))
 	results := raceCreates(e, []string{"inst_03a", "inst_03b"}, "web-1")
 	var won, lost int
 	for _, r := range results {
@@ -55,7 +56,7 @@ func TestCreateNameRaceDifferentKeys(t *testing.T) {
 		case r.err == nil:
 			won++
 		default:
-			wantProviderError(t, r.err, http.StatusConflict, "uniqueness_error")
+			providertest.WantProviderError(t, r.err, http.StatusConflict, "uniqueness_error")
 			lost++
 		}
 	}
@@ -74,7 +75,7 @@ func TestCreateNameRaceDifferentKeys(t *testing.T) {
 // Field failure 3b: two creates of the same key race: both POST, the loser
 // adopts the winner because it carries its key.
 func TestCreateRaceSameKey(t *testing.T) {
-	e := newEnv(t, WithHTTPClient(&http.Client{Transport: newBarrier(2, isKeyLookup)}))
+	e := newEnv(t, WithHTTPClient(&http.Client{Transport: providertest.NewBarrier(2, isKeyLookup)}))
 	results := raceCreates(e, []string{"inst_03c", "inst_03c"}, "web-2")
 	for _, r := range results {
 		if r.err != nil {
@@ -117,7 +118,7 @@ func TestRateLimited(t *testing.T) {
 	e.emu.SetRateLimit(0, testStart.Add(30*time.Second))
 	e.emu.ResetCalls()
 	_, err := e.client.Get(context.Background(), e.call(""), "1")
-	ce := wantCode(t, err, api.CodeRateLimited)
+	ce := providertest.WantCode(t, err, api.CodeRateLimited)
 	if d := ce.RetryAfter() - 30*time.Second; d < -time.Second || d > time.Second {
 		t.Fatalf("retryAfter = %v, want 30s ± 1s", ce.RetryAfter())
 	}
@@ -171,24 +172,11 @@ func TestListManagedOnly(t *testing.T) {
 	managed := e.emu.SeedServers(60, "managed", map[string]string{testPrefix + "/managed": "true"})
 	e.emu.SeedServers(5, "other", map[string]string{"team": "ops"})
 	e.emu.ResetCalls()
+	items, _ := providertest.ListAll(t, e.client, e.call, 100, 6)
 	var got []int64
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 5 {
-			t.Fatal("list does not end")
-		}
-		items, next, err := e.client.List(context.Background(), e.call(""), cursor, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range items {
-			id, _ := strconv.ParseInt(m.ID, 10, 64)
-			got = append(got, id)
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
+	for _, m := range items {
+		id, _ := strconv.ParseInt(m.ID, 10, 64)
+		got = append(got, id)
 	}
 	if !slices.Equal(got, managed) {
 		t.Fatalf("list yielded %d servers %v, want the 60 managed %v", len(got), got, managed)

@@ -1,23 +1,12 @@
 package hetzner
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider/providertest"
 )
-
-// Lifecycle steps whose HTTP requests are counted.
-const (
-	stepCreateToRunning = "create-to-running"
-	stepPowerOff        = "power-off"
-	stepPowerOn         = "power-on"
-	stepReinstall       = "reinstall"
-	stepDelete          = "delete"
-)
-
-var lifecycleSteps = []string{stepCreateToRunning, stepPowerOff, stepPowerOn, stepReinstall, stepDelete}
 
 // lifecycleCalls drives one machine through its life as the reconciler
 // does (create, then one get once the create action is over, power off,
@@ -25,52 +14,33 @@ var lifecycleSteps = []string{stepCreateToRunning, stepPowerOff, stepPowerOn, st
 // read from the emulator's counters.
 func lifecycleCalls(tb testing.TB, e *env, key string) map[string]int {
 	tb.Helper()
-	ctx := context.Background()
 	out := map[string]int{}
-	step := func(name string, run func() error) {
+	life := providertest.Lifecycle{Client: e.client, Call: e.call, Key: key, Image: "debian-12",
+		Spec: api.MachineSpec{Name: key, OfferID: "cx23", Image: "ubuntu-24.04"},
+		// the reconciler's next look comes later
+		AfterCreate: func() { e.clock.Advance(testActionDuration) }}
+	life.Run(tb, func(step string, run func()) {
 		e.emu.ResetCalls()
-		if err := run(); err != nil {
-			tb.Fatalf("%s: %v", name, err)
-		}
-		out[name] = e.calls()
-	}
-	var id string
-	step(stepCreateToRunning, func() error {
-		m, err := e.client.Create(ctx, e.call(key), api.MachineSpec{Name: key, OfferID: "cx23", Image: "ubuntu-24.04"})
-		if err != nil {
-			return err
-		}
-		id = m.ID
-		e.clock.fake.Advance(testActionDuration) // the reconciler's next look comes later
-		m, err = e.client.Get(ctx, e.call(""), id)
-		if err == nil && (m == nil || m.State != api.StateRunning) {
-			err = fmt.Errorf("machine is %+v, want running", m)
-		}
-		return err
+		run()
+		out[step] = e.calls()
 	})
-	step(stepPowerOff, func() error { return e.client.Power(ctx, e.call(""), id, api.ActionOff) })
-	step(stepPowerOn, func() error { return e.client.Power(ctx, e.call(""), id, api.ActionOn) })
-	step(stepReinstall, func() error {
-		_, err := e.client.Reinstall(ctx, e.call(""), id, "debian-12")
-		return err
-	})
-	step(stepDelete, func() error { return e.client.Delete(ctx, e.call(""), id) })
-	e.clock.fake.Advance(testActionDuration)
+	e.clock.Advance(testActionDuration)
 	return out
 }
 
 // TestLifecycleCalls pins the API requests of every step when actions take
 // one poll interval: create→running at most 3 (lookup, POST, one get).
 func TestLifecycleCalls(t *testing.T) {
-	want := map[string]int{stepCreateToRunning: 3, stepPowerOff: 2, stepPowerOn: 2, stepReinstall: 3, stepDelete: 1}
+	want := map[string]int{providertest.StepCreateToRunning: 3, providertest.StepPowerOff: 2, providertest.StepPowerOn: 2,
+		providertest.StepReinstall: 3, providertest.StepDelete: 1}
 	got := lifecycleCalls(t, newEnv(t), "inst_life")
-	for _, s := range lifecycleSteps {
+	for _, s := range providertest.LifecycleSteps {
 		if got[s] != want[s] {
 			t.Errorf("%s took %d requests, want %d", s, got[s], want[s])
 		}
 	}
-	if got[stepCreateToRunning] > 3 {
-		t.Fatalf("create→running took %d requests, the budget is 3", got[stepCreateToRunning])
+	if got[providertest.StepCreateToRunning] > 3 {
+		t.Fatalf("create→running took %d requests, the budget is 3", got[providertest.StepCreateToRunning])
 	}
 }
 
@@ -86,7 +56,7 @@ func BenchmarkLifecycleCalls(b *testing.B) {
 		}
 		i++
 	}
-	for _, s := range lifecycleSteps {
+	for _, s := range providertest.LifecycleSteps {
 		b.ReportMetric(float64(total[s])/float64(i), s+"-calls")
 	}
 }

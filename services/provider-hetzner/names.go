@@ -5,45 +5,19 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strings"
-)
 
-// MaxServerNameLength is the longest name ServerName returns (one DNS label).
-const MaxServerNameLength = 63
+	"better-compute.io/compute/pkg/provider"
+)
 
 // fallbackServerName names a server whose requested name has no usable
 // character at all.
 const fallbackServerName = "server"
 
-// ServerName turns a machine name into a hostname-safe Hetzner server name:
-// lower case, every run of characters outside [a-z0-9] becomes one hyphen,
-// no leading or trailing hyphen, at most MaxServerNameLength characters
-// ("inst_01JD…" → "inst-01jd…"). A longer name keeps its first 54
-// characters and ends in "-" and 8 hex digits of the SHA-256 of the whole
-// input, so distinct long names stay distinct. A name without letters or
-// digits becomes "server".
+// ServerName turns a machine name into a hostname-safe Hetzner server name
+// (see provider.HostnameLabel); a name without letters or digits becomes
+// "server".
 func ServerName(name string) string {
-	var b strings.Builder
-	hyphen := false
-	for _, r := range strings.ToLower(name) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			if hyphen && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			hyphen = false
-			b.WriteRune(r)
-			continue
-		}
-		hyphen = true
-	}
-	out := b.String()
-	if out == "" {
-		return fallbackServerName
-	}
-	if len(out) > MaxServerNameLength {
-		sum := sha256.Sum256([]byte(name))
-		out = strings.TrimRight(out[:MaxServerNameLength-9], "-") + "-" + hex.EncodeToString(sum[:4])
-	}
-	return out
+	return provider.HostnameLabel(name, fallbackServerName)
 }
 
 // Label names under the label prefix.

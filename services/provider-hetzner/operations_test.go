@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/providertest"
 )
 
 func TestDefinition(t *testing.T) {
@@ -52,7 +54,7 @@ func TestOptionsValidated(t *testing.T) {
 func TestPowerActions(t *testing.T) {
 	e := newEnv(t)
 	m := e.create(t, "inst_p", "inst_p")
-	e.clock.fake.Advance(testActionDuration)
+	e.clock.Advance(testActionDuration)
 	cases := []struct{ action, endpoint, state string }{
 		{api.ActionOff, "poweroff", api.StateStopped},
 		{api.ActionOn, "poweron", api.StateRunning},
@@ -78,7 +80,7 @@ func TestPowerActions(t *testing.T) {
 func TestPowerNMIUnsupported(t *testing.T) {
 	e := newEnv(t)
 	e.emu.ResetCalls()
-	wantCode(t, e.client.Power(context.Background(), e.call(""), "1", api.ActionNMI), api.CodeUnsupported)
+	providertest.WantCode(t, e.client.Power(context.Background(), e.call(""), "1", api.ActionNMI), api.CodeUnsupported)
 	if n := e.calls(); n != 0 {
 		t.Fatalf("nmi sent %d requests, want none", n)
 	}
@@ -87,13 +89,13 @@ func TestPowerNMIUnsupported(t *testing.T) {
 func TestFailedActionIsProviderError(t *testing.T) {
 	e := newEnv(t)
 	m := e.create(t, "inst_f", "inst_f")
-	e.clock.fake.Advance(testActionDuration)
+	e.clock.Advance(testActionDuration)
 	e.emu.FailNextAction("stop_server", "action_failed", "the hypervisor refused")
 	err := e.client.Power(context.Background(), e.call(""), m.ID, api.ActionOff)
-	wantProviderError(t, err, 200, "action_failed")
+	providertest.WantProviderError(t, err, 200, "action_failed")
 	e.emu.FailNextAction("rebuild_server", "image_broken", "no")
 	_, err = e.client.Reinstall(context.Background(), e.call(""), m.ID, "debian-12")
-	wantProviderError(t, err, 200, "image_broken")
+	providertest.WantProviderError(t, err, 200, "image_broken")
 }
 
 func TestAbsentServer(t *testing.T) {
@@ -103,10 +105,10 @@ func TestAbsentServer(t *testing.T) {
 	if err != nil || m != nil {
 		t.Fatalf("get of a missing server = %v, %v; want nil, nil", m, err)
 	}
-	wantCode(t, e.client.Delete(ctx, e.call(""), "4242"), api.CodeNotFound)
-	wantCode(t, e.client.Power(ctx, e.call(""), "4242", api.ActionOn), api.CodeNotFound)
+	providertest.WantCode(t, e.client.Delete(ctx, e.call(""), "4242"), api.CodeNotFound)
+	providertest.WantCode(t, e.client.Power(ctx, e.call(""), "4242", api.ActionOn), api.CodeNotFound)
 	_, err = e.client.Reinstall(ctx, e.call(""), "4242", "debian-12")
-	wantCode(t, err, api.CodeNotFound)
+	providertest.WantCode(t, err, api.CodeNotFound)
 	_, err = e.client.Get(ctx, e.call(""), "web-1")
 	if api.AsComputeError(err).Path() != "id" {
 		t.Fatalf("get of a non-numeric id = %v, want INVALID_INPUT at id", err)
@@ -116,7 +118,7 @@ func TestAbsentServer(t *testing.T) {
 func TestDeleteReturnsWhenAccepted(t *testing.T) {
 	e := newEnv(t)
 	m := e.create(t, "inst_d", "inst_d")
-	e.clock.fake.Advance(testActionDuration)
+	e.clock.Advance(testActionDuration)
 	e.emu.ResetCalls()
 	if err := e.client.Delete(context.Background(), e.call(""), m.ID); err != nil {
 		t.Fatal(err)
@@ -127,7 +129,7 @@ func TestDeleteReturnsWhenAccepted(t *testing.T) {
 	if got := e.mustGet(t, m.ID).State; got != api.StateDeleting {
 		t.Fatalf("state after delete = %s, want deleting", got)
 	}
-	e.clock.fake.Advance(testActionDuration)
+	e.clock.Advance(testActionDuration)
 	if got := e.mustGet(t, m.ID); got != nil {
 		t.Fatalf("server still there after its delete action: %+v", got)
 	}
@@ -136,7 +138,7 @@ func TestDeleteReturnsWhenAccepted(t *testing.T) {
 func TestReinstall(t *testing.T) {
 	e := newEnv(t)
 	m := e.create(t, "inst_r", "inst_r")
-	e.clock.fake.Advance(testActionDuration)
+	e.clock.Advance(testActionDuration)
 	got, err := e.client.Reinstall(context.Background(), e.call(""), m.ID, "debian-12")
 	if err != nil {
 		t.Fatal(err)
@@ -234,29 +236,13 @@ func TestOffers(t *testing.T) {
 func TestListPagesByLimit(t *testing.T) {
 	e := newEnv(t)
 	managed := e.emu.SeedServers(53, "m", map[string]string{testPrefix + "/managed": "true"})
-	var got []string
-	cursor, pages := "", 0
-	for ; pages < 20; pages++ {
-		items, next, err := e.client.List(context.Background(), e.call(""), cursor, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(items) > 7 {
-			t.Fatalf("page of %d items, limit 7", len(items))
-		}
-		for _, m := range items {
-			got = append(got, m.ID)
-		}
-		if cursor = next; cursor == "" {
-			break
-		}
-	}
+	got, _ := providertest.ListAll(t, e.client, e.call, 7, 20)
 	if len(got) != len(managed) {
 		t.Fatalf("listed %d servers, want %d", len(got), len(managed))
 	}
 	for i, id := range managed {
-		if got[i] != strconv.FormatInt(id, 10) {
-			t.Fatalf("item %d = %s, want %d", i, got[i], id)
+		if got[i].ID != strconv.FormatInt(id, 10) {
+			t.Fatalf("item %d = %s, want %d", i, got[i].ID, id)
 		}
 	}
 	_, _, err := e.client.List(context.Background(), e.call(""), "page-two", 10)
@@ -270,7 +256,7 @@ func TestTokenStaysSecret(t *testing.T) {
 	m := e.create(t, "inst_s", "inst_s")
 	e.emu.FailNext("GET /servers/{id}", 1, 401, "unauthorized", "unable to authenticate")
 	_, err := e.client.Get(context.Background(), e.call(""), m.ID)
-	wantProviderError(t, err, 401, "unauthorized")
+	providertest.WantProviderError(t, err, 401, "unauthorized")
 	if strings.Contains(err.Error(), testToken) {
 		t.Fatal("the token appears in an error")
 	}
@@ -301,22 +287,22 @@ func TestUnreachableAPI(t *testing.T) {
 	e := newEnv(t)
 	_ = e.srv.Close()
 	_, err := e.client.Get(context.Background(), e.call(""), "1")
-	wantProviderError(t, err, 0, codeUnreachable)
+	providertest.WantProviderError(t, err, 0, codeUnreachable)
 }
 
 func TestWaitHonoursContext(t *testing.T) {
 	e := newEnv(t)
 	m := e.create(t, "inst_w", "inst_w")
-	e.clock.fake.Advance(testActionDuration)
+	e.clock.Advance(testActionDuration)
 	ctx, cancel := context.WithCancel(context.Background())
 	call := e.call("")
 	call.Clock = blockedClock{e.clock, cancel}
-	wantCode(t, e.client.Power(ctx, call, m.ID, api.ActionOff), api.CodeUnavailable)
+	providertest.WantCode(t, e.client.Power(ctx, call, m.ID, api.ActionOff), api.CodeUnavailable)
 }
 
 // blockedClock never fires After; it ends the call's context instead.
 type blockedClock struct {
-	stepClock
+	*clock.Fake
 	cancel context.CancelFunc
 }
 
@@ -357,13 +343,13 @@ func TestPlainErrorReplies(t *testing.T) {
 	if m, err := e.client.Get(ctx, e.call(""), "7"); m != nil || err != nil {
 		t.Errorf("get on a plain 404 = %v, %v; want nil, nil", m, err)
 	}
-	wantCode(t, e.client.Delete(ctx, e.call(""), "7"), api.CodeNotFound)
+	providertest.WantCode(t, e.client.Delete(ctx, e.call(""), "7"), api.CodeNotFound)
 	status.Store(http.StatusServiceUnavailable)
 	_, err := e.client.Get(ctx, e.call(""), "7")
-	wantProviderError(t, err, http.StatusServiceUnavailable, "")
+	providertest.WantProviderError(t, err, http.StatusServiceUnavailable, "")
 	status.Store(http.StatusTooManyRequests)
 	_, err = e.client.Get(ctx, e.call(""), "7")
-	if ce := wantCode(t, err, api.CodeRateLimited); ce.RetryAfter() != time.Second {
+	if ce := providertest.WantCode(t, err, api.CodeRateLimited); ce.RetryAfter() != time.Second {
 		t.Errorf("429 without RateLimit-Reset: retryAfter %v, want 1s", ce.RetryAfter())
 	}
 }

@@ -46,15 +46,10 @@ func (c *client) Power(ctx context.Context, call *provider.Call, id, action stri
 	if !ok {
 		return api.Errorf(api.CodeUnsupported, "hetzner-cloud cannot do power action %q", action)
 	}
-	sid, err := parseServerID(id)
+	s, sid, err := c.openServer(ctx, call, provider.VerbPower, id)
 	if err != nil {
 		return err
 	}
-	s, err := c.open(ctx, call, provider.VerbPower)
-	if err != nil {
-		return err
-	}
-	s.serverID = id
 	defer func() { err = s.done(ctx, err) }()
 	a, _, err := endpointCalls[endpoint](&s.api.Server, ctx, &hcloud.Server{ID: sid})
 	if err != nil {
@@ -71,15 +66,10 @@ func (c *client) Power(ctx context.Context, call *provider.Call, id, action stri
 // the rebuild), PROVIDER_ERROR (422 invalid_input for an unknown image; the
 // action's error code if it failed), RATE_LIMITED, UNAVAILABLE.
 func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image string) (m *api.ExternalMachine, err error) {
-	sid, err := parseServerID(id)
+	s, sid, err := c.openServer(ctx, call, provider.VerbReinstall, id)
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.open(ctx, call, provider.VerbReinstall)
-	if err != nil {
-		return nil, err
-	}
-	s.serverID = id
 	defer func() { err = s.done(ctx, err) }()
 	res, _, err := s.api.Server.RebuildWithResult(ctx, &hcloud.Server{ID: sid}, hcloud.ServerRebuildOpts{Image: imageRef(image)})
 	if err != nil {

@@ -34,7 +34,7 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 	if err != nil {
 		return nil, err
 	}
-	if !validToken(token) {
+	if !provider.HeaderSafe(token) {
 		return nil, api.InvalidConfig("config."+FieldToken, "the token reference resolves to a value that is not an API token (printable ASCII without spaces)")
 	}
 	base := c.set.httpClient.Transport
@@ -56,17 +56,21 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 	}, nil
 }
 
-// validToken reports whether a token can travel in an Authorization header.
-func validToken(token string) bool {
-	if token == "" {
-		return false
+// openServer is open for a call about the server with id: it reads the id
+// first (INVALID_INPUT naming "id", before the token is resolved) and
+// records it on the session, so that a 404 means NOT_FOUND and the log line
+// names the server. It returns the session and the server id.
+func (c *client) openServer(ctx context.Context, call *provider.Call, op, id string) (*session, int64, error) {
+	sid, err := parseServerID(id)
+	if err != nil {
+		return nil, 0, err
 	}
-	for i := range len(token) {
-		if token[i] <= ' ' || token[i] > '~' {
-			return false
-		}
+	s, err := c.open(ctx, call, op)
+	if err != nil {
+		return nil, 0, err
 	}
-	return true
+	s.serverID = id
+	return s, sid, nil
 }
 
 // done ends the session: it maps err (see classify), reports the HTTP

@@ -7,24 +7,14 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus/bustest"
-	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/providertest"
 )
 
 // TestThroughBus serves the provider on an embedded NATS server against
 // the emulator and drives every verb through provider.Remote.
 func TestThroughBus(t *testing.T) {
 	e := newEnv(t, withDurations)
-	nats := bustest.Start(t)
-	svc, err := provider.Serve(nats.NC, e.def, provider.ServeOptions{
-		Clock:    e.clock,
-		Resolver: func(string) provider.SecretResolver { return staticResolver{} },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
-	r := provider.Remote{NC: nats.NC, ID: ProviderID}
+	r := providertest.Serve(t, e.def, e.clock, testSecrets)
 	acct := e.acct
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -49,15 +49,10 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 //
 // Errors: INVALID_INPUT (id not a VMID), PROVIDER_ERROR, UNAVAILABLE.
 func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *api.ExternalMachine, err error) {
-	vmid, err := parseVMID(id)
+	s, vmid, err := c.openVM(ctx, call, provider.VerbGet, id)
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.open(ctx, call, provider.VerbGet)
-	if err != nil {
-		return nil, err
-	}
-	s.vmid = vmid
 	defer s.end(ctx, &err)
 	vm, err := s.inspect(ctx, vmid)
 	if err != nil || vm == nil || vm.cfg.isTemplate() || !vm.cfg.managed() {

@@ -7,6 +7,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/providertest"
 )
 
 // validConfig is a complete account config (no CA pinned).
@@ -86,7 +87,7 @@ func TestConfigValidation(t *testing.T) {
 		cfg := validConfig()
 		tc.change(cfg)
 		_, err := Definition().New(provider.BuildContext{Account: api.ProviderAccount{ID: "pacct_x", TenantID: testTenant, Config: cfg}})
-		ce := wantCode(t, err, tc.code)
+		ce := providertest.WantCode(t, err, tc.code)
 		if ce.Path() != tc.path {
 			t.Errorf("%s: path %q (%s)", tc.path, ce.Path(), ce.Message)
 		}
@@ -103,15 +104,15 @@ func TestOptionsValidated(t *testing.T) {
 	}
 	for path, opt := range cases {
 		_, err := Definition(opt).New(provider.BuildContext{Account: api.ProviderAccount{ID: "pacct_x", TenantID: testTenant, Config: validConfig()}})
-		if ce := wantCode(t, err, api.CodeInvalidConfig); ce.Path() != path {
+		if ce := providertest.WantCode(t, err, api.CodeInvalidConfig); ce.Path() != path {
 			t.Errorf("%s: build error %v", path, err)
 		}
 	}
 	// A CA cannot be pinned into a transport that is not an *http.Transport.
 	cfg := validConfig()
 	cfg[FieldCACert] = string(newEnv(t).srv.CACertPEM())
-	_, err := Definition(WithHTTPClient(&http.Client{Transport: &barrier{}})).New(provider.BuildContext{Account: api.ProviderAccount{ID: "pacct_x", TenantID: testTenant, Config: cfg}})
-	if ce := wantCode(t, err, api.CodeInvalidConfig); ce.Path() != "config.caCert" {
+	_, err := Definition(WithHTTPClient(&http.Client{Transport: &providertest.Barrier{}})).New(provider.BuildContext{Account: api.ProviderAccount{ID: "pacct_x", TenantID: testTenant, Config: cfg}})
+	if ce := providertest.WantCode(t, err, api.CodeInvalidConfig); ce.Path() != "config.caCert" {
 		t.Errorf("unpinnable transport: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/providertest"
 	"better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
@@ -83,7 +84,7 @@ func TestCreateFinishesInterruptedConfiguration(t *testing.T) {
 	e := newEnv(t)
 	e.emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPost, Status: http.StatusInternalServerError, Message: "got timeout"})
 	_, err := e.client.Create(context.Background(), e.call("inst_half"), spec("inst_half"))
-	wantProviderError(t, err, http.StatusInternalServerError, string(kindAPI))
+	providertest.WantProviderError(t, err, http.StatusInternalServerError, string(kindAPI))
 	half := e.machines()
 	if len(half) != 1 || hasTag(strings.Join(half[0].Tags, ";"), ManagedTag) || half[0].Status != emulator.StatusStopped {
 		t.Fatalf("after the failed configuration: %+v, want one untagged stopped clone", half)
@@ -123,7 +124,7 @@ func TestCreateRefusals(t *testing.T) {
 	for _, tc := range cases {
 		e.emu.ResetCalls()
 		_, err := tc.client.Create(context.Background(), e.call("inst_refused"), tc.spec)
-		if ce := wantCode(t, err, tc.code); ce.Path() != tc.path {
+		if ce := providertest.WantCode(t, err, tc.code); ce.Path() != tc.path {
 			t.Errorf("%s: path %q, want %q", tc.name, ce.Path(), tc.path)
 		}
 		if tc.code != api.CodeInvalidInput || tc.path != "machine.image" {
@@ -143,7 +144,7 @@ func TestCreateAmbiguousTemplateName(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := e.client.Create(context.Background(), e.call("inst_amb"), spec("inst_amb"))
-	if ce := wantCode(t, err, api.CodeInvalidInput); !strings.Contains(ce.Message, "[9000 9100]") {
+	if ce := providertest.WantCode(t, err, api.CodeInvalidInput); !strings.Contains(ce.Message, "[9000 9100]") {
 		t.Fatalf("message %q does not name both templates", ce.Message)
 	}
 }

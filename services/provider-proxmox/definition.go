@@ -111,7 +111,7 @@ func Manifest() []api.ManifestField {
 // config or option, and INVALID_INPUT for a plain value in tokenSecret.
 func Definition(opts ...Option) *provider.Definition {
 	s := newSettings(opts)
-	d, err := provider.Define(provider.Definition{
+	return provider.MustDefine(provider.Definition{
 		ID:           ProviderID,
 		Version:      Version,
 		Provides:     []string{api.KindVPS},
@@ -121,10 +121,4 @@ func Definition(opts ...Option) *provider.Definition {
 			return newClient(s, bc.Account)
 		},
 	})
-	if err != nil {
-		// Everything above is constant: a refusal is a bug of this file,
-		// which TestDefinition catches.
-		panic("proxmox: invalid provider definition: " + err.Error())
-	}
-	return d
 }

@@ -10,6 +10,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/providertest"
 	"better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
@@ -35,7 +36,7 @@ func TestAPIErrorsMapped(t *testing.T) {
 	for _, c := range cases {
 		e.emu.InjectRouteFault(c.fault)
 		_, err := e.client.Get(context.Background(), e.call(""), m.ID)
-		if ce := wantProviderError(t, err, c.status, c.code); !strings.Contains(ce.Message, c.msg) {
+		if ce := providertest.WantProviderError(t, err, c.status, c.code); !strings.Contains(ce.Message, c.msg) {
 			t.Errorf("%s: message %q does not carry %q", c.name, ce.Message, c.msg)
 		}
 	}
@@ -43,7 +44,7 @@ func TestAPIErrorsMapped(t *testing.T) {
 	e.emu.SetLegacyErrors(true)
 	e.emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteStop, Status: 500, Message: "VM is locked (backup)"})
 	err := e.client.Power(context.Background(), e.call(""), m.ID, api.ActionOff)
-	if ce := wantProviderError(t, err, 500, string(kindLocked)); !strings.Contains(ce.Message, "VM is locked (backup)") {
+	if ce := providertest.WantProviderError(t, err, 500, string(kindLocked)); !strings.Contains(ce.Message, "VM is locked (backup)") {
 		t.Errorf("legacy POST error: %q", ce.Message)
 	}
 	// PVE before 8.3 says a VM is missing only in the reason phrase too:
@@ -56,14 +57,14 @@ func TestAPIErrorsMapped(t *testing.T) {
 	if got := e.mustGet(t, m.ID); got != nil || e.emu.Calls(emulator.RouteConfigGet) != 1 || e.emu.Calls(emulator.RouteClusterResources) != 1 {
 		t.Fatalf("get of a removed VM = %+v after %v", got, e.emu.CallCounts())
 	}
-	wantCode(t, e.client.Delete(context.Background(), e.call(""), m.ID), api.CodeNotFound)
+	providertest.WantCode(t, e.client.Delete(context.Background(), e.call(""), m.ID), api.CodeNotFound)
 }
 
 func TestUnauthorized(t *testing.T) {
 	e := newEnv(t, func(su *setup) { su.emu.Tokens = map[string]string{emulator.DefaultTokenID: "another-secret"} })
 	e.emu.ResetCalls()
 	_, err := e.client.Create(context.Background(), e.call("inst_401"), spec("inst_401"))
-	ce := wantProviderError(t, err, http.StatusUnauthorized, string(kindUnauthorized))
+	ce := providertest.WantProviderError(t, err, http.StatusUnauthorized, string(kindUnauthorized))
 	if strings.Contains(ce.Message, emulator.DefaultTokenSecret) || e.calls() != 1 {
 		t.Fatalf("401: %q after %d requests", ce.Message, e.calls())
 	}
@@ -91,7 +92,7 @@ func TestCAPinning(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = c.ListOffers(context.Background(), e.call(""), api.OfferQuery{})
-		if ce := wantProviderError(t, err, 0, codeUnreachable); !strings.Contains(ce.Message, "certificate") {
+		if ce := providertest.WantProviderError(t, err, 0, codeUnreachable); !strings.Contains(ce.Message, "certificate") {
 			t.Errorf("%s: %q does not name the certificate", name, ce.Message)
 		}
 	}
@@ -109,7 +110,7 @@ func TestSecretNeverLogged(t *testing.T) {
 	}
 	e.emu.InjectRouteFault(emulator.RouteFault{Route: "*", Status: 401, Message: "invalid token value!"})
 	_, err := e.client.Create(ctx, e.call("inst_secret2"), spec("inst_secret2"))
-	wantCode(t, err, api.CodeProviderError)
+	providertest.WantCode(t, err, api.CodeProviderError)
 	log := e.log.String()
 	if strings.Contains(log, emulator.DefaultTokenSecret) || strings.Contains(err.Error(), emulator.DefaultTokenSecret) {
 		t.Fatal("the token secret appears in the log or an error")
@@ -130,7 +131,7 @@ func TestPanicOnOddReplyRecovered(t *testing.T) {
 	})
 	odd.base = pinnedTransport(t, e.srv)
 	_, err := e.client.Create(context.Background(), e.call("inst_odd"), spec("inst_odd"))
-	wantCode(t, err, api.CodeProviderError)
+	providertest.WantCode(t, err, api.CodeProviderError)
 	if !strings.Contains(e.log.String(), "proxmox call panicked") {
 		t.Fatal("the panic was not logged")
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider/providertest"
 	"better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
@@ -20,12 +21,12 @@ import (
 // the slot free, meet on one VMID: PVE lets one clone through, the other
 // finds that clone and finishes with it.
 func TestFieldConcurrentCreatesSameKey(t *testing.T) {
-	b := newBarrier(2, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/cluster/resources") })
+	b := providertest.NewBarrier(2, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/cluster/resources") })
 	e := newEnv(t, withDurations, func(su *setup) {
 		su.config[FieldCACert] = nil
 		su.options = append(su.options, WithHTTPClient(&http.Client{Transport: b}))
 	})
-	b.base = pinnedTransport(t, e.srv)
+	b.Base = pinnedTransport(t, e.srv)
 	var wg sync.WaitGroup
 	got := make([]*api.ExternalMachine, 2)
 	errs := make([]error, 2)
@@ -82,7 +83,7 @@ func TestFieldAllSlotsHeld(t *testing.T) {
 	}
 	e.emu.ResetCalls()
 	_, err := e.client.Create(context.Background(), e.call("inst_full"), spec("inst_full"))
-	wantCode(t, err, api.CodeCapacityUnavailable)
+	providertest.WantCode(t, err, api.CodeCapacityUnavailable)
 	if n, clones := e.calls(), e.emu.Calls(emulator.RouteClone); n != 1 || clones != 0 {
 		t.Fatalf("%d requests and %d clones, want only the cluster list (no foreign VM carries the machine's name)", n, clones)
 	}
@@ -172,7 +173,7 @@ func TestFieldCloneTaskFails(t *testing.T) {
 	e := newEnv(t, withDurations)
 	e.emu.FailNextTask("qmclone", emulator.ExitStorageLockTimeout)
 	_, err := e.client.Create(context.Background(), e.call("inst_lock"), spec("inst_lock"))
-	wantProviderError(t, err, http.StatusOK, emulator.ExitStorageLockTimeout)
+	providertest.WantProviderError(t, err, http.StatusOK, emulator.ExitStorageLockTimeout)
 	if ms := e.machines(); len(ms) != 0 {
 		t.Fatalf("after the failed clone: %+v, want none", ms)
 	}
@@ -267,40 +268,4 @@ func pinnedTransport(t testing.TB, srv *emulator.Server) *http.Transport {
 		t.Fatal("emulator CA does not parse")
 	}
 	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-}
-
-// barrier is an HTTP transport that holds the replies to requests matching
-// match until n of them are answered, then hands them all back: concurrent
-// calls then all have their reply to that request before any goes on.
-type barrier struct {
-	base     http.RoundTripper
-	match    func(*http.Request) bool
-	n        int
-	mu       sync.Mutex
-	answered int
-	release  chan struct{}
-}
-
-func newBarrier(n int, match func(*http.Request) bool) *barrier {
-	return &barrier{match: match, n: n, release: make(chan struct{})}
-}
-
-func (b *barrier) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := b.base.RoundTrip(req)
-	if err != nil || !b.match(req) {
-		return resp, err
-	}
-	b.mu.Lock()
-	b.answered++
-	if b.answered == b.n {
-		close(b.release)
-	}
-	b.mu.Unlock()
-	select {
-	case <-b.release:
-		return resp, nil
-	case <-req.Context().Done():
-		_ = resp.Body.Close()
-		return nil, req.Context().Err()
-	}
 }

@@ -1,7 +1,6 @@
 package proxmox
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -11,7 +10,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus/bustest"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/providertest"
 	"better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
@@ -30,29 +32,8 @@ const (
 // testStart is when the fake clock starts.
 var testStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// stepClock is the call clock of the tests: it shares the emulator's fake
-// time and advances it by d whenever a wait asks for After(d), so task
-// waits end at once and deterministically.
-type stepClock struct{ fake *emulator.FakeClock }
-
-func (c stepClock) Now() time.Time { return c.fake.Now() }
-
-func (c stepClock) After(d time.Duration) <-chan time.Time {
-	c.fake.Advance(d)
-	ch := make(chan time.Time, 1)
-	ch <- c.fake.Now()
-	return ch
-}
-
-// staticResolver resolves testSecretRef to the emulator's token secret.
-type staticResolver struct{}
-
-func (staticResolver) Resolve(_ context.Context, ref string) (string, error) {
-	if ref != testSecretRef {
-		return "", api.NotFound("secret", ref)
-	}
-	return emulator.DefaultTokenSecret, nil
-}
+// testSecrets resolves testSecretRef to the emulator's token secret.
+var testSecrets = providertest.Secrets{testSecretRef: emulator.DefaultTokenSecret}
 
 // snippetStore is a SnippetWriter keeping snippets in memory.
 type snippetStore struct {
@@ -90,11 +71,11 @@ type setup struct {
 type env struct {
 	srv      *emulator.Server
 	emu      *emulator.Emulator
-	clock    stepClock
+	clock    *clock.Fake // the emulator's clock and the calls': waits advance it
 	def      *provider.Definition
 	client   *client
 	acct     api.ProviderAccount
-	log      *syncBuffer
+	log      *bustest.LogBuffer
 	snippets *snippetStore
 }
 
@@ -112,7 +93,7 @@ func testTemplates() []emulator.Template {
 // and builds a client for it; mods change the setup first.
 func newEnv(t testing.TB, mods ...func(*setup)) *env {
 	t.Helper()
-	fake := emulator.NewFakeClock(testStart)
+	fake := clock.NewFake(testStart)
 	su := &setup{emu: emulator.Options{Clock: fake, Templates: testTemplates()}, config: map[string]any{}}
 	for _, m := range mods {
 		m(su)
@@ -122,7 +103,7 @@ func newEnv(t testing.TB, mods ...func(*setup)) *env {
 		t.Fatalf("start emulator: %v", err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	e := &env{srv: srv, emu: srv.Emulator(), clock: stepClock{fake}, log: &syncBuffer{}, snippets: &snippetStore{}}
+	e := &env{srv: srv, emu: srv.Emulator(), clock: fake, log: &bustest.LogBuffer{}, snippets: &snippetStore{}}
 	e.acct = api.ProviderAccount{ID: "pacct_01jq7g8v6k5m4n3p2r1s0t9w8x", TenantID: testTenant, Version: 1, Config: map[string]any{
 		FieldURL: srv.URL(), FieldTokenID: emulator.DefaultTokenID, FieldTokenSecret: testSecretRef,
 		FieldCACert: string(srv.CACertPEM()),
@@ -164,7 +145,7 @@ func realisticDurations() map[string]time.Duration {
 
 // call is a provider call context for key, logging into e.log.
 func (e *env) call(key string) *provider.Call {
-	return &provider.Call{IdempotencyKey: key, Account: e.acct, Clock: e.clock, Secrets: staticResolver{},
+	return &provider.Call{IdempotencyKey: key, Account: e.acct, Clock: e.clock, Secrets: testSecrets,
 		Log: zerolog.New(e.log).Level(zerolog.DebugLevel)}
 }
 
@@ -176,21 +157,13 @@ func spec(name string) api.MachineSpec {
 // create creates machine key (named key) and fails the test on error.
 func (e *env) create(t testing.TB, key string) *api.ExternalMachine {
 	t.Helper()
-	m, err := e.client.Create(context.Background(), e.call(key), spec(key))
-	if err != nil {
-		t.Fatalf("create %s: %v", key, err)
-	}
-	return m
+	return providertest.MustCreate(t, e.client, e.call(key), spec(key))
 }
 
 // mustGet gets id and fails the test on error.
 func (e *env) mustGet(t testing.TB, id string) *api.ExternalMachine {
 	t.Helper()
-	m, err := e.client.Get(context.Background(), e.call(""), id)
-	if err != nil {
-		t.Fatalf("get %s: %v", id, err)
-	}
-	return m
+	return providertest.MustGet(t, e.client, e.call(""), id)
 }
 
 // vm returns the emulator's view of VM vmid, failing the test when absent.
@@ -233,42 +206,4 @@ func (e *env) seed(t testing.TB, tags, desc string, vmids ...int) {
 			t.Fatalf("seed VM %d: %v, %v", id, got, err)
 		}
 	}
-}
-
-// wantCode fails the test unless err is a ComputeError with code.
-func wantCode(t testing.TB, err error, code api.Code) *api.ComputeError {
-	t.Helper()
-	if !api.IsCode(err, code) {
-		t.Fatalf("error = %v, want %s", err, code)
-	}
-	return api.AsComputeError(err)
-}
-
-// wantProviderError fails the test unless err is PROVIDER_ERROR with
-// details {status, code}.
-func wantProviderError(t testing.TB, err error, status int, code string) *api.ComputeError {
-	t.Helper()
-	ce := wantCode(t, err, api.CodeProviderError)
-	if ce.Details[api.DetailStatus] != status || ce.Details[api.DetailCode] != code {
-		t.Fatalf("details = %v, want status %d code %q", ce.Details, status, code)
-	}
-	return ce
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

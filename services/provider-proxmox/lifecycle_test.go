@@ -1,26 +1,14 @@
 package proxmox
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider/providertest"
 )
-
-// Lifecycle steps whose HTTP requests and emulated time are measured.
-const (
-	stepCreateToRunning = "create-to-running"
-	stepPowerOff        = "power-off"
-	stepPowerOn         = "power-on"
-	stepReinstall       = "reinstall"
-	stepDelete          = "delete"
-)
-
-var lifecycleSteps = []string{stepCreateToRunning, stepPowerOff, stepPowerOn, stepReinstall, stepDelete}
 
 // stepCost is what one lifecycle step took: API requests, and time on the
 // emulator's clock (task durations and poll intervals).
@@ -34,36 +22,14 @@ type stepCost struct {
 // delete) and returns each step's cost.
 func lifecycleCosts(tb testing.TB, e *env, key string) map[string]stepCost {
 	tb.Helper()
-	ctx := context.Background()
 	out := map[string]stepCost{}
-	step := func(name string, run func() error) {
+	life := providertest.Lifecycle{Client: e.client, Call: e.call, Key: key, Spec: spec(key), Image: testTemplate2}
+	life.Run(tb, func(step string, run func()) {
 		e.emu.ResetCalls()
 		start := e.clock.Now()
-		if err := run(); err != nil {
-			tb.Fatalf("%s: %v", name, err)
-		}
-		out[name] = stepCost{calls: e.calls(), emulated: e.clock.Now().Sub(start)}
-	}
-	var id string
-	step(stepCreateToRunning, func() error {
-		m, err := e.client.Create(ctx, e.call(key), spec(key))
-		if err != nil {
-			return err
-		}
-		id = m.ID
-		m, err = e.client.Get(ctx, e.call(""), id)
-		if err == nil && (m == nil || m.State != api.StateRunning) {
-			err = fmt.Errorf("machine is %+v, want running", m)
-		}
-		return err
+		run()
+		out[step] = stepCost{calls: e.calls(), emulated: e.clock.Now().Sub(start)}
 	})
-	step(stepPowerOff, func() error { return e.client.Power(ctx, e.call(""), id, api.ActionOff) })
-	step(stepPowerOn, func() error { return e.client.Power(ctx, e.call(""), id, api.ActionOn) })
-	step(stepReinstall, func() error {
-		_, err := e.client.Reinstall(ctx, e.call(""), id, testTemplate2)
-		return err
-	})
-	step(stepDelete, func() error { return e.client.Delete(ctx, e.call(""), id) })
 	return out
 }
 
@@ -74,17 +40,17 @@ func TestLifecycleCalls(t *testing.T) {
 	want := map[string]stepCost{
 		// cluster list, clone + 20 polls, config, POST config + 1 poll,
 		// resize + 2 polls, start + 3 polls; then get: config, status, agent.
-		stepCreateToRunning: {35, 26 * time.Second},
+		providertest.StepCreateToRunning: {35, 26 * time.Second},
 		// config, stop + 2 polls.
-		stepPowerOff: {4, 2 * time.Second},
+		providertest.StepPowerOff: {4, 2 * time.Second},
 		// config, start + 3 polls.
-		stepPowerOn: {5, 3 * time.Second},
+		providertest.StepPowerOn: {5, 3 * time.Second},
 		// config, cluster list, DELETE (refused: running), stop + 2 polls,
 		// DELETE + 5 polls, clone + 20 polls, config, POST config + 1 poll,
 		// resize + 2 polls (the 8 GiB template to the kept 20), start + 3 polls.
-		stepReinstall: {43, 33 * time.Second},
+		providertest.StepReinstall: {43, 33 * time.Second},
 		// config, DELETE (refused: running), stop + 2 polls, DELETE + 5 polls.
-		stepDelete: {11, 7 * time.Second},
+		providertest.StepDelete: {11, 7 * time.Second},
 	}
 	var mu sync.Mutex
 	counted := map[string]int{}
@@ -96,12 +62,12 @@ func TestLifecycleCalls(t *testing.T) {
 	got := lifecycleCosts(t, newEnv(t, withDurations, func(su *setup) { su.options = append(su.options, counter) }), "inst_life")
 	mu.Lock()
 	defer mu.Unlock()
-	if counted["create"]+counted["get"] != got[stepCreateToRunning].calls || counted["reinstall"] != got[stepReinstall].calls ||
-		counted["power"] != got[stepPowerOff].calls+got[stepPowerOn].calls || counted["delete"] != got[stepDelete].calls {
+	if counted["create"]+counted["get"] != got[providertest.StepCreateToRunning].calls || counted["reinstall"] != got[providertest.StepReinstall].calls ||
+		counted["power"] != got[providertest.StepPowerOff].calls+got[providertest.StepPowerOn].calls || counted["delete"] != got[providertest.StepDelete].calls {
 		t.Errorf("the call counter saw %v, the emulator %v", counted, got)
 	}
 	var report strings.Builder
-	for _, s := range lifecycleSteps {
+	for _, s := range providertest.LifecycleSteps {
 		fmt.Fprintf(&report, "%-18s %3d requests %6s emulated\n", s, got[s].calls, got[s].emulated)
 		if got[s] != want[s] {
 			t.Errorf("%s took %d requests and %s, want %d and %s", s, got[s].calls, got[s].emulated, want[s].calls, want[s].emulated)
@@ -125,7 +91,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		i++
 	}
 	var report strings.Builder
-	for _, s := range lifecycleSteps {
+	for _, s := range providertest.LifecycleSteps {
 		calls, emulated := float64(total[s].calls)/float64(i), total[s].emulated.Seconds()/float64(i)
 		b.ReportMetric(calls, s+"-calls")
 		b.ReportMetric(emulated, s+"-emulated-s")

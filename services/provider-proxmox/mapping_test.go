@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider/providertest"
 )
 
 func TestMachineStateTable(t *testing.T) {
@@ -49,25 +50,14 @@ func TestMachineStateTable(t *testing.T) {
 }
 
 func TestPowerEndpointsTable(t *testing.T) {
-	want := map[string]string{
+	joined := make(map[string]string, len(powerEndpoints))
+	for action, endpoints := range powerEndpoints {
+		joined[action] = strings.Join(endpoints, ",")
+	}
+	providertest.WantPowerTable(t, joined, map[string]string{
 		api.ActionOn: "start", api.ActionOff: "stop", api.ActionGracefulOff: "shutdown",
 		api.ActionReset: "reset", api.ActionGracefulRestart: "reboot", api.ActionCycle: "stop,start",
-	}
-	for _, action := range api.PowerActions {
-		got, ok := powerEndpoints[action]
-		if action == api.ActionNMI {
-			if ok {
-				t.Errorf("nmi maps to %v, want unsupported", got)
-			}
-			continue
-		}
-		if strings.Join(got, ",") != want[action] {
-			t.Errorf("power %q → %v, want %s", action, got, want[action])
-		}
-	}
-	if len(powerEndpoints) != len(want) {
-		t.Errorf("powerEndpoints has %d actions, want %d", len(powerEndpoints), len(want))
-	}
+	})
 }
 
 func TestFailureTable(t *testing.T) {
@@ -248,21 +238,18 @@ func TestProbeSlots(t *testing.T) {
 	}
 }
 
+// TestVMName: VM names are provider.HostnameLabel (tested there) with the
+// fallback "vm".
 func TestVMName(t *testing.T) {
 	cases := map[string]string{
-		"inst_01JDABC":          "inst-01jdabc",
-		"  web server #1  ":     "web-server-1",
-		"___":                   "vm",
-		strings.Repeat("a", 63): strings.Repeat("a", 63),
+		"inst_01JDABC": "inst-01jdabc",
+		"___":          "vm",
+		"":             "vm",
 	}
 	for in, want := range cases {
 		if got := vmName(in); got != want {
 			t.Errorf("vmName(%q) = %q, want %q", in, got, want)
 		}
-	}
-	long := vmName(strings.Repeat("b", 80))
-	if len(long) != maxVMNameLength || !dnsNamePattern.MatchString(long) || long == vmName(strings.Repeat("b", 81)) {
-		t.Errorf("long names: %q", long)
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/providertest"
 	"better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
@@ -50,10 +52,10 @@ func TestPowerActions(t *testing.T) {
 	// The VM is stopped now: reset and reboot cannot run.
 	for _, action := range []string{api.ActionReset, api.ActionGracefulRestart} {
 		err := e.client.Power(context.Background(), e.call(""), m.ID, action)
-		wantCode(t, err, api.CodeInvalidState)
+		providertest.WantCode(t, err, api.CodeInvalidState)
 	}
 	e.emu.ResetCalls()
-	wantCode(t, e.client.Power(context.Background(), e.call(""), m.ID, api.ActionNMI), api.CodeUnsupported)
+	providertest.WantCode(t, e.client.Power(context.Background(), e.call(""), m.ID, api.ActionNMI), api.CodeUnsupported)
 	if n := e.calls(); n != 0 {
 		t.Fatalf("nmi sent %d requests", n)
 	}
@@ -65,7 +67,7 @@ func TestPowerResetNeverRepeated(t *testing.T) {
 	e.emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteReset, Status: http.StatusBadGateway, Message: "Bad Gateway"})
 	e.emu.ResetCalls()
 	err := e.client.Power(context.Background(), e.call(""), m.ID, api.ActionReset)
-	wantProviderError(t, err, http.StatusBadGateway, string(kindAPI))
+	providertest.WantProviderError(t, err, http.StatusBadGateway, string(kindAPI))
 	if n := e.emu.Calls(emulator.RouteReset); n != 1 {
 		t.Fatalf("reset sent %d times, want once", n)
 	}
@@ -76,14 +78,14 @@ func TestTaskFailureAndTimeout(t *testing.T) {
 	m := e.create(t, "inst_task")
 	e.emu.FailNextTask("qmstop", "VM quit/powerdown failed - got timeout")
 	err := e.client.Power(context.Background(), e.call(""), m.ID, api.ActionOff)
-	wantProviderError(t, err, http.StatusOK, "VM quit/powerdown failed - got timeout")
+	providertest.WantProviderError(t, err, http.StatusOK, "VM quit/powerdown failed - got timeout")
 
 	short := newEnv(t, func(su *setup) { su.options = append(su.options, WithTaskTimeout(5*time.Second)) })
 	sm := short.create(t, "inst_task2")
 	short.emu.SetTaskDuration("qmshutdown", time.Minute)
 	short.emu.ResetCalls()
 	err = short.client.Power(context.Background(), short.call(""), sm.ID, api.ActionGracefulOff)
-	wantProviderError(t, err, http.StatusOK, codeTaskTimeout)
+	providertest.WantProviderError(t, err, http.StatusOK, codeTaskTimeout)
 	if n := short.emu.Calls(emulator.RouteTaskStatus); n != 5 {
 		t.Fatalf("%d task polls in a 5 s timeout at 1 s, want 5", n)
 	}
@@ -97,11 +99,11 @@ func TestWaitHonoursContext(t *testing.T) {
 	cancel()
 	call := e.call("")
 	call.Clock = blockingClock{e.clock}
-	wantCode(t, e.client.Power(ctx, call, m.ID, api.ActionGracefulOff), api.CodeUnavailable)
+	providertest.WantCode(t, e.client.Power(ctx, call, m.ID, api.ActionGracefulOff), api.CodeUnavailable)
 }
 
 // blockingClock never fires After: only the context ends a wait.
-type blockingClock struct{ stepClock }
+type blockingClock struct{ *clock.Fake }
 
 func (blockingClock) After(time.Duration) <-chan time.Time { return nil }
 
@@ -121,9 +123,9 @@ func TestDeleteStopsAndPurges(t *testing.T) {
 	if got := e.mustGet(t, m.ID); got != nil {
 		t.Fatalf("get after delete = %+v", got)
 	}
-	wantCode(t, e.client.Delete(context.Background(), e.call(""), m.ID), api.CodeNotFound)
+	providertest.WantCode(t, e.client.Delete(context.Background(), e.call(""), m.ID), api.CodeNotFound)
 	for _, id := range []string{"", "abc", "99", "0100", "1000000000"} {
-		if ce := wantCode(t, e.client.Delete(context.Background(), e.call(""), id), api.CodeInvalidInput); ce.Path() != "id" {
+		if ce := providertest.WantCode(t, e.client.Delete(context.Background(), e.call(""), id), api.CodeInvalidInput); ce.Path() != "id" {
 			t.Errorf("id %q: path %q", id, ce.Path())
 		}
 	}
@@ -146,7 +148,7 @@ func TestForeignVMsUntouched(t *testing.T) {
 				return err
 			},
 		} {
-			wantCode(t, op(), api.CodeAccessDenied)
+			providertest.WantCode(t, op(), api.CodeAccessDenied)
 			if v := e.vm(t, vmid); v.Status != emulator.StatusRunning {
 				t.Errorf("%s of foreign VM %d changed it: %+v", name, vmid, v)
 			}
@@ -156,9 +158,9 @@ func TestForeignVMsUntouched(t *testing.T) {
 		if got := e.mustGet(t, id); got != nil {
 			t.Errorf("get %s = %+v, want absent", id, got)
 		}
-		wantCode(t, e.client.Power(context.Background(), e.call(""), id, api.ActionOn), api.CodeNotFound)
+		providertest.WantCode(t, e.client.Power(context.Background(), e.call(""), id, api.ActionOn), api.CodeNotFound)
 		_, err := e.client.Reinstall(context.Background(), e.call(""), id, testTemplate2)
-		wantCode(t, err, api.CodeNotFound)
+		providertest.WantCode(t, err, api.CodeNotFound)
 	}
 }
 
@@ -195,7 +197,7 @@ func TestReinstallKeepsIdentity(t *testing.T) {
 	}
 	e.emu.ResetCalls()
 	_, err = e.client.Reinstall(context.Background(), e.call(""), m.ID, "windows")
-	if ce := wantCode(t, err, api.CodeInvalidInput); ce.Path() != "image" || e.emu.Calls(emulator.RouteDestroy) != 0 {
+	if ce := providertest.WantCode(t, err, api.CodeInvalidInput); ce.Path() != "image" || e.emu.Calls(emulator.RouteDestroy) != 0 {
 		t.Fatalf("unknown image: %v after %d DELETEs", err, e.emu.Calls(emulator.RouteDestroy))
 	}
 }
@@ -211,34 +213,20 @@ func TestListPages(t *testing.T) {
 	e.seed(t, ManagedTag, ManagedDescription("inst_z", testOffer), 20001)            // another account's range
 	e.seed(t, "BETTER-COMPUTE;x", ManagedDescription("inst_list_s", "large"), 10602) // ours, seeded
 	ids = append(ids, "10602")
+	items, pages := providertest.ListAll(t, e.client, e.call, 2, 10)
 	var got []string
-	cursor, pages := "", 0
-	for {
-		items, next, err := e.client.List(context.Background(), e.call(""), cursor, 2)
-		if err != nil {
-			t.Fatal(err)
+	for _, m := range items {
+		if m.State != api.StateRunning || m.Region != DefaultRegion || m.OfferID == "" {
+			t.Errorf("listed %+v", m)
 		}
-		if len(items) > 2 {
-			t.Fatalf("page of %d items, limit 2", len(items))
-		}
-		for _, m := range items {
-			if m.State != api.StateRunning || m.Region != DefaultRegion || m.OfferID == "" {
-				t.Errorf("listed %+v", m)
-			}
-			got = append(got, m.ID)
-		}
-		pages++
-		if next == "" {
-			break
-		}
-		cursor = next
+		got = append(got, m.ID)
 	}
 	want := strings.Join(sortedIDs(t, ids), ",")
 	if strings.Join(got, ",") != want || pages != 3 {
 		t.Fatalf("listed %v in %d pages, want %s in 3", got, pages, want)
 	}
 	_, _, err := e.client.List(context.Background(), e.call(""), "x", 2)
-	if ce := wantCode(t, err, api.CodeInvalidInput); ce.Path() != "cursor" {
+	if ce := providertest.WantCode(t, err, api.CodeInvalidInput); ce.Path() != "cursor" {
 		t.Fatalf("bad cursor: %v", err)
 	}
 }

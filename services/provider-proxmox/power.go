@@ -37,15 +37,10 @@ func (c *client) Power(ctx context.Context, call *provider.Call, id, action stri
 	if !ok {
 		return api.Errorf(api.CodeUnsupported, "proxmox cannot do power action %q", action)
 	}
-	vmid, err := parseVMID(id)
+	s, vmid, err := c.openVM(ctx, call, provider.VerbPower, id)
 	if err != nil {
 		return err
 	}
-	s, err := c.open(ctx, call, provider.VerbPower)
-	if err != nil {
-		return err
-	}
-	s.vmid = vmid
 	defer s.end(ctx, &err)
 	vm, err := s.managedVM(ctx, vmid)
 	if err != nil {
@@ -74,15 +69,10 @@ func (c *client) Power(ctx context.Context, call *provider.Call, id, action stri
 // failed task; vm_locked while a backup or clone holds the VM),
 // UNAVAILABLE.
 func (c *client) Delete(ctx context.Context, call *provider.Call, id string) (err error) {
-	vmid, err := parseVMID(id)
+	s, vmid, err := c.openVM(ctx, call, provider.VerbDelete, id)
 	if err != nil {
 		return err
 	}
-	s, err := c.open(ctx, call, provider.VerbDelete)
-	if err != nil {
-		return err
-	}
-	s.vmid = vmid
 	defer s.end(ctx, &err)
 	vm, err := s.managedVM(ctx, vmid)
 	if err != nil {

@@ -23,15 +23,10 @@ import (
 // PROVIDER_ERROR (a failed task, with its exit status; an API error),
 // UNAVAILABLE.
 func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image string) (m *api.ExternalMachine, err error) {
-	vmid, err := parseVMID(id)
+	s, vmid, err := c.openVM(ctx, call, provider.VerbReinstall, id)
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.open(ctx, call, provider.VerbReinstall)
-	if err != nil {
-		return nil, err
-	}
-	s.vmid = vmid
 	defer s.end(ctx, &err)
 	vm, err := s.managedVM(ctx, vmid)
 	if err != nil {

@@ -36,7 +36,7 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 	if err != nil {
 		return nil, err
 	}
-	if !headerSafe(secret) {
+	if !provider.HeaderSafe(secret) {
 		return nil, api.InvalidConfig("config."+FieldTokenSecret, "the tokenSecret reference resolves to a value that is not a token secret (printable ASCII without spaces)")
 	}
 	base := c.http.Transport
@@ -58,17 +58,21 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 		auth: "PVEAPIToken=" + c.cfg.TokenID + "=" + secret}, nil
 }
 
-// headerSafe reports whether s is non-empty printable ASCII without spaces.
-func headerSafe(s string) bool {
-	if s == "" {
-		return false
+// openVM is open for a call about the VM with id: it reads the id first
+// (INVALID_INPUT naming "id", before the token secret is resolved) and
+// records the VMID on the session for its log line. It returns the
+// session and the VMID.
+func (c *client) openVM(ctx context.Context, call *provider.Call, op, id string) (*session, int, error) {
+	vmid, err := parseVMID(id)
+	if err != nil {
+		return nil, 0, err
 	}
-	for i := range len(s) {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
+	s, err := c.open(ctx, call, op)
+	if err != nil {
+		return nil, 0, err
 	}
-	return true
+	s.vmid = vmid
+	return s, vmid, nil
 }
 
 // end finishes the call; it must be deferred directly (defer s.end(ctx,

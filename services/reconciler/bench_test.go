@@ -38,14 +38,14 @@ func envInt(name string, def int) int {
 // Run it once: go test -run '^$' -bench FleetConvergence -benchtime 1x
 // ./services/reconciler/ with COMPUTE_BENCH_INSTANCES (default 1000),
 // COMPUTE_BENCH_LATENCY per API call (default 0), COMPUTE_BENCH_ACTION
-// (default 1s), COMPUTE_BENCH_WORKERS (reconcile workers, default 16). The
+// (default 1s), COMPUTE_BENCH_WORKERS (reconcile workers, default the production default). The
 // emulator's rate limit is lifted: docs/benchmarks.md computes the bound
 // Hetzner's budget puts on top.
 func BenchmarkFleetConvergence(b *testing.B) {
 	n := envInt("COMPUTE_BENCH_INSTANCES", 1000)
 	latency := envDuration("COMPUTE_BENCH_LATENCY", 0)
 	action := envDuration("COMPUTE_BENCH_ACTION", time.Second)
-	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: envInt("COMPUTE_BENCH_WORKERS", 16), ResyncInterval: -1}
+	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: envInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
 	for b.Loop() {
 		h := newHarness(b, o)
 		emu, err := emulator.Start(emulator.Options{RateLimitSize: 10_000_000, RateLimitRefillPerSecond: 1_000_000, ActionDuration: action}, "127.0.0.1:0")

@@ -23,11 +23,7 @@ func actionsReply(actions []*action, q url.Values, now time.Time) reply {
 		}
 	}
 	slices.SortFunc(matched, func(a, b *action) int { return cmp.Compare(a.id, b.id) })
-	page, m := paginate(matched, q)
-	out := make([]schema.Action, 0, len(page))
-	for _, a := range page {
-		out = append(out, a.toSchema(now))
-	}
+	out, m := pageOf(matched, q, func(a *action) schema.Action { return a.toSchema(now) })
 	return ok(struct {
 		Actions []schema.Action `json:"actions"`
 		Meta    meta            `json:"meta"`

@@ -24,11 +24,7 @@ func (e *Emulator) listServerTypes(r *http.Request, _ string) reply {
 			matched = append(matched, t)
 		}
 	}
-	page, m := paginate(matched, q)
-	out := make([]schema.ServerType, 0, len(page))
-	for _, t := range page {
-		out = append(out, t.toSchema())
-	}
+	out, m := pageOf(matched, q, (*serverType).toSchema)
 	return ok(struct {
 		ServerTypes []schema.ServerType `json:"server_types"`
 		Meta        meta                `json:"meta"`
@@ -54,17 +50,17 @@ func (e *Emulator) listLocations(r *http.Request, _ string) reply {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	q := r.URL.Query()
-	var matched []schema.Location
+	var matched []*location
 	for _, l := range e.st.locations {
 		if name := q.Get("name"); name == "" || l.Name == name {
-			matched = append(matched, l.Location)
+			matched = append(matched, l)
 		}
 	}
-	page, m := paginate(matched, q)
+	out, m := pageOf(matched, q, func(l *location) schema.Location { return l.Location })
 	return ok(struct {
 		Locations []schema.Location `json:"locations"`
 		Meta      meta              `json:"meta"`
-	}{append([]schema.Location{}, page...), m})
+	}{out, m})
 }
 
 // getLocation serves GET /locations/{id}.
@@ -94,11 +90,7 @@ func (e *Emulator) listImages(r *http.Request, _ string) reply {
 			matched = append(matched, img)
 		}
 	}
-	page, m := paginate(matched, q)
-	out := make([]schema.Image, 0, len(page))
-	for _, img := range page {
-		out = append(out, img.toSchema())
-	}
+	out, m := pageOf(matched, q, (*image).toSchema)
 	return ok(struct {
 		Images []schema.Image `json:"images"`
 		Meta   meta           `json:"meta"`

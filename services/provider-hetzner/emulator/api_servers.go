@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 )
@@ -40,6 +41,20 @@ func (e *Emulator) serverLocked(raw string) (*server, reply, bool) {
 	return nil, notFound("server"), false
 }
 
+// withServer runs f on the server of a path id with e.mu held and every
+// action settled at now; 404 not_found when there is no such server.
+func (e *Emulator) withServer(raw string, f func(srv *server, now time.Time) reply) reply {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.clock.Now()
+	e.settleLocked(now)
+	srv, rep, found := e.serverLocked(raw)
+	if !found {
+		return rep
+	}
+	return f(srv, now)
+}
+
 // lockedReply is the answer to an action on a server busy with another.
 //
 // This is the emulator's reading of the API: a server runs one action at a
@@ -48,18 +63,6 @@ func (e *Emulator) serverLocked(raw string) (*server, reply, bool) {
 func lockedReply(srv *server) reply {
 	return errorReply(http.StatusLocked, "locked",
 		fmt.Sprintf("server %d is locked by a running action", srv.id), nil)
-}
-
-// serversReply renders a page of servers.
-func serversReply(servers []*server, m meta) reply {
-	out := make([]serverJSON, 0, len(servers))
-	for _, srv := range servers {
-		out = append(out, srv.toSchema())
-	}
-	return ok(struct {
-		Servers []serverJSON `json:"servers"`
-		Meta    meta         `json:"meta"`
-	}{out, m})
 }
 
 // listServers serves GET /servers (filters: label_selector, name, status).
@@ -88,22 +91,20 @@ func (e *Emulator) listServers(r *http.Request, _ string) reply {
 			matched = append(matched, srv)
 		}
 	}
-	page, m := paginate(matched, q)
-	return serversReply(page, m)
+	out, m := pageOf(matched, q, (*server).toSchema)
+	return ok(struct {
+		Servers []serverJSON `json:"servers"`
+		Meta    meta         `json:"meta"`
+	}{out, m})
 }
 
 // getServer serves GET /servers/{id}.
 func (e *Emulator) getServer(_ *http.Request, raw string) reply {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.settleLocked(e.clock.Now())
-	srv, rep, found := e.serverLocked(raw)
-	if !found {
-		return rep
-	}
-	return ok(struct {
-		Server serverJSON `json:"server"`
-	}{srv.toSchema()})
+	return e.withServer(raw, func(srv *server, _ time.Time) reply {
+		return ok(struct {
+			Server serverJSON `json:"server"`
+		}{srv.toSchema()})
+	})
 }
 
 // validHostname reports whether name is an RFC 1123 hostname, which the
@@ -268,56 +269,45 @@ func (e *Emulator) updateServer(r *http.Request, raw string) reply {
 	if rep, valid := decodeJSON(r, &req, false); !valid {
 		return rep
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.settleLocked(e.clock.Now())
-	srv, rep, found := e.serverLocked(raw)
-	if !found {
-		return rep
-	}
-	var fields []fieldError
-	if req.Name != "" {
-		fields = validateName(req.Name)
-	}
-	if req.Labels != nil {
-		fields = append(fields, validateLabels(*req.Labels)...)
-	}
-	if len(fields) > 0 {
-		return invalidInput(http.StatusUnprocessableEntity, fields)
-	}
-	if req.Name != "" && req.Name != srv.name {
-		if e.st.names[req.Name] != nil {
-			return uniquenessReply()
+	return e.withServer(raw, func(srv *server, _ time.Time) reply {
+		var fields []fieldError
+		if req.Name != "" {
+			fields = validateName(req.Name)
 		}
-		delete(e.st.names, srv.name)
-		srv.name = req.Name
-		e.st.names[srv.name] = srv
-	}
-	if req.Labels != nil {
-		srv.labels = maps.Clone(*req.Labels)
-	}
-	return ok(struct {
-		Server serverJSON `json:"server"`
-	}{srv.toSchema()})
+		if req.Labels != nil {
+			fields = append(fields, validateLabels(*req.Labels)...)
+		}
+		if len(fields) > 0 {
+			return invalidInput(http.StatusUnprocessableEntity, fields)
+		}
+		if req.Name != "" && req.Name != srv.name {
+			if e.st.names[req.Name] != nil {
+				return uniquenessReply()
+			}
+			delete(e.st.names, srv.name)
+			srv.name = req.Name
+			e.st.names[srv.name] = srv
+		}
+		if req.Labels != nil {
+			srv.labels = maps.Clone(*req.Labels)
+		}
+		return ok(struct {
+			Server serverJSON `json:"server"`
+		}{srv.toSchema()})
+	})
 }
 
 // deleteServer serves DELETE /servers/{id}: the server is "deleting" until
 // its delete_server action completes, then gone (its name free again).
 func (e *Emulator) deleteServer(_ *http.Request, raw string) reply {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.clock.Now()
-	e.settleLocked(now)
-	srv, rep, found := e.serverLocked(raw)
-	if !found {
-		return rep
-	}
-	if srv.running > 0 {
-		return lockedReply(srv)
-	}
-	a := e.startActionLocked(cmdDelete, srv, now)
-	srv.status = statusDeleting
-	return ok(schema.ServerDeleteResponse{Action: a.toSchema(now)})
+	return e.withServer(raw, func(srv *server, now time.Time) reply {
+		if srv.running > 0 {
+			return lockedReply(srv)
+		}
+		a := e.startActionLocked(cmdDelete, srv, now)
+		srv.status = statusDeleting
+		return ok(schema.ServerDeleteResponse{Action: a.toSchema(now)})
+	})
 }
 
 // serverActions maps each action path name to its command and the status
@@ -338,35 +328,29 @@ func (e *Emulator) serverAction(r *http.Request, raw, name string) reply {
 	if rep, valid := decodeJSON(r, &req, name != "rebuild"); !valid {
 		return rep
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.clock.Now()
-	e.settleLocked(now)
-	srv, rep, found := e.serverLocked(raw)
-	if !found {
-		return rep
-	}
-	var img *image
-	if name == "rebuild" {
-		if img = e.imageFor(req.Image, srv.typ.architecture); img == nil || img.architecture != srv.typ.architecture {
-			return invalidInput(http.StatusUnprocessableEntity, []fieldError{field("image", "image not found")})
+	return e.withServer(raw, func(srv *server, now time.Time) reply {
+		var img *image
+		if name == "rebuild" {
+			if img = e.imageFor(req.Image, srv.typ.architecture); img == nil || img.architecture != srv.typ.architecture {
+				return invalidInput(http.StatusUnprocessableEntity, []fieldError{field("image", "image not found")})
+			}
 		}
-	}
-	if srv.running > 0 {
-		return lockedReply(srv)
-	}
-	spec := serverActions[name]
-	a := e.startActionLocked(spec.command, srv, now)
-	if spec.during != "" {
-		srv.status = spec.during
-	}
-	if img == nil {
-		return ok(struct {
-			Action schema.Action `json:"action"`
-		}{a.toSchema(now)})
-	}
-	srv.img = img
-	return ok(schema.ServerActionRebuildResponse{Action: a.toSchema(now), RootPassword: ptr(rand.Text())})
+		if srv.running > 0 {
+			return lockedReply(srv)
+		}
+		spec := serverActions[name]
+		a := e.startActionLocked(spec.command, srv, now)
+		if spec.during != "" {
+			srv.status = spec.during
+		}
+		if img == nil {
+			return ok(struct {
+				Action schema.Action `json:"action"`
+			}{a.toSchema(now)})
+		}
+		srv.img = img
+		return ok(schema.ServerActionRebuildResponse{Action: a.toSchema(now), RootPassword: ptr(rand.Text())})
+	})
 }
 
 // ptr returns a pointer to v.
@@ -374,13 +358,7 @@ func ptr[T any](v T) *T { return &v }
 
 // listServerActions serves GET /servers/{id}/actions (filter: status).
 func (e *Emulator) listServerActions(r *http.Request, raw string) reply {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.clock.Now()
-	e.settleLocked(now)
-	srv, rep, found := e.serverLocked(raw)
-	if !found {
-		return rep
-	}
-	return actionsReply(srv.actions, r.URL.Query(), now)
+	return e.withServer(raw, func(srv *server, now time.Time) reply {
+		return actionsReply(srv.actions, r.URL.Query(), now)
+	})
 }

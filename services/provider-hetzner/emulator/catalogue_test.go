@@ -8,6 +8,8 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 func TestServerTypesDecode(t *testing.T) {
@@ -82,7 +84,7 @@ func TestServerTypesDecode(t *testing.T) {
 
 func TestDeprecate(t *testing.T) {
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	e, c, _ := newTestClient(t, Options{Clock: NewFakeClock(now)})
+	e, c, _ := newTestClient(t, Options{Clock: clock.NewFake(now)})
 	ctx := testCtx(t)
 
 	e.Deprecate("cpx12", "hel1")

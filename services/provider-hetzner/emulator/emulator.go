@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 // DefaultActionDuration is how long an action runs when
@@ -26,7 +28,8 @@ type Options struct {
 	// zero means DefaultActionDuration.
 	ActionDuration time.Duration
 	// Clock measures actions and the rate limit; nil means the wall clock.
-	Clock Clock
+	// Injected latency is always real time.
+	Clock clock.Clock
 	// Logger receives one debug line per API call; the zero value logs
 	// nothing.
 	Logger zerolog.Logger
@@ -35,7 +38,7 @@ type Options struct {
 // Emulator is an in-memory Hetzner Cloud project served over HTTP. It is
 // safe for concurrent use.
 type Emulator struct {
-	clock          Clock
+	clock          clock.Clock
 	log            zerolog.Logger
 	actionDuration time.Duration
 	tokens         map[string]bool
@@ -103,7 +106,7 @@ func New(opts Options) *Emulator {
 		st:             newState(),
 	}
 	if e.clock == nil {
-		e.clock = realClock{}
+		e.clock = clock.Real{}
 	}
 	if e.actionDuration <= 0 {
 		e.actionDuration = DefaultActionDuration

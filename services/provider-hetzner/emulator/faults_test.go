@@ -13,6 +13,8 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 func TestFailNext(t *testing.T) {
@@ -123,15 +125,15 @@ func TestFailNextActionCreate(t *testing.T) {
 }
 
 func TestFailNextActionPoweroffRevertsStatus(t *testing.T) {
-	clock := NewFakeClock(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
-	e, c, _ := newTestClient(t, Options{Clock: clock})
+	fake := clock.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	e, c, _ := newTestClient(t, Options{Clock: fake})
 	ctx := testCtx(t)
 	id := e.SeedServers(1, "x", nil)[0]
 	e.FailNextAction("stop_server", "server_error", "")
 
 	a, _, err := c.Server.Poweroff(ctx, &hcloud.Server{ID: id})
 	require.NoError(t, err)
-	clock.Advance(DefaultActionDuration)
+	fake.Advance(DefaultActionDuration)
 	a, _, err = c.Action.GetByID(ctx, a.ID)
 	require.NoError(t, err)
 	assert.Equal(t, hcloud.ActionStatusError, a.Status)

@@ -9,12 +9,14 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 func TestRateLimitBucket(t *testing.T) {
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	clock := NewFakeClock(now)
-	e, c, _ := newTestClient(t, Options{Clock: clock, RateLimitSize: 3, RateLimitRefillPerSecond: 0.5})
+	fake := clock.NewFake(now)
+	e, c, _ := newTestClient(t, Options{Clock: fake, RateLimitSize: 3, RateLimitRefillPerSecond: 0.5})
 	ctx := testCtx(t)
 
 	for want := 2; want >= 0; want-- {
@@ -35,7 +37,7 @@ func TestRateLimitBucket(t *testing.T) {
 	}
 	assert.Equal(t, 5, e.Calls("GET /locations"), "429s are counted")
 
-	clock.Advance(2 * time.Second)
+	fake.Advance(2 * time.Second)
 	_, resp, err := c.Location.List(ctx, hcloud.LocationListOpts{})
 	require.NoError(t, err)
 	assert.Equal(t, 0, resp.Meta.Ratelimit.Remaining)
@@ -43,8 +45,8 @@ func TestRateLimitBucket(t *testing.T) {
 
 func TestSetRateLimitReplay(t *testing.T) {
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	clock := NewFakeClock(now)
-	e, c, _ := newTestClient(t, Options{Clock: clock})
+	fake := clock.NewFake(now)
+	e, c, _ := newTestClient(t, Options{Clock: fake})
 	ctx := testCtx(t)
 
 	e.SetRateLimit(0, now.Add(30*time.Second))
@@ -54,14 +56,14 @@ func TestSetRateLimitReplay(t *testing.T) {
 	assert.Equal(t, 0, resp.Meta.Ratelimit.Remaining)
 	assert.Equal(t, now.Add(30*time.Second).Unix(), resp.Meta.Ratelimit.Reset.Unix())
 
-	clock.Advance(30 * time.Second)
+	fake.Advance(30 * time.Second)
 	_, resp, err = c.Server.List(ctx, hcloud.ServerListOpts{})
 	require.NoError(t, err)
 	assert.Equal(t, 3599, resp.Meta.Ratelimit.Remaining)
 
 	// Back at the normal refill rate: one token per second.
 	e.SetRateLimit(0, time.Time{})
-	clock.Advance(time.Second)
+	fake.Advance(time.Second)
 	_, resp, err = c.Server.List(ctx, hcloud.ServerListOpts{})
 	require.NoError(t, err)
 	assert.Equal(t, 0, resp.Meta.Ratelimit.Remaining)

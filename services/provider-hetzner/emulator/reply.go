@@ -160,3 +160,14 @@ func paginate[T any](items []T, q url.Values) ([]T, meta) {
 	end := min(start+perPage, total)
 	return items[start:end], meta{Pagination: p}
 }
+
+// pageOf is the page of items q asks for (see paginate), each converted by
+// conv; never nil, so that an empty page renders as [].
+func pageOf[T, S any](items []T, q url.Values, conv func(T) S) ([]S, meta) {
+	page, m := paginate(items, q)
+	out := make([]S, 0, len(page))
+	for _, item := range page {
+		out = append(out, conv(item))
+	}
+	return out, m
+}

@@ -12,6 +12,8 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 func TestCreateWaitRunning(t *testing.T) {
@@ -49,8 +51,8 @@ func TestCreateWaitRunning(t *testing.T) {
 }
 
 func TestCreateStartAfterCreateFalseEndsOff(t *testing.T) {
-	clock := NewFakeClock(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
-	_, c, _ := newTestClient(t, Options{Clock: clock, ActionDuration: time.Minute})
+	fake := clock.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	_, c, _ := newTestClient(t, Options{Clock: fake, ActionDuration: time.Minute})
 	ctx := testCtx(t)
 	opts := createOpts("quiet", nil)
 	opts.StartAfterCreate = hcloud.Ptr(false)
@@ -60,13 +62,13 @@ func TestCreateStartAfterCreateFalseEndsOff(t *testing.T) {
 	assert.Empty(t, res.NextActions)
 	assert.Empty(t, res.RootPassword, "no root password when SSH keys are given")
 
-	clock.Advance(30 * time.Second)
+	fake.Advance(30 * time.Second)
 	a, _, err := c.Action.GetByID(ctx, res.Action.ID)
 	require.NoError(t, err)
 	assert.Equal(t, hcloud.ActionStatusRunning, a.Status)
 	assert.Equal(t, 50, a.Progress)
 
-	clock.Advance(30 * time.Second)
+	fake.Advance(30 * time.Second)
 	a, _, err = c.Action.GetByID(ctx, res.Action.ID)
 	require.NoError(t, err)
 	assert.Equal(t, hcloud.ActionStatusSuccess, a.Status)
@@ -335,8 +337,8 @@ func TestUpdateServer(t *testing.T) {
 }
 
 func TestDeleteServer(t *testing.T) {
-	clock := NewFakeClock(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
-	e, c, _ := newTestClient(t, Options{Clock: clock, ActionDuration: time.Second})
+	fake := clock.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	e, c, _ := newTestClient(t, Options{Clock: fake, ActionDuration: time.Second})
 	ctx := testCtx(t)
 	id := e.SeedServers(1, "d", nil)[0]
 
@@ -348,7 +350,7 @@ func TestDeleteServer(t *testing.T) {
 	_, _, err = c.Server.DeleteWithResult(ctx, &hcloud.Server{ID: id})
 	assert.True(t, hcloud.IsError(err, hcloud.ErrorCodeLocked), "%v", err)
 
-	clock.Advance(time.Second)
+	fake.Advance(time.Second)
 	srv, _, err := c.Server.GetByID(ctx, id)
 	require.NoError(t, err)
 	assert.Nil(t, srv)
@@ -360,8 +362,8 @@ func TestDeleteServer(t *testing.T) {
 }
 
 func TestPowerTransitions(t *testing.T) {
-	clock := NewFakeClock(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
-	e, c, _ := newTestClient(t, Options{Clock: clock, ActionDuration: time.Second})
+	fake := clock.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	e, c, _ := newTestClient(t, Options{Clock: fake, ActionDuration: time.Second})
 	ctx := testCtx(t)
 	id := e.SeedServers(1, "pw", nil)[0]
 	s := &hcloud.Server{ID: id}
@@ -395,7 +397,7 @@ func TestPowerTransitions(t *testing.T) {
 		_, _, err = c.Server.Poweron(ctx, s)
 		assert.True(t, hcloud.IsError(err, hcloud.ErrorCodeLocked), "%s: second action while locked: %v", st.name, err)
 
-		clock.Advance(time.Second)
+		fake.Advance(time.Second)
 		assert.Equal(t, st.after, status(), st.name)
 	}
 	assert.Equal(t, "debian-12", e.Servers()[0].Image)

@@ -6,11 +6,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 func TestCloneLocksTargetWhileRunning(t *testing.T) {
-	clock := NewFakeClock(time.Unix(1_700_000_000, 0))
-	s := startServer(t, Options{Clock: clock, TaskDurations: map[string]time.Duration{"qmclone": 30 * time.Second}})
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	s := startServer(t, Options{Clock: fake, TaskDurations: map[string]time.Duration{"qmclone": 30 * time.Second}})
 	x := newTester(t, s)
 
 	upid := x.do(http.MethodPost, "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"101"}, "name": {"web-1"}}).upid(t)
@@ -36,7 +38,7 @@ func TestCloneLocksTargetWhileRunning(t *testing.T) {
 	// The next free VMID skips the reserved one.
 	equal(t, x.do(http.MethodGet, "/cluster/nextid", url.Values{"vmid": {"101"}}).status, 400, "nextid of the reserved VMID")
 
-	clock.Advance(30 * time.Second)
+	fake.Advance(30 * time.Second)
 	equal(t, x.exit(upid), "OK", "clone exit")
 	cfg = x.config(101)
 	equal(t, cfg["lock"], nil, "lock after clone")
@@ -86,8 +88,8 @@ func TestCloneToExistingVMIDIsSynchronous500(t *testing.T) {
 }
 
 func TestCloneTargetAppearingDuringCloneFailsTheTask(t *testing.T) {
-	clock := NewFakeClock(time.Unix(1_700_000_000, 0))
-	s := startServer(t, Options{Clock: clock, TaskDurations: map[string]time.Duration{"qmclone": 10 * time.Second}})
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	s := startServer(t, Options{Clock: fake, TaskDurations: map[string]time.Duration{"qmclone": 10 * time.Second}})
 	x := newTester(t, s)
 	e := s.Emulator()
 	upid := x.do(http.MethodPost, "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"101"}}).upid(t)
@@ -95,20 +97,20 @@ func TestCloneTargetAppearingDuringCloneFailsTheTask(t *testing.T) {
 	ids, err := e.SeedVMs(SeedSpec{Count: 1, FirstVMID: 101})
 	noErr(t, err)
 	equal(t, ids, []int{101}, "seeded")
-	clock.Advance(10 * time.Second)
+	fake.Advance(10 * time.Second)
 	equal(t, x.exit(upid), "unable to create VM 101: config file already exists", "clone exit")
 	v, ok := e.VM(101)
 	equal(t, ok && v.Name == "vm-101", true, "the seeded VM survives")
 }
 
 func TestFailedCloneRemovesTarget(t *testing.T) {
-	clock := NewFakeClock(time.Unix(1_700_000_000, 0))
-	s := startServer(t, Options{Clock: clock, TaskDurations: map[string]time.Duration{"qmclone": 5 * time.Second}})
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	s := startServer(t, Options{Clock: fake, TaskDurations: map[string]time.Duration{"qmclone": 5 * time.Second}})
 	x := newTester(t, s)
 	s.Emulator().FailNextTask("qmclone", ExitStorageLockTimeout)
 	upid := x.do(http.MethodPost, "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"101"}}).upid(t)
 	equal(t, x.config(101)["lock"], "clone", "target exists while the doomed clone runs")
-	clock.Advance(5 * time.Second)
+	fake.Advance(5 * time.Second)
 	equal(t, x.exit(upid), ExitStorageLockTimeout, "exit status")
 	r := x.do(http.MethodGet, "/nodes/pve1/qemu/101/config", nil)
 	isErrorReply(t, r, 500, "Configuration file 'nodes/pve1/qemu-server/101.conf' does not exist")

@@ -9,11 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 // Control API (JSON, no authentication), for driving an emulator in
 // another process. Every reply is JSON; errors are {"error": "…"} with 400
-// (bad input), 404 (no such VM/node) or 409 (clock is not a FakeClock).
+// (bad input), 404 (no such VM/node) or 409 (the clock is not a clock.Fake).
 //
 //	POST   /_emulator/reset                      Reset
 //	GET    /_emulator/calls                      CallCounts
@@ -32,7 +34,7 @@ import (
 //	PUT    /_emulator/nodes/{node}   {"online":bool?,"memory_bytes":int?}
 //	PUT    /_emulator/task-durations {"qmclone":ms,…}  SetTaskDuration
 //	PUT    /_emulator/errors         {"legacy":bool}   SetLegacyErrors
-//	POST   /_emulator/clock/advance  {"ms":n}    FakeClock.Advance
+//	POST   /_emulator/clock/advance  {"ms":n}    clock.Fake.Advance
 const controlPrefix = "/_emulator"
 
 // controlHandler handles one control call, returning the reply or an error.
@@ -302,7 +304,7 @@ func (e *Emulator) ctlErrors(r *http.Request) (any, error) {
 
 // ctlAdvance serves POST /_emulator/clock/advance.
 func (e *Emulator) ctlAdvance(r *http.Request) (any, error) {
-	fc, ok := e.clock.(*FakeClock)
+	fc, ok := e.clock.(*clock.Fake)
 	if !ok {
 		return nil, fmt.Errorf("%w: the clock is not a FakeClock", errConflict)
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 // control sends a control API call and decodes the JSON reply.
@@ -34,8 +36,8 @@ func control(t *testing.T, s *Server, method, path string, payload any) (int, ma
 }
 
 func TestControlAPI(t *testing.T) {
-	clock := NewFakeClock(time.Unix(1_700_000_000, 0))
-	s := startServer(t, Options{Clock: clock})
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	s := startServer(t, Options{Clock: fake})
 	x := newTester(t, s)
 	e := s.Emulator()
 

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 // Emulator is the in-memory PVE cluster and its HTTP API. It is safe for
@@ -13,7 +15,7 @@ import (
 // touches state.
 type Emulator struct {
 	opts  Options // defaults filled; the state Reset returns to
-	clock Clock
+	clock clock.Clock
 	mux   *http.ServeMux
 	boot  time.Time
 	calls callCounter

@@ -32,14 +32,24 @@ func configJSONValue(key, val string) any {
 	return val
 }
 
+// configUpdateOn is the VM a config call names and the update its
+// parameters ask for: 500 for a VM not on the node, 400 for bad parameters.
+func (e *Emulator) configUpdateOn(c *call) (*vm, *configUpdate, *apiError) {
+	v, err := e.vmOn(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := parseConfigUpdate(c.p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, u, nil
+}
+
 // postConfig serves POST /nodes/{node}/qemu/{vmid}/config: validated now,
 // applied by a qmconfig task (which checks flock, lock and digest).
 func (e *Emulator) postConfig(c *call) (any, *apiError) {
-	v, err := e.vmOn(c)
-	if err != nil {
-		return nil, err
-	}
-	u, err := parseConfigUpdate(c.p)
+	v, u, err := e.configUpdateOn(c)
 	if err != nil {
 		return nil, err
 	}
@@ -60,11 +70,7 @@ func (e *Emulator) postConfig(c *call) (any, *apiError) {
 // replying null. A held flock is an immediate 500 (Guess: PVE waits up to
 // 10 s first).
 func (e *Emulator) putConfig(c *call) (any, *apiError) {
-	v, err := e.vmOn(c)
-	if err != nil {
-		return nil, err
-	}
-	u, err := parseConfigUpdate(c.p)
+	v, u, err := e.configUpdateOn(c)
 	if err != nil {
 		return nil, err
 	}

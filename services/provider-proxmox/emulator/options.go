@@ -4,6 +4,8 @@ import (
 	"maps"
 	"strconv"
 	"time"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 const (
@@ -72,7 +74,8 @@ type Options struct {
 	// API call.
 	TaskDurations map[string]time.Duration
 	// Clock measures task durations and uptimes (default: wall clock).
-	Clock Clock
+	// Injected latency is always real time.
+	Clock clock.Clock
 	// LegacyErrors emulates PVE before 8.3: error messages only in the HTTP
 	// reason phrase (body {"data":null}) and version 8.2.4. Otherwise the
 	// emulator is PVE 8.3.0 and error bodies also carry "message".
@@ -109,7 +112,7 @@ func (o Options) withDefaults() Options {
 		out.TaskDurations = map[string]time.Duration{}
 	}
 	if out.Clock == nil {
-		out.Clock = realClock{}
+		out.Clock = clock.Real{}
 	}
 	if out.ListenAddr == "" {
 		out.ListenAddr = "127.0.0.1:0"

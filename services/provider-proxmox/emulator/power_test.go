@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 func TestPowerSemantics(t *testing.T) {
@@ -46,8 +48,8 @@ func TestPowerSemantics(t *testing.T) {
 }
 
 func TestTasksRunOnTheClockAndHoldTheFlock(t *testing.T) {
-	clock := NewFakeClock(time.Unix(1_700_000_000, 0))
-	s := startServer(t, Options{Clock: clock, TaskDurations: map[string]time.Duration{"qmstart": 20 * time.Second}})
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	s := startServer(t, Options{Clock: fake, TaskDurations: map[string]time.Duration{"qmstart": 20 * time.Second}})
 	x := newTester(t, s)
 	x.clone(101, "web-1")
 
@@ -62,15 +64,15 @@ func TestTasksRunOnTheClockAndHoldTheFlock(t *testing.T) {
 	isErrorReply(t, x.do(http.MethodPut, "/nodes/pve1/qemu/101/config", url.Values{"cores": {"8"}}), 500,
 		"can't lock file '/var/lock/qemu-server/lock-101.conf' - got timeout")
 
-	clock.Advance(19 * time.Second)
+	fake.Advance(19 * time.Second)
 	equal(t, x.task(upid)["status"], "running", "start task before its time")
-	clock.Advance(time.Second)
+	fake.Advance(time.Second)
 	equal(t, x.exit(upid), "OK", "start exit")
 	v, _ = s.Emulator().VM(101)
 	equal(t, v.Status, "running", "status after start")
 	equal(t, v.Cores, 2, "cores unchanged by the failed calls")
 
-	clock.Advance(90 * time.Second)
+	fake.Advance(90 * time.Second)
 	cur := x.do(http.MethodGet, "/nodes/pve1/qemu/101/status/current", nil).dataMap(t)
 	equal(t, cur["uptime"], float64(90), "uptime on the clock")
 }

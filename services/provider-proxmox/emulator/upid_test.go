@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 func TestUPIDRoundTrip(t *testing.T) {
@@ -22,8 +24,8 @@ func TestUPIDRoundTrip(t *testing.T) {
 }
 
 func TestUPIDPerTaskType(t *testing.T) {
-	clock := NewFakeClock(time.Unix(1_700_000_000, 0))
-	s := startServer(t, Options{Clock: clock})
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	s := startServer(t, Options{Clock: fake})
 	x := newTester(t, s)
 	x.clone(101, "a")
 	tests := []struct {
