@@ -185,3 +185,51 @@ func TestListManagedOnly(t *testing.T) {
 		t.Fatalf("%d GET /servers, want 2 pages of 50", n)
 	}
 }
+
+// Servers deleted between two list calls shift later servers onto pages
+// already read: the cursor still yields every remaining server, once.
+func TestListSurvivesDeletionsBetweenPages(t *testing.T) {
+	e := newEnv(t)
+	managed := e.emu.SeedServers(120, "managed", map[string]string{testPrefix + "/managed": "true"})
+	ctx := context.Background()
+	first, next, err := e.client.List(ctx, e.call(""), "", 50)
+	if err != nil || len(first) != 50 || next == "" {
+		t.Fatalf("first page: %d items, cursor %q, err %v", len(first), next, err)
+	}
+	for _, id := range managed[10:30] { // already returned: the rest shifts 20 places down
+		e.emu.DeleteServerOutOfBand(id)
+	}
+	seen := map[string]int{}
+	for _, m := range first {
+		seen[m.ID]++
+	}
+	for cursor := next; cursor != ""; {
+		var page []api.ExternalMachine
+		page, cursor, err = e.client.List(ctx, e.call(""), cursor, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page {
+			seen[m.ID]++
+		}
+	}
+	for _, id := range managed[50:] {
+		if n := seen[strconv.FormatInt(id, 10)]; n != 1 {
+			t.Fatalf("server %d listed %d times after deletions", id, n)
+		}
+	}
+	if len(seen) != 120 {
+		t.Fatalf("listed %d distinct servers, want all 120 (50 before the deletions, 70 after)", len(seen))
+	}
+}
+
+func TestListCursorParsing(t *testing.T) {
+	if c, err := parseListCursor("100:5000001:340"); err != nil || c != (listCursor{offset: 100, lastID: 5000001, total: 340}) {
+		t.Fatalf("valid cursor: %+v, %v", c, err)
+	}
+	for _, bad := range []string{"50", "a:b:c", "-1:2:3", "1:2:3:4", "1:2:3x", " 1:2:3", "01:2:3"} {
+		if _, err := parseListCursor(bad); api.AsComputeError(err).Path() != "cursor" {
+			t.Errorf("cursor %q: %v, want INVALID_INPUT at cursor", bad, err)
+		}
+	}
+}
