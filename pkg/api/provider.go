@@ -64,11 +64,15 @@ type MachineSpec struct {
 }
 
 // ProviderCreateRequest creates a machine (create). The same IdempotencyKey
-// always names the same machine.
+// always names the same machine. FirstAttempt is the caller's guarantee that
+// no create with this key was ever sent before (it records each attempt
+// before sending it): a provider may then skip looking the key up, an API
+// call saved, as long as it still resolves concurrent creates of one key.
 type ProviderCreateRequest struct {
 	Account        ProviderAccount `json:"account"`
 	IdempotencyKey string          `json:"idempotencyKey"`
 	Machine        MachineSpec     `json:"machine"`
+	FirstAttempt   bool            `json:"firstAttempt,omitempty"`
 }
 
 // ProviderMachineRequest names one machine (get, delete).

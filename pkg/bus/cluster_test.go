@@ -15,12 +15,17 @@ import (
 	"better-compute.io/compute/pkg/bus"
 )
 
-// startCluster starts three JetStream servers in one cluster on loopback
-// and returns their client URLs.
-func startCluster(t *testing.T) []string {
+// cluster is three JetStream servers in one cluster on loopback.
+type cluster struct {
+	opts []*server.Options
+	srvs []*server.Server
+}
+
+func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	ports := make([]int, 3)
+	c := &cluster{}
 	routes := make([]string, 3)
+	ports := make([]int, 3)
 	for i := range ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -30,26 +35,39 @@ func startCluster(t *testing.T) []string {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i])
 		_ = ln.Close()
 	}
-	urls := make([]string, 3)
 	for i := range ports {
-		srv, err := server.NewServer(&server.Options{
+		c.opts = append(c.opts, &server.Options{
 			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
 			Cluster: server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: ports[i]},
 			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Start()
-		t.Cleanup(srv.Shutdown)
-		if !srv.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("server %d not ready", i+1)
-		}
-		urls[i] = srv.ClientURL()
+		c.srvs = append(c.srvs, nil)
+		c.start(t, i)
 	}
-	return urls
+	t.Cleanup(func() {
+		for _, srv := range c.srvs {
+			srv.Shutdown()
+		}
+	})
+	return c
 }
+
+// start (re)starts server i with its options (and its store).
+func (c *cluster) start(t *testing.T, i int) {
+	t.Helper()
+	srv, err := server.NewServer(c.opts[i])
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatalf("server %d not ready", i+1)
+	}
+	c.srvs[i] = srv
+}
+
+func (c *cluster) url(i int) string { return c.srvs[i].ClientURL() }
 
 // openReplicated opens the stores with three replicas through url, waiting
 // for the cluster to elect its leaders.
@@ -79,9 +97,9 @@ func openReplicated(t *testing.T, url string) *bus.Stores {
 // acknowledged before it (reads go to the stream leader), and concurrent
 // compare-and-set writes lose with CONFLICT, never UNAVAILABLE.
 func TestReplicatedStores(t *testing.T) {
-	urls := startCluster(t)
-	writer := openReplicated(t, urls[0])
-	reader := openReplicated(t, urls[1])
+	c := startCluster(t)
+	writer := openReplicated(t, c.url(0))
+	reader := openReplicated(t, c.url(1))
 	ctx := testCtx(t)
 
 	for _, kv := range []string{bus.BucketSecrets, bus.BucketAccounts, bus.BucketPools, bus.BucketInstances, bus.BucketIdempotency} {
@@ -141,5 +159,36 @@ func TestReplicatedStores(t *testing.T) {
 	}
 	if won != 1 {
 		t.Errorf("%d of %d writes at one revision won, want 1", won, writers)
+	}
+}
+
+// Keys lists every key while a replica is down, and after it restarted
+// (waiting, if need be, until it caught up: it may hold the listing).
+func TestReplicatedKeysAcrossNodeRestart(t *testing.T) {
+	c := startCluster(t)
+	st := openReplicated(t, c.url(0))
+	ctx := testCtx(t)
+	write := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := bus.CreateJSON(ctx, st.Instances, fmt.Sprintf("acme.inst_%03d", i), rec{N: i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wantKeys := func(when string, n int) {
+		t.Helper()
+		keys, err := bus.Keys(ctx, st.Instances, "acme.")
+		if err != nil || len(keys) != n {
+			t.Fatalf("%s: %d keys, %v; want %d", when, len(keys), err, n)
+		}
+	}
+	write(0, 50)
+	c.srvs[2].Shutdown()
+	c.srvs[2].WaitForShutdown()
+	write(50, 100)
+	wantKeys("with n3 down", 100)
+	c.start(t, 2)
+	for range 20 {
+		wantKeys("after n3 restarted", 100)
 	}
 }

@@ -92,8 +92,15 @@ func kvError(op, key string, err error) error {
 }
 
 // Keys returns the sorted keys of kv under prefix (keys "<prefix>…"; prefix
-// ends with "."). Errors: UNAVAILABLE.
+// ends with "."). A listing reads one replica of a replicated bucket, and a
+// replica restarted moments ago holds only what it caught up with so far,
+// so Keys first waits until every online replica has caught up (see
+// awaitReplicas). Errors: UNAVAILABLE (also when a replica is still
+// catching up after replicaWait).
 func Keys(ctx context.Context, kv jetstream.KeyValue, prefix string) ([]string, error) {
+	if err := awaitReplicas(ctx, kv); err != nil {
+		return nil, err
+	}
 	lister, err := kv.ListKeysFiltered(ctx, prefix+">")
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoKeysFound) {

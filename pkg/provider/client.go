@@ -86,10 +86,14 @@ func Sleep(ctx context.Context, clock Clock, d time.Duration) error {
 // carrying the account and request ids.
 type Call struct {
 	IdempotencyKey string
-	Account        api.ProviderAccount
-	Clock          Clock
-	Secrets        SecretResolver
-	Log            zerolog.Logger
+	// FirstAttempt (create only): the caller guarantees no create with this
+	// key was sent before, so a lookup by key would find nothing. Concurrent
+	// creates of one key must still meet on one machine.
+	FirstAttempt bool
+	Account      api.ProviderAccount
+	Clock        Clock
+	Secrets      SecretResolver
+	Log          zerolog.Logger
 
 	// observed holds the rate-limit state seen during the call (set by Serve;
 	// nil in a Call built by hand, which then drops observations).

@@ -50,8 +50,13 @@ func (r Remote) Offers(ctx context.Context, acct api.ProviderAccount, q api.Offe
 
 // Create makes (or finds, for a key seen before) the machine of spec.
 func (r Remote) Create(ctx context.Context, acct api.ProviderAccount, key string, spec api.MachineSpec) (*api.ExternalMachine, error) {
+	return r.CreateRequest(ctx, api.ProviderCreateRequest{Account: acct, IdempotencyKey: key, Machine: spec})
+}
+
+// CreateRequest is Create with the whole request (e.g. FirstAttempt set).
+func (r Remote) CreateRequest(ctx context.Context, req api.ProviderCreateRequest) (*api.ExternalMachine, error) {
 	var out api.ExternalMachine
-	if err := r.call(ctx, VerbCreate, api.ProviderCreateRequest{Account: acct, IdempotencyKey: key, Machine: spec}, &out); err != nil {
+	if err := r.call(ctx, VerbCreate, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -205,7 +205,7 @@ func (s *server) create(ctx context.Context, req *bus.Request, c Client, call *C
 	if err := validateSpec(in.IdempotencyKey, in.Machine); err != nil {
 		return nil, err
 	}
-	call.IdempotencyKey = in.IdempotencyKey
+	call.IdempotencyKey, call.FirstAttempt = in.IdempotencyKey, in.FirstAttempt
 	call.Log = call.Log.With().Str("idempotency_key", in.IdempotencyKey).Logger()
 	return c.Create(ctx, call, in.Machine)
 }

@@ -32,6 +32,11 @@ import (
 // the name; 0/unreachable when the API cannot be reached, also when the
 // reply of a committed POST is lost: the retry finds the server by key),
 // RATE_LIMITED, UNAVAILABLE.
+//
+// Create looks the key up first (GET /servers?label_selector=…), unless the
+// caller says this is the key's first attempt. Two creates of one key that
+// both POST meet on the server name, unique in a project: the loser gets
+// uniqueness_error and adopts the winner, which carries its key.
 func (c *client) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (m *api.ExternalMachine, err error) {
 	opts := c.createOpts(call.IdempotencyKey, spec)
 	s, err := c.open(ctx, call, provider.VerbCreate)
@@ -40,16 +45,18 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 	}
 	defer func() { err = s.done(ctx, err) }()
 
-	found, _, err := s.api.Server.List(ctx, hcloud.ServerListOpts{
-		ListOpts: hcloud.ListOpts{LabelSelector: c.labels.keySelector(call.IdempotencyKey), PerPage: 1},
-		Sort:     []string{"id:asc"},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(found) > 0 {
-		s.serverID = strconv.FormatInt(found[0].ID, 10)
-		return toMachine(found[0]), nil
+	if !call.FirstAttempt { // a first attempt has nothing to find: save the GET
+		found, _, err := s.api.Server.List(ctx, hcloud.ServerListOpts{
+			ListOpts: hcloud.ListOpts{LabelSelector: c.labels.keySelector(call.IdempotencyKey), PerPage: 1},
+			Sort:     []string{"id:asc"},
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(found) > 0 {
+			s.serverID = strconv.FormatInt(found[0].ID, 10)
+			return toMachine(found[0]), nil
+		}
 	}
 
 	res, _, err := s.api.Server.Create(ctx, opts)

@@ -159,8 +159,12 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 	if m := t.inst.Status.Machine; m != nil {
 		return m, nil
 	}
+	first := false
 	if !t.inst.Status.CreateRequested {
 		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+			// Only the write that flips the flag makes this the first attempt
+			// (a replica racing us sees it set when its CAS write retries).
+			first = !s.CreateRequested
 			s.CreateRequested = true
 			if s.Phase == api.PhasePending {
 				s.Phase = api.PhaseProvisioning
@@ -171,9 +175,8 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 	}
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
-	m, err := t.remote.Create(cctx, t.account, t.inst.ID, api.MachineSpec{
-		Name: t.inst.Name, OfferID: t.offerID, Image: t.inst.Image, UserData: t.inst.UserData, SSHKeys: t.inst.SSHKeys,
-	})
+	m, err := t.remote.CreateRequest(cctx, api.ProviderCreateRequest{Account: t.account, IdempotencyKey: t.inst.ID, FirstAttempt: first,
+		Machine: api.MachineSpec{Name: t.inst.Name, OfferID: t.offerID, Image: t.inst.Image, UserData: t.inst.UserData, SSHKeys: t.inst.SSHKeys}})
 	if r.o.Hooks.AfterProviderCreate != nil {
 		r.o.Hooks.AfterProviderCreate(t.inst.ID)
 	}
