@@ -34,9 +34,11 @@ var Codes = []Code{
 }
 
 // Terminal reports whether the reconciler must fail an instance on this code
-// instead of retrying: UNSUPPORTED, INVALID_STATE and INVALID_CONFIG.
+// instead of retrying: UNSUPPORTED, INVALID_STATE and INVALID_CONFIG (as in
+// DESIGN.md), and INVALID_INPUT (a provider refusing the request itself, e.g.
+// an unknown template: retrying cannot help).
 func (c Code) Terminal() bool {
-	return c == CodeUnsupported || c == CodeInvalidState || c == CodeInvalidConfig
+	return c == CodeUnsupported || c == CodeInvalidState || c == CodeInvalidConfig || c == CodeInvalidInput
 }
 
 // Detail keys with a fixed meaning.

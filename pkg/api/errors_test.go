@@ -187,7 +187,7 @@ func TestCodeOfIsCode(t *testing.T) {
 }
 
 func TestCodeTerminal(t *testing.T) {
-	terminal := map[Code]bool{CodeUnsupported: true, CodeInvalidState: true, CodeInvalidConfig: true}
+	terminal := map[Code]bool{CodeUnsupported: true, CodeInvalidState: true, CodeInvalidConfig: true, CodeInvalidInput: true}
 	want := []Code{
 		CodeInvalidInput, CodeInvalidConfig, CodeNotFound, CodeAlreadyExists, CodeConflict,
 		CodeAccessDenied, CodeUnsupported, CodeInvalidState, CodeCapacityUnavailable,

@@ -231,6 +231,9 @@ func (r *Reconciler) power(ctx context.Context, req *bus.Request) (any, error) {
 		case api.ActionOn, api.ActionOff:
 			inst.Desired.Power = in.Action
 		default:
+			if err := refusePendingOperation(inst); err != nil {
+				return err
+			}
 			inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: in.Action, RequestedAt: time.Now().UTC()}
 		}
 		return nil
@@ -251,10 +254,24 @@ func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, erro
 		return nil, api.InvalidInput("image", "image is required (at most %d characters)", MaxImageLength)
 	}
 	return r.mutate(ctx, req, in.ID, func(inst *api.Instance) error {
+		if err := refusePendingOperation(inst); err != nil {
+			return err
+		}
 		inst.Image = in.Image
 		inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall, Image: in.Image, RequestedAt: time.Now().UTC()}
 		return nil
 	}, "reinstall")
+}
+
+// refusePendingOperation is INVALID_STATE while the instance's last
+// one-shot operation has not finished: a second one would replace it before
+// it ran (a reinstall silently lost to a reset).
+func refusePendingOperation(inst *api.Instance) error {
+	op, last := inst.Desired.Operation, inst.Status.LastOperation
+	if op == nil || last != nil && last.ID == op.ID && last.State != api.OperationExecuting {
+		return nil
+	}
+	return api.Errorf(api.CodeInvalidState, "operation %s (%s) of instance %s has not finished; retry when status.lastOperation shows it", op.ID, op.Action, inst.ID)
 }
 
 // mutate applies a change of the desired state with CAS (retrying on

@@ -38,7 +38,9 @@ const enqueueTimeout = 10 * time.Second
 func (r *Reconciler) enqueue(inst *api.Instance) {
 	ctx, cancel := context.WithTimeout(context.Background(), enqueueTimeout)
 	defer cancel()
-	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-%d", inst.ID, inst.Generation))
+	// The creation time tells incarnations apart: an instance deleted and
+	// created again under its idempotency key restarts at generation 1.
+	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-%d-%d", inst.ID, inst.CreatedAt.UnixNano(), inst.Generation))
 }
 
 func (r *Reconciler) publishWork(ctx context.Context, tenant, id, msgID string) {

@@ -299,7 +299,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 		// recorded: the same key finds (or makes) that machine so it is deleted.
 		var err error
 		if m, err = r.ensureMachine(ctx, t); err != nil {
-			return r.failed(ctx, t, err)
+			if !createRefused(err) {
+				return r.failed(ctx, t, err)
+			}
+			// Not a first attempt, so the provider looked the key up before
+			// refusing: no machine exists, the record can go.
+			t.log.Info().Str("code", string(api.CodeOf(err))).Msg("create refused while deleting: no machine to delete")
+			m = nil
 		}
 	}
 	if m != nil {
@@ -331,6 +337,27 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 	t.log.Info().Msg("instance deleted")
 	r.publishEvent(&t.inst, "deleted", "")
 	return finished, nil
+}
+
+// createRefused reports whether a create failed because the provider
+// refused it (bad input or config, a name held by another key, an API 4xx
+// other than timeout and rate limit): nothing was created.
+func createRefused(err error) bool {
+	ce := api.AsComputeError(err)
+	switch ce.Code {
+	case api.CodeInvalidInput, api.CodeInvalidConfig, api.CodeUnsupported, api.CodeInvalidState, api.CodeAccessDenied:
+		return true
+	case api.CodeProviderError:
+		var status int
+		switch v := ce.Details[api.DetailStatus].(type) {
+		case float64: // decoded from a reply
+			status = int(v)
+		case int:
+			status = v
+		}
+		return status >= 400 && status < 500 && status != 408 && status != 429
+	}
+	return false
 }
 
 // failed records a provider or lookup failure: terminal codes fail the

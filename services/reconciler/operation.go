@@ -25,13 +25,22 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 	case last != nil && last.ID == op.ID:
 		return outcome{}, false, nil
 	}
+	claimed := false
 	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+		// Re-applied to the fresh record when the CAS write loses: another
+		// pass (a replica, or a newer work message) may have claimed it.
+		if claimed = s.LastOperation == nil || s.LastOperation.ID != op.ID; !claimed {
+			return
+		}
 		s.LastOperation = &api.OperationStatus{ID: op.ID, Action: op.Action, State: api.OperationExecuting, StartedAt: time.Now().UTC()}
 		if op.Action == api.ActionReinstall {
 			s.Phase = api.PhaseReinstalling
 		}
 	}); err != nil {
 		return outcome{}, true, err
+	}
+	if !claimed {
+		return after(r.o.PollInterval), true, nil // another pass runs it
 	}
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,5 +288,88 @@ func TestListFiltersAndPages(t *testing.T) {
 	var none api.List[api.Instance]
 	if err := h.call("list", map[string]any{"phase": api.PhaseStopped}, &none); err != nil || len(none.Items) != 0 {
 		t.Fatalf("phase filter: %d items, err %v", len(none.Items), err)
+	}
+}
+
+// Several passes racing on one instance (a newer work message delivered
+// while an older one runs) still send a one-shot operation exactly once.
+func TestConcurrentPassesRunAnOperationOnce(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	inst := h.create(api.InstanceCreateRequest{})
+	h.waitPhase(inst.ID, api.PhaseRunning)
+	powerCalls := h.cloud.Calls(provider.VerbPower)
+	var out api.Instance
+	if err := h.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionReset}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 { // passes at once, as replicas or replaced messages would run them
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID, 1)
+		}()
+	}
+	wg.Wait()
+	h.waitFor(inst.ID, "reset done", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.LastOperation != nil && i.Status.LastOperation.State == api.OperationSucceeded
+	})
+	if got := h.cloud.Calls(provider.VerbPower) - powerCalls; got != 1 {
+		t.Fatalf("reset sent %d times by racing passes, want once", got)
+	}
+}
+
+func TestSecondOperationRefusedWhilePending(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	h.rec.Stop() // nothing runs the first operation
+	api2 := h.startAPIOnly()
+	inst := h.create(api.InstanceCreateRequest{})
+	if err := api2.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-11"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := api2.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionReset}, nil)
+	if !api.IsCode(err, api.CodeInvalidState) {
+		t.Fatalf("reset while a reinstall is pending: %v, want INVALID_STATE", err)
+	}
+	if err := api2.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionOff}, nil); err != nil {
+		t.Fatalf("power level while an operation is pending: %v", err)
+	}
+}
+
+// An instance whose create the provider refuses (here: an offer it does
+// not have) is deleted without a machine, not retried forever.
+func TestDeleteFinishesWhenCreateIsRefused(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	inst := h.create(api.InstanceCreateRequest{Flavor: "bogus"})
+	h.waitPhase(inst.ID, api.PhaseFailed)
+	if err := h.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGone(inst.ID)
+	if n := len(h.cloud.Machines()); n != 0 {
+		t.Fatalf("%d machines", n)
+	}
+}
+
+func TestCreateRefusedTable(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{api.Errorf(api.CodeInvalidInput, "no template"), true},
+		{api.ProviderError(422, "invalid_input", "bad image"), true},
+		{api.ProviderError(409, "uniqueness_error", "name taken"), true},
+		{&api.ComputeError{Code: api.CodeProviderError, Details: map[string]any{"status": float64(404)}}, true},
+		{api.ProviderError(429, "rate_limit_exceeded", "slow down"), false},
+		{api.ProviderError(408, "timeout", "timeout"), false},
+		{api.ProviderError(503, "unavailable", "down"), false},
+		{api.ProviderError(0, "unreachable", "dropped"), false},
+		{api.Errorf(api.CodeUnavailable, "no reply"), false},
+		{api.RateLimited(time.Second, "later"), false},
+	}
+	for _, c := range cases {
+		if got := createRefused(c.err); got != c.want {
+			t.Errorf("createRefused(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
