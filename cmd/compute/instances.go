@@ -40,7 +40,11 @@ func instancesCmd(g *globals) *cobra.Command {
 			if err := g.request(bus.ResourceInstances, "create", req, &inst); err != nil {
 				return err
 			}
-			return g.wait(inst.ID, waitRunning, 15*time.Minute)
+			goal := waitRunning
+			if inst.Desired.Power == api.PowerOff {
+				goal = waitStopped
+			}
+			return g.wait(inst.ID, goal, 15*time.Minute)
 		},
 	}
 	fl := create.Flags()
@@ -52,7 +56,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	fl.StringArrayVar(&req.SSHKeys, "ssh-key", nil, "OpenSSH public key (repeatable)")
 	fl.StringVar(&req.Power, "power", "", "on (default) or off")
 	fl.StringVar(&req.IdempotencyKey, "idempotency-key", "", "a repeated create with this key answers the same instance")
-	fl.BoolVar(&wait, "wait", false, "wait until the instance runs, showing progress")
+	fl.BoolVar(&wait, "wait", false, "wait until the instance runs (or is stopped, with --power off), showing progress")
 
 	var lreq api.InstanceListRequest
 	list := &cobra.Command{

@@ -102,11 +102,12 @@ func (c *accountConfig) validate() error {
 	return validateSizes(c.Sizes)
 }
 
-// validateURL accepts an absolute http(s) URL without credentials, query
-// or fragment whose path ends in /api2/json.
+// validateURL accepts an absolute https URL without credentials, query or
+// fragment whose path ends in /api2/json. Plain http is refused: the API
+// token travels in a header of every request.
 func validateURL(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil ||
 		u.RawQuery != "" || u.Fragment != "" || !strings.HasSuffix(u.Path, apiPath) {
 		return api.InvalidConfig("config."+FieldURL, "url must be the API base URL, e.g. https://pve1.example.net:8006%s", apiPath)
 	}

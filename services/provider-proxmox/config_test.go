@@ -54,6 +54,7 @@ func TestConfigValidation(t *testing.T) {
 		{"config.url", api.CodeInvalidConfig, func(c map[string]any) { c[FieldURL] = "https://pve1:8006/api2/extjs" }},
 		{"config.url", api.CodeInvalidConfig, func(c map[string]any) { c[FieldURL] = "pve1:8006/api2/json" }},
 		{"config.url", api.CodeInvalidConfig, func(c map[string]any) { c[FieldURL] = "https://root:pw@pve1:8006/api2/json" }},
+		{"config.url", api.CodeInvalidConfig, func(c map[string]any) { c[FieldURL] = "http://pve1:8006/api2/json" }},
 		{"config.tokenId", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTokenID] = "svc@pve" }},
 		{"config.tokenId", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTokenID] = "svc@pve!a=b" }},
 		{"config.tokenSecret", api.CodeInvalidConfig, func(c map[string]any) { delete(c, FieldTokenSecret) }},

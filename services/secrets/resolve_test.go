@@ -37,6 +37,7 @@ func TestResolveAndCheck(t *testing.T) {
 		{"cross tenant", "other", s.Ref, api.CodeAccessDenied, ""},
 		{"env for a tenant", "acme", "env://" + envVarName, api.CodeAccessDenied, ""},
 		{"env for a tenant, unset variable", "acme", "env://SECRETS_TEST_UNSET", api.CodeAccessDenied, ""},
+		{"env of the service's own configuration", "root", "env://COMPUTE_SEAL_KEY", api.CodeAccessDenied, ""},
 		{"env unset", "root", "env://SECRETS_TEST_UNSET", api.CodeNotFound, ""},
 		{"vault without store", "acme", "vault://kv/team/hetzner#token", api.CodeInvalidConfig, "ref"},
 		{"missing secret", "acme", missing, api.CodeNotFound, ""},
