@@ -63,8 +63,8 @@ func newRootWith(out io.Writer) *cobra.Command {
 			g.conn.Token = os.Getenv("COMPUTE_NATS_TOKEN")
 		}
 	}
-	root.AddCommand(upCmd(g), serveCmd(g), emulatorCmd(g),
-		secretsCmd(g), accountsCmd(g), poolsCmd(g), instancesCmd(g))
+	root.AddCommand(upCmd(g), serveCmd(g), emulatorCmd(g), healthCmd(g),
+		secretsCmd(g), accountsCmd(g), poolsCmd(g), instancesCmd(g), certifyCmd(g))
 	return root
 }
 

@@ -163,7 +163,7 @@ func TestReplicatedStores(t *testing.T) {
 }
 
 // Keys lists every key while a replica is down, and after it restarted
-// (waiting, if need be, until it caught up: it may hold the listing).
+// (retrying a listing that read the replica before it caught up).
 func TestReplicatedKeysAcrossNodeRestart(t *testing.T) {
 	c := startCluster(t)
 	st := openReplicated(t, c.url(0))

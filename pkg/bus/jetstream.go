@@ -106,13 +106,14 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 // also one that has not applied the latest write yet, so on a cluster a
 // record just written may read as missing or old (a reconcile would drop
 // the work of an instance just created). Without them the stream leader
-// answers every read: a read sees every write acknowledged before it.
+// answers every read: a read sees every write acknowledged before it. The
+// handle keeps the stream, for Keys.
 func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	duplicates := 2 * time.Minute
 	if cfg.TTL > 0 && cfg.TTL < duplicates {
 		duplicates = cfg.TTL
 	}
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: "KV_" + cfg.Bucket, Description: cfg.Description, Subjects: []string{"$KV." + cfg.Bucket + ".>"},
 		MaxMsgsPerSubject: int64(cfg.History), MaxAge: cfg.TTL, MaxBytes: -1, MaxMsgSize: -1, MaxMsgs: -1, MaxConsumers: -1,
 		Storage: cfg.Storage, Replicas: cfg.Replicas, Duplicates: duplicates, Discard: jetstream.DiscardNew,
@@ -121,5 +122,9 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	if err != nil {
 		return nil, err
 	}
-	return js.KeyValue(ctx, cfg.Bucket)
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	return &bucket{KeyValue: kv, stream: stream}, nil
 }

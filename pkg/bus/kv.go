@@ -92,25 +92,16 @@ func kvError(op, key string, err error) error {
 }
 
 // Keys returns the sorted keys of kv under prefix (keys "<prefix>…"; prefix
-// ends with "."). A listing reads one replica of a replicated bucket, and a
-// replica restarted moments ago holds only what it caught up with so far,
-// so Keys first waits until every online replica has caught up (see
-// awaitReplicas). Errors: UNAVAILABLE (also when a replica is still
-// catching up after replicaWait).
+// ends with "."). On a bucket of OpenStores the list holds every key
+// written before the call, also on a replicated bucket (see
+// consistentKeys). Errors: UNAVAILABLE.
 func Keys(ctx context.Context, kv jetstream.KeyValue, prefix string) ([]string, error) {
-	if err := awaitReplicas(ctx, kv); err != nil {
+	all, err := consistentKeys(ctx, kv, prefix)
+	if err != nil {
 		return nil, err
 	}
-	lister, err := kv.ListKeysFiltered(ctx, prefix+">")
-	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil
-		}
-		return nil, kvError("list", prefix, err)
-	}
-	defer func() { _ = lister.Stop() }()
 	var keys []string
-	for k := range lister.Keys() {
+	for _, k := range all {
 		if strings.HasPrefix(k, prefix) {
 			keys = append(keys, k)
 		}
