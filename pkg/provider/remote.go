@@ -16,18 +16,17 @@ import (
 type Remote struct {
 	NC *nats.Conn
 	ID string
-	// Observe, when set, receives the provider API's rate-limit state from
-	// every reply that carries one (failures included).
-	Observe func(api.RateLimit)
+	// Observe, when set, receives after every reply (failures included) the
+	// provider API's rate-limit state, with reported false when the reply
+	// carried none (the provider reports no budget).
+	Observe func(rl api.RateLimit, reported bool)
 }
 
 // call sends one verb and reports the reply's rate-limit state to Observe.
 func (r Remote) call(ctx context.Context, verb string, in, out any) error {
 	h, err := bus.CallHeaders(ctx, r.NC, bus.ProviderCall(r.ID, verb), in, out)
 	if r.Observe != nil && h != nil {
-		if rl, ok := RateLimitFromHeaders(h); ok {
-			r.Observe(rl)
-		}
+		r.Observe(RateLimitFromHeaders(h))
 	}
 	return err
 }

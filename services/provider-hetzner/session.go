@@ -176,8 +176,10 @@ func rateLimitOf(h http.Header, reset time.Time) (api.RateLimit, bool) {
 		return api.RateLimit{}, false
 	}
 	refill := float64(limit) / 3600
-	if untilFull := time.Until(reset).Seconds(); remaining < limit && untilFull >= 1 {
-		refill = float64(limit-remaining) / untilFull
+	if remaining < limit {
+		// RateLimit-Reset has whole seconds: a bucket less than a second from
+		// full may say "now".
+		refill = float64(limit-remaining) / max(time.Until(reset).Seconds(), 1)
 	}
 	return api.RateLimit{Limit: limit, Remaining: remaining, RefillPerSecond: refill, ResetAt: reset}, true
 }

@@ -86,7 +86,7 @@ func (h *harness) callRetry(verb string, in, out any) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := bus.Call(ctx, h.env.NC, bus.Command(tenant, bus.ResourceInstances, verb), in, out)
 		cancel()
-		if verb == "delete" && attempt > 0 && api.IsCode(err, api.CodeNotFound) {
+		if attempt > 0 && retriedAndDone(verb, err) {
 			return nil
 		}
 		if !api.IsCode(err, api.CodeUnavailable) || time.Now().After(deadline) {
@@ -94,6 +94,14 @@ func (h *harness) callRetry(verb string, in, out any) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// retriedAndDone reports whether an error to a retried command means the
+// unanswered first attempt did land: a delete finding the instance gone, a
+// one-shot operation finding itself pending.
+func retriedAndDone(verb string, err error) bool {
+	return verb == "delete" && api.IsCode(err, api.CodeNotFound) ||
+		verb == "power" && api.IsCode(err, api.CodeInvalidState)
 }
 
 // The reconciler process is SIGKILLed at random points (at least 50 times)
@@ -111,10 +119,16 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 	child.start()
 
 	done := make(chan struct{})
+	stop := make(chan struct{}) // closed when the test ends early
 	killerDone := make(chan struct{})
 	go func() { // kill at random moments until the workload is done and enough kills happened
 		defer close(killerDone)
 		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
 			// Let each child live 150-500 ms: long enough to start (a -race
 			// binary takes ~100 ms) and get work done, short enough to die
 			// in the middle of it.
@@ -131,7 +145,11 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 			child.start()
 		}
 	}()
-	t.Cleanup(func() { child.kill() })
+	t.Cleanup(func() {
+		close(stop)
+		<-killerDone // the killer owns the child until it returns
+		child.kill()
+	})
 
 	ids := make([]string, n)
 	for i := range n {

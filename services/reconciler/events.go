@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"better-compute.io/compute/pkg/api"
@@ -43,8 +44,18 @@ func (r *Reconciler) enqueue(inst *api.Instance) {
 	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-%d-%d", inst.ID, inst.CreatedAt.UnixNano(), inst.Generation))
 }
 
+// publishWork publishes one work message, retrying (with backoff, until
+// ctx ends) while JetStream cannot take it, e.g. during the leader election
+// after a NATS node is lost. The message id deduplicates retries whose
+// first attempt did land.
 func (r *Reconciler) publishWork(ctx context.Context, tenant, id, msgID string) {
-	if _, err := r.st.JS.Publish(ctx, bus.Work(tenant, id), nil, jetstream.WithMsgID(msgID)); err != nil {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMaxInterval(2*time.Second), backoff.WithMaxElapsedTime(0)), ctx)
+	err := backoff.Retry(func() error {
+		_, err := r.st.JS.Publish(ctx, bus.Work(tenant, id), nil, jetstream.WithMsgID(msgID))
+		return err
+	}, b)
+	if err != nil {
 		r.log.Warn().Err(err).Str("tenant", tenant).Str("instance", id).Msg("work not queued; resync will")
 	}
 }

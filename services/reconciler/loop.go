@@ -100,6 +100,7 @@ func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, 
 	if wait := r.budgets.take(t.account.ID, time.Now()); wait > 0 {
 		return after(wait), nil
 	}
+	defer r.budgets.done(t.account.ID)
 	if inst.DeletionRequestedAt != nil {
 		return r.reconcileDelete(ctx, t)
 	}

@@ -24,47 +24,97 @@ type budgets struct {
 	byAcct  map[string]*budget
 }
 
+// coldStartCalls bounds the calls in flight to an account whose provider
+// has not answered yet: its budget is unknown until the first reply, and a
+// burst of 64 workers could spend a small one before that.
+const coldStartCalls = 4
+
 type budget struct {
-	remaining float64
-	refill    float64
-	limit     float64
-	at        time.Time
-	taken     float64
+	// reported is false until a reply carried the provider's budget;
+	// unpaced is set when a reply came without one (the provider reports
+	// none: such accounts are never paced).
+	reported, unpaced bool
+	inflight          int
+	remaining         float64
+	refill            float64
+	limit             float64
+	at                time.Time
+	resetAt           time.Time
+	taken             float64
 }
 
 func newBudgets(reserve float64) *budgets {
 	return &budgets{reserve: reserve, byAcct: map[string]*budget{}}
 }
 
-// observer returns the function that records an account's reported state.
-func (b *budgets) observer(account string) func(api.RateLimit) {
-	return func(rl api.RateLimit) {
+func (b *budgets) get(account string) *budget {
+	bg, ok := b.byAcct[account]
+	if !ok {
+		bg = &budget{}
+		b.byAcct[account] = bg
+	}
+	return bg
+}
+
+// observer returns the function that records an account's reported state
+// after every provider reply.
+func (b *budgets) observer(account string) func(api.RateLimit, bool) {
+	return func(rl api.RateLimit, reported bool) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		b.byAcct[account] = &budget{remaining: float64(rl.Remaining), refill: rl.RefillPerSecond, limit: float64(rl.Limit), at: time.Now()}
+		bg := b.get(account)
+		if !reported {
+			bg.unpaced = !bg.reported
+			return
+		}
+		bg.reported, bg.unpaced = true, false
+		// Passes still in flight may have calls this reply does not count
+		// yet (replies also arrive out of order): count them as spent.
+		bg.remaining, bg.refill, bg.limit, bg.at, bg.taken = float64(rl.Remaining), rl.RefillPerSecond, float64(rl.Limit), time.Now(), float64(bg.inflight)
+		bg.resetAt = rl.ResetAt
 	}
 }
 
-// take spends one call of account's budget and returns 0, or, when the
-// budget (above the reserve) is spent, how long to wait before trying again
-// (jittered so waiting instances do not wake together). Accounts whose
-// provider reports nothing are not paced.
+// take spends one call of account's budget and returns 0, or how long to
+// wait before trying again (jittered so waiting instances do not wake
+// together): when the budget above the reserve is spent, or, before the
+// provider's first reply, when coldStartCalls passes are already in flight.
+// A pass that took must call done.
 func (b *budgets) take(account string, now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	bg, ok := b.byAcct[account]
-	if !ok {
+	bg := b.get(account)
+	switch {
+	case bg.unpaced:
+		bg.inflight++
+		return 0
+	case !bg.reported:
+		if bg.inflight >= coldStartCalls {
+			return 50*time.Millisecond + time.Duration(rand.Int64N(int64(100*time.Millisecond)))
+		}
+		bg.inflight++
 		return 0
 	}
 	available := min(bg.limit, bg.remaining+bg.refill*now.Sub(bg.at).Seconds()) - bg.taken
 	floor := b.reserve * bg.limit
 	if available-1 >= floor {
 		bg.taken++
+		bg.inflight++
 		return 0
 	}
-	if bg.refill <= 0 {
-		return time.Second + time.Duration(rand.Int64N(int64(time.Second)))
+	// The bucket is full at the reported reset, whatever the estimate says.
+	wait := max(bg.resetAt.Sub(now), 100*time.Millisecond)
+	if bg.refill > 0 {
+		wait = min(wait, time.Duration((floor+1-available)/bg.refill*float64(time.Second)))
 	}
-	wait := time.Duration((floor + 1 - available) / bg.refill * float64(time.Second))
 	return wait + time.Duration(rand.Int64N(int64(max(wait, time.Second))))
+}
+
+// done ends a pass that took from account's budget.
+func (b *budgets) done(account string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bg := b.byAcct[account]; bg != nil && bg.inflight > 0 {
+		bg.inflight--
+	}
 }

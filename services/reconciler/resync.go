@@ -42,7 +42,9 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 		if !ok {
 			continue
 		}
-		r.publishWork(ctx, tenant, id, fmt.Sprintf("%s-resync-%d", id, window))
+		pctx, cancel := context.WithTimeout(ctx, enqueueTimeout)
+		r.publishWork(pctx, tenant, id, fmt.Sprintf("%s-resync-%d", id, window))
+		cancel()
 	}
 	return len(keys), nil
 }

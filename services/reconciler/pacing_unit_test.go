@@ -1,0 +1,51 @@
+package reconciler
+
+import (
+	"testing"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+func TestBudgetRules(t *testing.T) {
+	now := time.Now()
+	b := newBudgets(0.1)
+
+	// Before the provider's first reply: at most coldStartCalls in flight.
+	for i := range coldStartCalls {
+		if w := b.take("cold", now); w != 0 {
+			t.Fatalf("cold start call %d waited %v", i, w)
+		}
+	}
+	if w := b.take("cold", now); w <= 0 {
+		t.Fatal("a call past the cold-start bound was not held back")
+	}
+	b.done("cold")
+	if w := b.take("cold", now); w != 0 {
+		t.Fatalf("a finished call did not free a cold-start slot: %v", w)
+	}
+
+	// A provider that reports no budget is never paced.
+	b.observer("free")(api.RateLimit{}, false)
+	for range 100 {
+		if w := b.take("free", now); w != 0 {
+			t.Fatalf("unpaced account waited %v", w)
+		}
+	}
+
+	// A reported budget: 15 of 100 left, 10 % reserved for other tools.
+	obs := b.observer("paced")
+	obs(api.RateLimit{Limit: 100, Remaining: 15, RefillPerSecond: 1, ResetAt: now.Add(85 * time.Second)}, true)
+	sent := 0
+	for b.take("paced", now) == 0 {
+		sent++
+	}
+	if sent != 4 { // 15 available, 10 reserved: calls while available-1 >= 10
+		t.Fatalf("sent %d calls from 15 remaining with a reserve of 10, want 4", sent)
+	}
+	// The wait never runs past the reported reset.
+	obs(api.RateLimit{Limit: 100, Remaining: 0, RefillPerSecond: 0.001, ResetAt: now.Add(2 * time.Second)}, true)
+	if w := b.take("paced", now); w > 4*time.Second {
+		t.Fatalf("waited %v although the bucket is full in 2s", w)
+	}
+}
