@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: run test build lint fuzz certify-memory certify-hetzner clean images compose-up compose-down test-compose
+.PHONY: run test build lint fuzz certify-memory certify-hetzner certify-proxmox clean images compose-up compose-down test-compose
 
 ## run: embedded NATS, every service and the Hetzner emulator on loopback (Ctrl-C stops)
 run:
@@ -30,8 +30,21 @@ fuzz:
 	  done; \
 	done
 
+## certify-<provider>: the conformance program, credential-free (emulator, provider and secrets in-process)
+certify-memory:
+	$(GO) run ./cmd/compute certify --provider memory --fake --report reports/memory
+certify-hetzner:
+	$(GO) run ./cmd/compute certify --provider hetzner-cloud --fake --report reports/hetzner-cloud
+certify-proxmox:
+	$(GO) run ./cmd/compute certify --provider proxmox --fake --report reports/proxmox
+
+## report-<provider>: report.json and junit.xml in reports/<provider> (PROFILE=core,cloud,… to choose profiles)
+PROFILE ?=
+report-%:
+	$(GO) run ./cmd/compute certify --provider $* --fake $(if $(PROFILE),--profile $(PROFILE)) --report reports/$*
+
 clean:
-	rm -rf bin data
+	rm -rf bin data reports
 
 # --- docker compose: a 3-node NATS cluster and every service (deploy/compose.yaml)
 
