@@ -28,9 +28,6 @@ type check struct {
 	seq        int
 }
 
-// Context ends when the behaviour's time is up or the run is cancelled.
-func (c *check) Context() context.Context { return c.ctx }
-
 // Logf records a line in the behaviour's log (and the report).
 func (c *check) Logf(format string, args ...any) {
 	c.mu.Lock()

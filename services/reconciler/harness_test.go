@@ -140,11 +140,8 @@ func (h *harness) waitGone(id string) {
 	h.waitFor(id, "deleted", func(_ *api.Instance, err error) bool { return api.IsCode(err, api.CodeNotFound) })
 }
 
-// apiOnly serves the instance API without a reconcile loop.
-type apiOnly struct{ h *harness }
-
 // startAPIOnly serves the instance API alone (no work is consumed).
-func (h *harness) startAPIOnly() apiOnly {
+func (h *harness) startAPIOnly() {
 	h.t.Helper()
 	r := &Reconciler{nc: h.env.NC, st: h.env.Stores, o: h.opts, log: zerolog.Nop()}
 	svc, err := bus.StartService(h.env.NC, bus.ServiceConfig{Name: "instances-api", Version: "0.0.1", Endpoints: r.endpoints(), Logger: zerolog.Nop()})
@@ -152,7 +149,4 @@ func (h *harness) startAPIOnly() apiOnly {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { _ = svc.Stop() })
-	return apiOnly{h}
 }
-
-func (a apiOnly) call(verb string, in, out any) error { return a.h.call(verb, in, out) }

@@ -322,16 +322,16 @@ func TestConcurrentPassesRunAnOperationOnce(t *testing.T) {
 func TestSecondOperationRefusedWhilePending(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	h.rec.Stop() // nothing runs the first operation
-	api2 := h.startAPIOnly()
+	h.startAPIOnly()
 	inst := h.create(api.InstanceCreateRequest{})
-	if err := api2.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-11"}, nil); err != nil {
+	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-11"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	err := api2.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionReset}, nil)
+	err := h.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionReset}, nil)
 	if !api.IsCode(err, api.CodeInvalidState) {
 		t.Fatalf("reset while a reinstall is pending: %v, want INVALID_STATE", err)
 	}
-	if err := api2.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionOff}, nil); err != nil {
+	if err := h.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionOff}, nil); err != nil {
 		t.Fatalf("power level while an operation is pending: %v", err)
 	}
 }
