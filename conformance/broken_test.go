@@ -33,6 +33,25 @@ func (b nonIdempotent) Create(ctx context.Context, call *provider.Call, spec api
 	return b.full.Create(ctx, &c, spec)
 }
 
+// keyless never reports the key its machines carry, so a caller cannot
+// tell a reused id from its own machine.
+type keyless struct{ full }
+
+func (b keyless) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
+	return withoutKey(b.full.Create(ctx, call, spec))
+}
+
+func (b keyless) Get(ctx context.Context, call *provider.Call, id string) (*api.ExternalMachine, error) {
+	return withoutKey(b.full.Get(ctx, call, id))
+}
+
+func withoutKey(m *api.ExternalMachine, err error) (*api.ExternalMachine, error) {
+	if m != nil {
+		m.IdempotencyKey = ""
+	}
+	return m, err
+}
+
 // missingIsProviderError answers PROVIDER_ERROR where a missing machine
 // is absent (get) or NOT_FOUND (delete, power, reinstall).
 type missingIsProviderError struct{ full }
@@ -145,7 +164,9 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 		{"create not idempotent", func(c full) provider.Client { return nonIdempotent{c, &atomic.Int64{}} },
 			[]string{conformance.ProfileCore, conformance.ProfileFaults, conformance.ProfileDurable, conformance.ProfileTransport},
 			[]string{"life.create.retry-same-key", "life.create.concurrent-same-key", "fault.dropped-response-converges",
-				"durable.kill-after-accept", "transport.duplicate-request"}},
+				"durable.kill-after-accept", "transport.duplicate-request", "life.key.reported"}},
+		{"machine keys not reported", func(c full) provider.Client { return keyless{c} }, core,
+			[]string{"life.key.reported"}},
 		{"PROVIDER_ERROR for a missing machine", func(c full) provider.Client { return missingIsProviderError{c} }, core,
 			[]string{"life.delete.removes", "life.delete.twice-not-found", "life.get.unknown-absent", "err.missing.not-found"}},
 		{"claims power, answers UNSUPPORTED", func(c full) provider.Client { return powerUnsupported{c} },

@@ -276,3 +276,30 @@ func lifeDriftRemoved(c *check) {
 	c.waitAbsent(m.ID)
 	c.expectCode("delete of the machine removed out of band", c.del(m.ID), api.CodeNotFound)
 }
+
+// lifeKeyReported: machines report their key, so a caller whose machine id
+// was handed to another machine (a reused Proxmox VMID) can tell.
+func lifeKeyReported(c *check) {
+	name := c.name("m")
+	m := c.mustCreate(name)
+	if m.IdempotencyKey != name {
+		c.Errorf("create with key %s answered idempotencyKey %q", name, m.IdempotencyKey)
+	}
+	getExpecting := func(key string) *api.ExternalMachine {
+		ctx, cancel := c.callCtx()
+		defer cancel()
+		keyed := c.remote()
+		keyed.IdempotencyKey = key
+		got, err := keyed.Get(ctx, c.acct(), m.ID)
+		if err != nil {
+			c.Fatalf("get %s expecting key %s: %v", m.ID, key, err)
+		}
+		return got
+	}
+	if got := getExpecting(name); got == nil || got.IdempotencyKey != name {
+		c.Errorf("get %s expecting its own key %s answered %+v, want the machine with that key", m.ID, name, got)
+	}
+	if got := getExpecting(name + "-other"); got != nil {
+		c.Errorf("get %s expecting another key answered the machine (idempotencyKey %q), want absent", m.ID, got.IdempotencyKey)
+	}
+}

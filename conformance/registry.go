@@ -193,6 +193,9 @@ var registry = []Behaviour{
 		Title: "an inventory of many managed machines is listed completely across pages"},
 	{ID: "scale.latency", Area: AreaScale, Profiles: scale, needs: needInventory, run: scaleLatency,
 		Title: "p99 latencies of get, create-ack and list under concurrent load (measured and reported)"},
+
+	{ID: "life.key.reported", Area: AreaLifecycle, Profiles: core, run: lifeKeyReported,
+		Title: "create and get report the idempotency key a machine carries; get expecting another key answers absent"},
 }
 
 // Profile sets of the table above.
@@ -244,4 +247,4 @@ func RegistryHash() string {
 
 // SuiteVersion is the version of the conformance program reported with
 // every run; it changes when a behaviour's checks change.
-const SuiteVersion = "1.0.0"
+const SuiteVersion = "1.1.0"

@@ -79,6 +79,10 @@ type ProviderCreateRequest struct {
 type ProviderMachineRequest struct {
 	Account ProviderAccount `json:"account"`
 	ID      string          `json:"id"`
+	// IdempotencyKey, when set, is the key the caller's machine carries:
+	// a machine with this id carrying another key is not the caller's (its
+	// id was reused) and is treated as absent (NOT_FOUND), never touched.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // ProviderGetReply answers get; Machine is null when the machine is absent.
@@ -91,6 +95,10 @@ type ProviderPowerRequest struct {
 	Account ProviderAccount `json:"account"`
 	ID      string          `json:"id"`
 	Action  string          `json:"action"`
+	// IdempotencyKey, when set, is the key the caller's machine carries:
+	// a machine with this id carrying another key is not the caller's (its
+	// id was reused) and is treated as absent (NOT_FOUND), never touched.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // ProviderReinstallRequest reinstalls a machine with Image (reinstall).
@@ -98,6 +106,10 @@ type ProviderReinstallRequest struct {
 	Account ProviderAccount `json:"account"`
 	ID      string          `json:"id"`
 	Image   string          `json:"image"`
+	// IdempotencyKey, when set, is the key the caller's machine carries:
+	// a machine with this id carrying another key is not the caller's (its
+	// id was reused) and is treated as absent (NOT_FOUND), never touched.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // ProviderListRequest pages through the managed machines of an account (list).

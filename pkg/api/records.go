@@ -198,13 +198,17 @@ var MachineStates = []string{StatePending, StateRunning, StateStopped, StateResc
 
 // ExternalMachine is a machine as its provider reports it. ID is the
 // provider's own id (a Hetzner server id, a Proxmox VMID) as a string.
+// IdempotencyKey is the key the machine carries (a Hetzner label, a line of
+// a Proxmox VM's description): callers compare it with theirs, because a
+// provider may hand a freed id to another machine.
 type ExternalMachine struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name,omitempty"`
-	State     string   `json:"state"`
-	OfferID   string   `json:"offerId,omitempty"`
-	Region    string   `json:"region,omitempty"`
-	Addresses []string `json:"addresses"`
+	ID             string   `json:"id"`
+	IdempotencyKey string   `json:"idempotencyKey,omitempty"`
+	Name           string   `json:"name,omitempty"`
+	State          string   `json:"state"`
+	OfferID        string   `json:"offerId,omitempty"`
+	Region         string   `json:"region,omitempty"`
+	Addresses      []string `json:"addresses"`
 }
 
 // Condition types and statuses.

@@ -13,6 +13,14 @@ import (
 // Client is what every provider implements for one account. Errors are
 // *api.ComputeError values (see each method); any other error is reported as
 // PROVIDER_ERROR.
+//
+// Machines report the idempotency key they carry (ExternalMachine
+// .IdempotencyKey). When call.IdempotencyKey is set on get, delete, power
+// or reinstall, the caller's machine carries that key: Serve answers get
+// with absent for a machine carrying another key, and a provider whose
+// machine ids can be reused (a Proxmox VMID) must refuse delete, power and
+// reinstall of such a machine with NOT_FOUND. Providers that never reuse
+// ids (Hetzner server ids) may skip that check.
 type Client interface {
 	// ListOffers returns the offers matching q (an empty slice when none do).
 	ListOffers(ctx context.Context, call *Call, q api.OfferQuery) ([]api.Offer, error)
@@ -81,7 +89,8 @@ func Sleep(ctx context.Context, clock Clock, d time.Duration) error {
 }
 
 // Call is the context of one provider call besides ctx (which carries the
-// deadline and cancellation): the idempotency key of a create, the account,
+// deadline and cancellation): the idempotency key of a create (or the key
+// the machine of a get, delete, power or reinstall must carry), the account,
 // the clock, a secret resolver scoped to the account's tenant, and a logger
 // carrying the account and request ids.
 type Call struct {

@@ -20,6 +20,10 @@ type Remote struct {
 	// provider API's rate-limit state, with reported false when the reply
 	// carried none (the provider reports no budget).
 	Observe func(rl api.RateLimit, reported bool)
+	// IdempotencyKey, when set, is the key of the one machine this Remote
+	// acts on: Get answers absent, and Delete, Power and Reinstall answer
+	// NOT_FOUND, for a machine carrying another key (see Client).
+	IdempotencyKey string
 }
 
 // call sends one verb and reports the reply's rate-limit state to Observe.
@@ -64,24 +68,24 @@ func (r Remote) CreateRequest(ctx context.Context, req api.ProviderCreateRequest
 // Get returns the machine, or nil, nil when the provider reports it absent.
 func (r Remote) Get(ctx context.Context, acct api.ProviderAccount, id string) (*api.ExternalMachine, error) {
 	var out api.ProviderGetReply
-	err := r.call(ctx, VerbGet, api.ProviderMachineRequest{Account: acct, ID: id}, &out)
+	err := r.call(ctx, VerbGet, api.ProviderMachineRequest{Account: acct, ID: id, IdempotencyKey: r.IdempotencyKey}, &out)
 	return out.Machine, err
 }
 
 // Delete removes the machine (NOT_FOUND when absent).
 func (r Remote) Delete(ctx context.Context, acct api.ProviderAccount, id string) error {
-	return r.call(ctx, VerbDelete, api.ProviderMachineRequest{Account: acct, ID: id}, nil)
+	return r.call(ctx, VerbDelete, api.ProviderMachineRequest{Account: acct, ID: id, IdempotencyKey: r.IdempotencyKey}, nil)
 }
 
 // Power applies a power action (api.Action*).
 func (r Remote) Power(ctx context.Context, acct api.ProviderAccount, id, action string) error {
-	return r.call(ctx, VerbPower, api.ProviderPowerRequest{Account: acct, ID: id, Action: action}, nil)
+	return r.call(ctx, VerbPower, api.ProviderPowerRequest{Account: acct, ID: id, Action: action, IdempotencyKey: r.IdempotencyKey}, nil)
 }
 
 // Reinstall reinstalls the machine with image.
 func (r Remote) Reinstall(ctx context.Context, acct api.ProviderAccount, id, image string) (*api.ExternalMachine, error) {
 	var out api.ExternalMachine
-	if err := r.call(ctx, VerbReinstall, api.ProviderReinstallRequest{Account: acct, ID: id, Image: image}, &out); err != nil {
+	if err := r.call(ctx, VerbReinstall, api.ProviderReinstallRequest{Account: acct, ID: id, Image: image, IdempotencyKey: r.IdempotencyKey}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

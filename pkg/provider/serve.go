@@ -212,19 +212,23 @@ func (s *server) create(ctx context.Context, req *bus.Request, c Client, call *C
 
 func (s *server) get(ctx context.Context, req *bus.Request, c Client, call *Call) (any, error) {
 	var in api.ProviderMachineRequest
-	if err := decodeMachineRequest(req, &in, &in.ID); err != nil {
+	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
 		return nil, err
 	}
 	m, err := c.Get(ctx, call, in.ID)
 	if err != nil {
 		return nil, err
 	}
+	if m != nil && in.IdempotencyKey != "" && m.IdempotencyKey != "" && m.IdempotencyKey != in.IdempotencyKey {
+		call.Log.Warn().Str("machine", m.ID).Msg("machine id now names another key's machine: answered absent")
+		return api.ProviderGetReply{}, nil
+	}
 	return api.ProviderGetReply{Machine: m}, nil
 }
 
 func (s *server) delete(ctx context.Context, req *bus.Request, c Client, call *Call) (any, error) {
 	var in api.ProviderMachineRequest
-	if err := decodeMachineRequest(req, &in, &in.ID); err != nil {
+	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
 		return nil, err
 	}
 	return nil, c.Delete(ctx, call, in.ID)
@@ -232,7 +236,7 @@ func (s *server) delete(ctx context.Context, req *bus.Request, c Client, call *C
 
 func (s *server) power(ctx context.Context, req *bus.Request, c Client, call *Call) (any, error) {
 	var in api.ProviderPowerRequest
-	if err := decodeMachineRequest(req, &in, &in.ID); err != nil {
+	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(api.PowerActions, in.Action) {
@@ -247,7 +251,7 @@ func (s *server) power(ctx context.Context, req *bus.Request, c Client, call *Ca
 
 func (s *server) reinstall(ctx context.Context, req *bus.Request, c Client, call *Call) (any, error) {
 	var in api.ProviderReinstallRequest
-	if err := decodeMachineRequest(req, &in, &in.ID); err != nil {
+	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
 		return nil, err
 	}
 	if in.Image == "" || len(in.Image) > MaxImageLength {
@@ -285,12 +289,22 @@ func (s *server) list(ctx context.Context, req *bus.Request, c Client, call *Cal
 	return api.List[api.ExternalMachine]{Items: items, NextCursor: next}, nil
 }
 
-func decodeMachineRequest(req *bus.Request, v any, id *string) error {
+// decodeMachineRequest decodes v (which must be decoded before id and key
+// are read, so they are passed as pointers) and checks its machine id and
+// optional idempotency key, which it gives the call.
+func decodeMachineRequest(req *bus.Request, v any, id, key *string, call *Call) error {
 	if err := req.Decode(v); err != nil {
 		return err
 	}
 	if *id == "" || len(*id) > MaxIDLength {
 		return api.InvalidInput("id", "id is required (at most %d characters)", MaxIDLength)
+	}
+	if len(*key) > MaxKeyLength {
+		return api.InvalidInput("idempotencyKey", "idempotencyKey has at most %d characters", MaxKeyLength)
+	}
+	if *key != "" {
+		call.IdempotencyKey = *key
+		call.Log = call.Log.With().Str("idempotency_key", *key).Logger()
 	}
 	return nil
 }

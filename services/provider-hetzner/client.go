@@ -55,7 +55,7 @@ func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *ap
 	if err != nil || srv == nil {
 		return nil, err
 	}
-	return toMachine(srv), nil
+	return c.toMachine(srv, call.IdempotencyKey), nil
 }
 
 // Delete deletes the server (DELETE /servers/{id}, one request) and

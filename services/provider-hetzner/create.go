@@ -55,14 +55,14 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		}
 		if len(found) > 0 {
 			s.serverID = strconv.FormatInt(found[0].ID, 10)
-			return toMachine(found[0]), nil
+			return c.toMachine(found[0], call.IdempotencyKey), nil
 		}
 	}
 
 	res, _, err := s.api.Server.Create(ctx, opts)
 	if err == nil {
 		s.serverID = strconv.FormatInt(res.Server.ID, 10)
-		return toMachine(res.Server), nil
+		return c.toMachine(res.Server, call.IdempotencyKey), nil
 	}
 	if !hcloud.IsError(err, hcloud.ErrorCodeUniquenessError) {
 		return nil, err
@@ -80,7 +80,7 @@ func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) 
 	for _, w := range winners {
 		if c.labels.hasKey(w.Labels, key) {
 			s.serverID = strconv.FormatInt(w.ID, 10)
-			return toMachine(w), nil
+			return c.toMachine(w, key), nil
 		}
 	}
 	return nil, api.ProviderError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),

@@ -62,7 +62,7 @@ func (c *client) List(ctx context.Context, call *provider.Call, cursor string, l
 			more = true
 			break
 		}
-		items = append(items, *toMachine(srv))
+		items = append(items, *c.toMachine(srv, ""))
 		cur.lastID, cur.offset = srv.ID, pos+i+1
 	}
 	if more {

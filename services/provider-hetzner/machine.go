@@ -37,15 +37,18 @@ func machineState(status hcloud.ServerStatus) string {
 	return api.StateUnknown
 }
 
-// toMachine renders a server as an ExternalMachine: id, name, state, offer
-// (server type), region (location) and addresses (public IPv4, then the
-// first address of the public IPv6 /64, "::1", which Hetzner configures).
-func toMachine(srv *hcloud.Server) *api.ExternalMachine {
+// toMachine renders a server as an ExternalMachine: id, idempotency key
+// (labels.reportedKey of the key the call expects, "" for none), name,
+// state, offer (server type), region (location) and addresses (public IPv4,
+// then the first address of the public IPv6 /64, "::1", which Hetzner
+// configures).
+func (c *client) toMachine(srv *hcloud.Server, key string) *api.ExternalMachine {
 	m := &api.ExternalMachine{
-		ID:        strconv.FormatInt(srv.ID, 10),
-		Name:      srv.Name,
-		State:     machineState(srv.Status),
-		Addresses: []string{},
+		ID:             strconv.FormatInt(srv.ID, 10),
+		IdempotencyKey: c.labels.reportedKey(srv.Labels, key),
+		Name:           srv.Name,
+		State:          machineState(srv.Status),
+		Addresses:      []string{},
 	}
 	if srv.ServerType != nil {
 		m.OfferID = srv.ServerType.Name

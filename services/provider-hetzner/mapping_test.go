@@ -178,16 +178,46 @@ func TestToMachine(t *testing.T) {
 			IPv6: hcloud.ServerPublicNetIPv6{IP: v6.IP, Network: v6},
 		},
 	}
-	m := toMachine(srv)
+	c := &client{labels: newLabels("better-compute.io")}
+	m := c.toMachine(srv, "")
 	want := api.ExternalMachine{ID: "42", Name: "web-1", State: api.StateRunning, OfferID: "cx23", Region: "nbg1",
 		Addresses: []string{"203.0.113.7", "2001:db8:0:3::1"}}
 	if m.ID != want.ID || m.Name != want.Name || m.State != want.State || m.OfferID != want.OfferID ||
 		m.Region != want.Region || strings.Join(m.Addresses, ",") != strings.Join(want.Addresses, ",") {
 		t.Errorf("toMachine = %+v, want %+v", *m, want)
 	}
-	bare := toMachine(&hcloud.Server{ID: 1, Status: "off"})
-	if bare.Addresses == nil || len(bare.Addresses) != 0 || bare.State != api.StateStopped {
-		t.Errorf("bare server = %+v, want stopped with an empty, non-nil address list", *bare)
+	bare := c.toMachine(&hcloud.Server{ID: 1, Status: "off"}, "")
+	if bare.Addresses == nil || len(bare.Addresses) != 0 || bare.State != api.StateStopped || bare.IdempotencyKey != "" {
+		t.Errorf("bare server = %+v, want stopped with an empty, non-nil address list and no key", *bare)
+	}
+}
+
+// The key a server reports: the caller's key when the server carries it
+// (also when the label holds its hash), else the label value, which never
+// equals another key.
+func TestReportedKey(t *testing.T) {
+	l := newLabels("better-compute.io")
+	hashed := "inst_01k" // '_' is not allowed in a label value: stored hashed
+	cases := []struct {
+		labels   map[string]string
+		key      string
+		want     string
+		sameKey  bool
+		describe string
+	}{
+		{l.forKey("web-1"), "web-1", "web-1", true, "plain key, expected"},
+		{l.forKey("web-1"), "", "web-1", false, "plain key, no expectation"},
+		{l.forKey(hashed), hashed, hashed, true, "hashed key, expected"},
+		{l.forKey(hashed), "", KeyLabelValue(hashed), false, "hashed key, no expectation"},
+		{l.forKey(hashed), "inst_02k", KeyLabelValue(hashed), false, "another hashed key"},
+		{l.forKey("web-1"), "web-2", "web-1", false, "another plain key"},
+		{map[string]string{}, "web-1", "", false, "unmanaged server"},
+	}
+	for _, c := range cases {
+		got := l.reportedKey(c.labels, c.key)
+		if got != c.want || (got == c.key) != c.sameKey {
+			t.Errorf("%s: reportedKey = %q, want %q", c.describe, got, c.want)
+		}
 	}
 }
 

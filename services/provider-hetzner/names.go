@@ -77,3 +77,15 @@ func (l labels) keySelector(key string) string {
 func (l labels) hasKey(serverLabels map[string]string, key string) bool {
 	return serverLabels[l.managed] == "true" && serverLabels[l.key] == KeyLabelValue(key)
 }
+
+// reportedKey is the idempotency key a server reports
+// (ExternalMachine.IdempotencyKey): key when the server carries it, else
+// the server's idempotency-key label value ("" when it has none). A label
+// value of a hashed key (sha256-…) never equals a key, so a caller
+// expecting another key always sees a mismatch.
+func (l labels) reportedKey(serverLabels map[string]string, key string) string {
+	if key != "" && l.hasKey(serverLabels, key) {
+		return key
+	}
+	return serverLabels[l.key]
+}

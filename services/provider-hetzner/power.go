@@ -85,5 +85,5 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	if srv == nil {
 		return nil, api.NotFound("server", id)
 	}
-	return toMachine(srv), nil
+	return c.toMachine(srv, call.IdempotencyKey), nil
 }

@@ -69,7 +69,7 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 	if err != nil {
 		return nil, err
 	}
-	return &api.ExternalMachine{ID: strconv.Itoa(vmid), Name: want.name, State: api.StatePending,
+	return &api.ExternalMachine{ID: strconv.Itoa(vmid), IdempotencyKey: call.IdempotencyKey, Name: want.name, State: api.StatePending,
 		OfferID: size.Name, Region: c.cfg.region(), Addresses: []string{}}, nil
 }
 

@@ -104,7 +104,10 @@ func (s *session) inspect(ctx context.Context, vmid int) (*located, error) {
 // managedVM is inspect for calls that change a VM: NOT_FOUND when there is
 // no such VM (or it is a template, which is no machine), ACCESS_DENIED when
 // this system does not manage it (no better-compute tag, or no key in its
-// description), so shared clusters keep their other VMs untouched.
+// description), so shared clusters keep their other VMs untouched; and
+// NOT_FOUND when the call expects a key (call.IdempotencyKey) and the VM
+// carries another: the caller's VM is gone and its VMID was reused, so the
+// VM there now is another machine.
 func (s *session) managedVM(ctx context.Context, vmid int) (*located, error) {
 	vm, err := s.inspect(ctx, vmid)
 	switch {
@@ -114,6 +117,11 @@ func (s *session) managedVM(ctx context.Context, vmid int) (*located, error) {
 		return nil, api.NotFound("vm", strconv.Itoa(vmid))
 	case !vm.cfg.managed():
 		return nil, api.Errorf(api.CodeAccessDenied, "proxmox: VM %d is not managed by better-compute (it needs the %q tag and an idempotency-key line in its description)", vmid, ManagedTag)
+	}
+	if want := s.call.IdempotencyKey; want != "" {
+		if key, _ := vm.cfg.key(); key != want {
+			return nil, api.NotFound("vm", strconv.Itoa(vmid)).With("reason", "the VMID now holds a VM of another idempotency key")
+		}
 	}
 	return vm, nil
 }

@@ -53,17 +53,19 @@ func machineState(template bool, lock, status string) (state string, machine boo
 // statusRunning is PVE's status of a running VM.
 const statusRunning = "running"
 
-// toMachine renders a VM of this system: id (the VMID), name, state, offer
-// (from its description) and region (the account's). Addresses are filled
-// by the caller.
+// toMachine renders a VM of this system: id (the VMID), idempotency key,
+// name, state, offer (both from its description) and region (the
+// account's). Addresses are filled by the caller.
 func (c *client) toMachine(vmid int, cfg vmConfig, state string) *api.ExternalMachine {
+	key, _ := cfg.key()
 	return &api.ExternalMachine{
-		ID:        strconv.Itoa(vmid),
-		Name:      cfg["name"],
-		State:     state,
-		OfferID:   cfg.offer(),
-		Region:    c.cfg.region(),
-		Addresses: []string{},
+		ID:             strconv.Itoa(vmid),
+		IdempotencyKey: key,
+		Name:           cfg["name"],
+		State:          state,
+		OfferID:        cfg.offer(),
+		Region:         c.cfg.region(),
+		Addresses:      []string{},
 	}
 }
 

@@ -164,6 +164,45 @@ func TestForeignVMsUntouched(t *testing.T) {
 	}
 }
 
+// A VMID freed out of band and taken by another key's VM: a call expecting
+// the first key reports the VM's real key, and delete, power and reinstall
+// answer NOT_FOUND without touching it; a create with the first key makes a
+// new VM elsewhere.
+func TestReusedVMIDIsNotTheCallersVM(t *testing.T) {
+	e := newEnv(t)
+	m := e.create(t, "inst_first")
+	vmid := mustAtoi(t, m.ID)
+	if m.IdempotencyKey != "inst_first" {
+		t.Fatalf("create reported key %q", m.IdempotencyKey)
+	}
+	if err := e.emu.DeleteVM(vmid); err != nil {
+		t.Fatal(err)
+	}
+	e.seed(t, ManagedTag, ManagedDescription("inst_second", testOffer), vmid)
+
+	got, err := e.client.Get(context.Background(), e.call("inst_first"), m.ID)
+	if err != nil || got == nil || got.IdempotencyKey != "inst_second" {
+		t.Fatalf("get of the reused VMID = %+v, %v; want the VM reporting key inst_second", got, err)
+	}
+	for name, op := range map[string]func() error{
+		"delete": func() error { return e.client.Delete(context.Background(), e.call("inst_first"), m.ID) },
+		"power":  func() error { return e.client.Power(context.Background(), e.call("inst_first"), m.ID, api.ActionOff) },
+		"reinstall": func() error {
+			_, err := e.client.Reinstall(context.Background(), e.call("inst_first"), m.ID, testTemplate2)
+			return err
+		},
+	} {
+		providertest.WantCode(t, op(), api.CodeNotFound)
+		if v := e.vm(t, vmid); v.Status != emulator.StatusRunning || !strings.Contains(v.Description, "inst_second") {
+			t.Errorf("%s expecting inst_first changed inst_second's VM %d: %+v", name, vmid, v)
+		}
+	}
+	again := e.create(t, "inst_first")
+	if again.ID == m.ID || again.IdempotencyKey != "inst_first" {
+		t.Fatalf("create after the reuse = %+v, want a new VM carrying inst_first", again)
+	}
+}
+
 func TestReinstallKeepsIdentity(t *testing.T) {
 	e := newEnv(t, withDurations)
 	m, err := e.client.Create(context.Background(), e.call("inst_re"), api.MachineSpec{Name: "inst_re", OfferID: "large", Image: testTemplate, UserData: "#cloud-config\n"})

@@ -144,7 +144,7 @@ func (r *Reconciler) resolveTarget(ctx context.Context, t *target) error {
 		return storeError{err}
 	}
 	t.offerID = flavor.OfferID
-	t.remote = provider.Remote{NC: r.nc, ID: acct.Provider, Observe: r.budgets.observer(acct.ID)}
+	t.remote = provider.Remote{NC: r.nc, ID: acct.Provider, Observe: r.budgets.observer(acct.ID), IdempotencyKey: t.inst.ID}
 	t.account = api.ProviderAccount{ID: acct.ID, TenantID: acct.TenantID, Version: acct.Version, Config: acct.Config}
 	t.log = t.log.With().Str("account", acct.ID).Str("provider", acct.Provider).Logger()
 	return nil

@@ -9,10 +9,18 @@ import (
 
 // runOperation executes the instance's pending one-shot operation at most
 // once: it is claimed with a CAS write (state Executing) before the provider
-// is called, and its outcome recorded after. An operation found Executing
-// was interrupted after it may have been sent: it becomes Unknown and is
-// never sent again (a reset or reinstall must not run twice). done reports
-// that this pass ends here (with out).
+// is called, and its outcome recorded after. A claim is a lease: while it is
+// younger than the call timeout plus claimMargin, the claiming pass (this
+// replica or another) may still be running it, and this pass waits. An
+// operation still Executing after that was interrupted after it may have
+// been sent: it becomes Unknown and is never sent again (a reset or
+// reinstall must not run twice). done reports that this pass ends here
+// (with out).
+// claimMargin is how long an operation's claim outlives the provider call
+// it covers: time for the claiming pass to record the outcome, and for clock
+// skew between replicas.
+const claimMargin = 10 * time.Second
+
 func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.ExternalMachine) (out outcome, done bool, err error) {
 	op := t.inst.Desired.Operation
 	last := t.inst.Status.LastOperation
@@ -20,6 +28,9 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 	case op == nil:
 		return outcome{}, false, nil
 	case last != nil && last.ID == op.ID && last.State == api.OperationExecuting:
+		if held := time.Until(last.StartedAt.Add(r.o.CallTimeout + claimMargin)); held > 0 {
+			return after(min(held, r.o.PollInterval)), true, nil // the claiming pass is still running it
+		}
 		err := r.finishOperation(ctx, t, api.OperationUnknown, "interrupted after it was sent; not repeated")
 		return after(0), true, err
 	case last != nil && last.ID == op.ID:

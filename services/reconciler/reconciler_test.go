@@ -182,6 +182,46 @@ func TestDriftIsRepairedAtResync(t *testing.T) {
 	}
 }
 
+// A machine id handed to another machine (a Proxmox VMID freed out of
+// band and reused) is not adopted: the instance sees its machine gone and
+// makes a new one under its key, and neither a power change nor the
+// instance's delete ever touches the other machine.
+func TestReusedMachineIDIsNeverAdopted(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	inst := h.create(api.InstanceCreateRequest{})
+	first := h.waitPhase(inst.ID, api.PhaseRunning).Status.Machine.ID
+	const otherKey = "inst_someone-else"
+	h.cloud.ReuseID(first, otherKey)
+
+	var out api.Instance
+	if err := h.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionOff}, &out); err != nil {
+		t.Fatal(err)
+	}
+	again := h.waitFor(inst.ID, "recreated and stopped", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.Phase == api.PhaseStopped && i.Status.Machine != nil && i.Status.Machine.ID != first
+	})
+	if again.Status.Machine.IdempotencyKey != inst.ID {
+		t.Fatalf("new machine carries key %q, want %q", again.Status.Machine.IdempotencyKey, inst.ID)
+	}
+	other := h.cloud.ByKey()[otherKey]
+	if other.ID != first || other.State != api.StateRunning {
+		t.Fatalf("the machine now holding id %s: %+v, want it running and untouched", first, other)
+	}
+
+	if err := h.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGone(inst.ID)
+	if m := h.cloud.Machines(); len(m) != 1 || m[0].ID != first || m[0].IdempotencyKey != otherKey {
+		t.Fatalf("machines after delete: %+v, want only the other key's machine %s", m, first)
+	}
+	for _, c := range h.cloud.Log() {
+		if c.Target == first && (c.Verb == provider.VerbPower || c.Verb == provider.VerbDelete) && c.Err == nil {
+			t.Fatalf("%s reached machine %s after its id was reused", c.Verb, first)
+		}
+	}
+}
+
 func TestPowerLevelsAndOneShotOperations(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	inst := h.create(api.InstanceCreateRequest{})
@@ -316,6 +356,57 @@ func TestConcurrentPassesRunAnOperationOnce(t *testing.T) {
 	})
 	if got := h.cloud.Calls(provider.VerbPower) - powerCalls; got != 1 {
 		t.Fatalf("reset sent %d times by racing passes, want once", got)
+	}
+}
+
+// An operation found Executing is left alone while its claim may still be
+// running the call, and becomes Unknown (never resent) once the claim has
+// outlived the call timeout: the claiming pass died after it may have sent it.
+func TestExecutingOperationClaimIsALease(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	inst := h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)
+	powerCalls := h.cloud.Calls(provider.VerbPower)
+	key := instanceKey(tenant, inst.ID)
+	claim := func(startedAt time.Time) {
+		t.Helper()
+		var rec api.Instance
+		rev, err := bus.GetJSON(context.Background(), h.rec.st.Instances, key, &rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReset, RequestedAt: startedAt}
+		rec.Desired.Operation = op
+		rec.Status.LastOperation = &api.OperationStatus{ID: op.ID, Action: op.Action, State: api.OperationExecuting, StartedAt: startedAt}
+		if _, err := bus.UpdateJSON(context.Background(), h.rec.st.Instances, key, &rec, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func() string {
+		t.Helper()
+		got, err := h.get(inst.ID)
+		if err != nil || got.Status.LastOperation == nil {
+			t.Fatalf("get: %+v, %v", got, err)
+		}
+		return got.Status.LastOperation.State
+	}
+
+	claim(time.Now().UTC())
+	if _, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != api.OperationExecuting {
+		t.Fatalf("a fresh claim became %s, want it left Executing", got)
+	}
+
+	claim(time.Now().UTC().Add(-h.opts.CallTimeout - claimMargin - time.Second))
+	if _, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != api.OperationUnknown {
+		t.Fatalf("a stale claim became %s, want %s", got, api.OperationUnknown)
+	}
+	if got := h.cloud.Calls(provider.VerbPower) - powerCalls; got != 0 {
+		t.Fatalf("the claimed reset was sent %d times by other passes, want 0", got)
 	}
 }
 

@@ -37,7 +37,6 @@ type Cloud struct {
 
 type machine struct {
 	api.ExternalMachine
-	key   string
 	polls int
 }
 
@@ -86,9 +85,23 @@ func (c *Cloud) Remove(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m, ok := c.machines[id]; ok {
-		delete(c.byKey, m.key)
+		delete(c.byKey, m.IdempotencyKey)
 		delete(c.machines, id)
 	}
+}
+
+// ReuseID hands machine id to a new running machine made for key, as a
+// cloud that reuses freed ids (Proxmox VMIDs) would after the first
+// machine was deleted out of band.
+func (c *Cloud) ReuseID(id, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.machines[id]; ok {
+		delete(c.byKey, m.IdempotencyKey)
+	}
+	c.machines[id] = &machine{ExternalMachine: api.ExternalMachine{ID: id, IdempotencyKey: key, Name: "reused-" + id,
+		State: api.StateRunning, OfferID: Offers[0].ID, Region: "mem1", Addresses: []string{}}}
+	c.byKey[key] = id
 }
 
 // CallRecord is one call that reached the cloud: its verb, the idempotency
@@ -184,15 +197,16 @@ func (cl *client) begin(ctx context.Context, call *provider.Call, verb, target s
 }
 
 // beginMachine is begin for a call about machine id: NOT_FOUND (with the
-// cloud unlocked again) when there is none. On success the caller holds
-// c.mu and must unlock it.
+// cloud unlocked again) when there is none, or when it carries another key
+// than call.IdempotencyKey (when set). On success the caller holds c.mu and
+// must unlock it.
 func (cl *client) beginMachine(ctx context.Context, call *provider.Call, verb, id string) (*Cloud, *machine, error) {
 	c, err := cl.begin(ctx, call, verb, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	m, ok := c.machines[id]
-	if !ok {
+	if !ok || call.IdempotencyKey != "" && m.IdempotencyKey != call.IdempotencyKey {
 		c.mu.Unlock()
 		return nil, nil, api.NotFound("machine", id)
 	}
@@ -229,8 +243,8 @@ func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.Mach
 	}
 	c.next++
 	id := strconv.Itoa(c.next)
-	m := &machine{ExternalMachine: api.ExternalMachine{ID: id, Name: spec.Name, State: api.StatePending,
-		OfferID: spec.OfferID, Region: "mem1", Addresses: []string{fmt.Sprintf("192.0.2.%d", c.next%250+1)}}, key: call.IdempotencyKey}
+	m := &machine{ExternalMachine: api.ExternalMachine{ID: id, IdempotencyKey: call.IdempotencyKey, Name: spec.Name, State: api.StatePending,
+		OfferID: spec.OfferID, Region: "mem1", Addresses: []string{fmt.Sprintf("192.0.2.%d", c.next%250+1)}}}
 	c.machines[id] = m
 	c.byKey[call.IdempotencyKey] = id
 	out := m.ExternalMachine
@@ -262,7 +276,7 @@ func (cl *client) Delete(ctx context.Context, call *provider.Call, id string) er
 		return err
 	}
 	defer c.mu.Unlock()
-	delete(c.byKey, m.key)
+	delete(c.byKey, m.IdempotencyKey)
 	delete(c.machines, id)
 	return nil
 }
