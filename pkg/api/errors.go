@@ -166,3 +166,17 @@ func (e *ComputeError) Path() string {
 	p, _ := e.Details[DetailPath].(string)
 	return p
 }
+
+// APIStatus is the provider API's HTTP status of a PROVIDER_ERROR
+// (details.status, whether set in-process as an int or decoded from a reply
+// as a number), and its error code (details.code); 0 and "" when absent.
+func (e *ComputeError) APIStatus() (status int, code string) {
+	switch v := e.Details[DetailStatus].(type) {
+	case float64:
+		status = int(v)
+	case int:
+		status = v
+	}
+	code, _ = e.Details[DetailCode].(string)
+	return status, code
+}

@@ -203,11 +203,12 @@ func (r *Reconciler) delete(ctx context.Context, req *bus.Request) (any, error) 
 		return nil, err
 	}
 	return r.mutate(ctx, req, id, func(inst *api.Instance) error {
-		if inst.DeletionRequestedAt == nil {
-			now := time.Now().UTC()
-			inst.DeletionRequestedAt = &now
-			inst.Status.Phase = api.PhaseDeleting
+		if inst.DeletionRequestedAt != nil {
+			return errUnchanged // a repeated delete answers the same record
 		}
+		now := time.Now().UTC()
+		inst.DeletionRequestedAt = &now
+		inst.Status.Phase = api.PhaseDeleting
 		return nil
 	}, "deleting")
 }
@@ -275,7 +276,8 @@ func refusePendingOperation(inst *api.Instance) error {
 }
 
 // mutate applies a change of the desired state with CAS (retrying on
-// conflicts), bumps generation and version, and queues the work.
+// conflicts), bumps generation and version, and queues the work. A change
+// returning errUnchanged answers the record unwritten.
 func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, change func(*api.Instance) error, what string) (*api.Instance, error) {
 	key := instanceKey(req.Tenant, id)
 	for attempt := 0; attempt < 10; attempt++ {
@@ -290,7 +292,9 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 		if inst.DeletionRequestedAt != nil && what != "deleting" {
 			return nil, api.Errorf(api.CodeInvalidState, "instance %s is being deleted", id)
 		}
-		if err := change(&inst); err != nil {
+		if err := change(&inst); errors.Is(err, errUnchanged) {
+			return &inst, nil
+		} else if err != nil {
 			return nil, err
 		}
 		inst.Generation++
@@ -308,6 +312,11 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 	}
 	return nil, api.Errorf(api.CodeConflict, "instance %s is changing too often; retry", id)
 }
+
+// errUnchanged, returned by a mutate change, answers the record as it is:
+// the request asks for what is already desired, so nothing is written and
+// the generation stays.
+var errUnchanged = errors.New("unchanged")
 
 // recheckPool reads the pool again after an instance was written to it. A
 // pools.delete marks the pool before it looks for instances, so either that

@@ -27,7 +27,9 @@ func after(d time.Duration) outcome { return outcome{requeue: d} }
 
 // handle reconciles the instance a work message names and acknowledges,
 // delays or (when the state store is unreachable) abandons the message, which
-// is then redelivered after AckWait.
+// is then redelivered after AckWait. While the pass runs, the message gets a
+// progress heartbeat every AckWait/3, so only a dead replica's work waits
+// out AckWait; a stopping replica hands its work back at once.
 func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
 	tenant, id, ok := parseWorkSubject(msg.Subject())
 	if !ok {
@@ -40,8 +42,12 @@ func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
 	if md, err := msg.Metadata(); err == nil {
 		passes = md.NumDelivered
 	}
+	stopHeartbeat := heartbeat(msg, r.o.AckWait/3)
 	out, err := r.reconcile(ctx, log, tenant, id, passes)
+	stopHeartbeat()
 	switch {
+	case err != nil && ctx.Err() != nil:
+		_ = msg.Nak() // stopping: hand the work back now
 	case err != nil:
 		// State store trouble: leave the message unacknowledged; redelivery retries.
 		log.Warn().Err(err).Msg("reconcile abandoned")
@@ -50,6 +56,25 @@ func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
 	default:
 		_ = msg.NakWithDelay(out.requeue)
 	}
+}
+
+// heartbeat tells JetStream every interval that msg is still being worked
+// on (msg.InProgress resets its AckWait) until the returned stop is called.
+func heartbeat(msg jetstream.Msg, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 func parseWorkSubject(subject string) (tenant, id string, ok bool) {
@@ -214,6 +239,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, t *target) (outcome, err
 	if out, done, err := r.runOperation(ctx, t, m); done || err != nil {
 		return out, err
 	}
+	var drift *api.Condition
 	if action := powerAction(t.inst.Desired.Power, m.State); action != "" {
 		cctx, cancel := r.callCtx(ctx)
 		err := t.remote.Power(cctx, t.account, m.ID, action)
@@ -222,8 +248,17 @@ func (r *Reconciler) reconcileLive(ctx context.Context, t *target) (outcome, err
 			return r.failed(ctx, t, err)
 		}
 		t.log.Info().Str("machine", m.ID).Str("action", action).Msg("power converged")
+		if c := condition(&t.inst, ConditionDrift); t.inst.Status.ObservedGeneration == t.inst.Generation && (c == nil || c.Status != api.ConditionTrue) {
+			// It had converged, and nobody asked for a change since: the
+			// power state was changed outside the control plane (reported
+			// once, not at every look while it starts).
+			msg := "machine " + m.ID + " found " + m.State + " outside the control plane; power " + action
+			drift = &api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: "PowerChanged", Message: msg}
+			t.log.Warn().Str("machine", m.ID).Str("state", m.State).Msg("power changed out of band; correcting")
+			r.publishEvent(&t.inst, "drift", msg)
+		}
 	}
-	return r.observe(ctx, t, m)
+	return r.observe(ctx, t, m, drift)
 }
 
 // powerAction is the action that brings a machine in state to the desired
@@ -238,16 +273,22 @@ func powerAction(desired, state string) string {
 	return ""
 }
 
-// observe records what the provider reports and decides whether to look again.
-func (r *Reconciler) observe(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
+// observe records what the provider reports and decides whether to look
+// again. A Drift condition (drift, when not nil) stays True until the
+// machine has converged.
+func (r *Reconciler) observe(ctx context.Context, t *target, m *api.ExternalMachine, drift *api.Condition) (outcome, error) {
 	converged := machineMatches(t.inst.Desired.Power, m.State)
 	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 		s.Machine = m
 		s.Phase = phaseOf(s.Phase, m.State)
 		s.Retries = 0
-		clearProviderError(s)
+		resolve(s, api.ConditionProviderError)
+		if drift != nil {
+			setCondition(s, *drift)
+		}
 		if converged {
 			s.ObservedGeneration = t.inst.Generation
+			resolve(s, ConditionDrift)
 		}
 	})
 	if err != nil {
@@ -349,27 +390,36 @@ func createRefused(err error) bool {
 	case api.CodeInvalidInput, api.CodeInvalidConfig, api.CodeUnsupported, api.CodeInvalidState, api.CodeAccessDenied:
 		return true
 	case api.CodeProviderError:
-		var status int
-		switch v := ce.Details[api.DetailStatus].(type) {
-		case float64: // decoded from a reply
-			status = int(v)
-		case int:
-			status = v
-		}
+		status, _ := ce.APIStatus()
 		return status >= 400 && status < 500 && status != 408 && status != 429
 	}
 	return false
 }
 
-// failed records a provider or lookup failure: terminal codes fail the
-// instance for this generation, others are retried with backoff.
+// malformedRequest reports whether the provider's API refused a request as
+// malformed (HTTP 400, or 422 other than Hetzner's service_error: an
+// unknown image, an invalid field): retrying the same request cannot
+// succeed, so the instance fails like on a terminal code. Refusals that
+// can pass later (403 quota, 409 a name in use, 412 no capacity, 423
+// locked) are retried.
+func malformedRequest(ce *api.ComputeError) bool {
+	if ce.Code != api.CodeProviderError {
+		return false
+	}
+	status, code := ce.APIStatus()
+	return status == 400 || status == 422 && code != "service_error"
+}
+
+// failed records a provider or lookup failure: terminal codes and
+// malformed requests fail the instance for this generation, others are
+// retried with backoff.
 func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome, error) {
 	if isStoreError(err) {
 		return outcome{}, err
 	}
 	ce := api.AsComputeError(err)
 	now := time.Now().UTC()
-	if ce.Code.Terminal() {
+	if ce.Code.Terminal() || malformedRequest(ce) {
 		t.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Msg("instance failed")
 		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 			s.Phase = api.PhaseFailed

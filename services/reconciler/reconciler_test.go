@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,6 +105,52 @@ func TestCrashBetweenProviderCreateAndStatusWrite(t *testing.T) {
 	}
 }
 
+// A pass longer than AckWait keeps its work message (progress heartbeats):
+// a second replica does not get it and send a second create meanwhile.
+func TestLongPassKeepsItsWork(t *testing.T) {
+	opts := fastOptions()
+	opts.AckWait = 600 * time.Millisecond
+	release := make(chan struct{})
+	var held atomic.Bool
+	opts.Hooks.AfterProviderCreate = func(string) {
+		if held.CompareAndSwap(false, true) {
+			<-release // a slow API: 4 AckWaits
+		}
+	}
+	h := newHarness(t, fastOptions())
+	h.rec.Stop()
+	h.opts = opts
+	h.startReconciler(h.env.Connect(t))
+	h.startReconciler(h.env.Connect(t))
+
+	inst := h.create(api.InstanceCreateRequest{})
+	h.waitFor(inst.ID, "create sent", func(*api.Instance, error) bool { return held.Load() })
+	time.Sleep(4 * opts.AckWait)
+	close(release)
+	h.waitPhase(inst.ID, api.PhaseRunning)
+	if got := h.cloud.Calls(provider.VerbCreate); got != 1 {
+		t.Fatalf("create calls = %d, want 1: the work was redelivered while its pass ran", got)
+	}
+}
+
+// A stopping replica hands its work back at once: another replica
+// finishes the instance long before the AckWait would have run out.
+func TestStoppedReplicaHandsWorkBack(t *testing.T) {
+	opts := fastOptions()
+	opts.AckWait = time.Hour
+	h := newHarness(t, fastOptions())
+	h.rec.Stop()
+	h.opts = opts
+	first := h.startReconciler(h.env.Connect(t))
+	h.cloud.SetHung(provider.VerbCreate, true)
+	inst := h.create(api.InstanceCreateRequest{})
+	h.waitFor(inst.ID, "create in flight", func(*api.Instance, error) bool { return h.cloud.Calls(provider.VerbCreate) > 0 })
+	first.Stop() // cancels the pass while it waits for the provider
+	h.cloud.SetHung(provider.VerbCreate, false)
+	h.startReconciler(h.env.Connect(t))
+	h.waitPhase(inst.ID, api.PhaseRunning)
+}
+
 func TestRetryableFailuresBackOffThenConverge(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	h.cloud.FailNext(provider.VerbCreate,
@@ -161,14 +208,31 @@ func TestDriftIsRepairedAtResync(t *testing.T) {
 	inst := h.create(api.InstanceCreateRequest{})
 	first := h.waitPhase(inst.ID, api.PhaseRunning).Status.Machine.ID
 
+	drifts, err := h.env.NC.SubscribeSync(bus.Event(tenant, bus.ResourceInstances, inst.ID, "drift"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.cloud.SetState(first, api.StateStopped)
 	if _, err := h.rec.Resync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(inst.ID, "powered on again", func(*api.Instance, error) bool {
+	repaired := h.waitFor(inst.ID, "powered on again, drift resolved", func(i *api.Instance, err error) bool {
 		m := h.cloud.Machines()
-		return len(m) == 1 && m[0].State == api.StateRunning && h.cloud.Calls(provider.VerbPower) == 1
+		c := condition(i, ConditionDrift)
+		return err == nil && len(m) == 1 && m[0].State == api.StateRunning && h.cloud.Calls(provider.VerbPower) == 1 &&
+			c != nil && c.Status == api.ConditionFalse
 	})
+	if i := repaired.Status; i.Phase != api.PhaseRunning || i.ObservedGeneration != repaired.Generation {
+		t.Fatalf("after the power drift: %+v", i)
+	}
+	msg, err := drifts.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no drift event for the power change: %v", err)
+	}
+	var ev api.Event
+	if err := json.Unmarshal(msg.Data, &ev); err != nil || !strings.Contains(ev.Message, "found stopped") {
+		t.Fatalf("drift event %+v (%v), want one saying the machine was found stopped", ev, err)
+	}
 
 	h.cloud.Remove(first)
 	if _, err := h.rec.Resync(context.Background()); err != nil {
@@ -429,6 +493,26 @@ func TestSecondOperationRefusedWhilePending(t *testing.T) {
 
 // An instance whose create the provider refuses (here: an offer it does
 // not have) is deleted without a machine, not retried forever.
+// A repeated delete answers the record as it is: no new generation.
+func TestRepeatedDeleteAnswersTheSameRecord(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	h.rec.Stop() // the record stays while we look at it
+	h.startAPIOnly()
+	inst := h.create(api.InstanceCreateRequest{})
+	var first, second api.Instance
+	if err := h.call("delete", api.IDRequest{ID: inst.ID}, &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.call("delete", api.IDRequest{ID: inst.ID}, &second); err != nil {
+		t.Fatal(err)
+	}
+	if first.Generation != 2 || second.Generation != 2 || second.Status.Phase != api.PhaseDeleting ||
+		!second.DeletionRequestedAt.Equal(*first.DeletionRequestedAt) {
+		t.Fatalf("deletes answered generation %d then %d (phase %s), want 2 twice with the first deletion time",
+			first.Generation, second.Generation, second.Status.Phase)
+	}
+}
+
 func TestDeleteFinishesWhenCreateIsRefused(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	inst := h.create(api.InstanceCreateRequest{Flavor: "bogus"})
@@ -439,6 +523,48 @@ func TestDeleteFinishesWhenCreateIsRefused(t *testing.T) {
 	h.waitGone(inst.ID)
 	if n := len(h.cloud.Machines()); n != 0 {
 		t.Fatalf("%d machines", n)
+	}
+}
+
+func TestMalformedRequestTable(t *testing.T) {
+	cases := []struct {
+		err  *api.ComputeError
+		want bool
+	}{
+		{api.ProviderError(422, "invalid_input", "image not found"), true},
+		{api.ProviderError(422, "unsupported_error", "not for this type"), true},
+		{api.ProviderError(400, "json_error", "bad body"), true},
+		{&api.ComputeError{Code: api.CodeProviderError, Details: map[string]any{"status": float64(422), "code": "invalid_input"}}, true},
+		{api.ProviderError(422, "service_error", "try again"), false},
+		{api.ProviderError(403, "resource_limit_exceeded", "quota"), false},
+		{api.ProviderError(409, "uniqueness_error", "name taken"), false},
+		{api.ProviderError(412, "resource_unavailable", "no capacity"), false},
+		{api.ProviderError(423, "locked", "busy"), false},
+		{api.ProviderError(503, "unavailable", "down"), false},
+		{api.ProviderError(0, "unreachable", "dropped"), false},
+		{api.Errorf(api.CodeUnavailable, "no reply"), false},
+	}
+	for _, c := range cases {
+		if got := malformedRequest(c.err); got != c.want {
+			t.Errorf("malformedRequest(%v %v) = %v, want %v", c.err, c.err.Details, got, c.want)
+		}
+	}
+}
+
+// A create the API refuses as malformed (Hetzner's 422 for an unknown
+// image) fails the instance after one call instead of retrying forever.
+func TestMalformedCreateFailsTheInstance(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	h.cloud.FailNext(provider.VerbCreate, api.ProviderError(422, "invalid_input", "image %q not found", "debian-99"))
+	inst := h.create(api.InstanceCreateRequest{})
+	failed := h.waitPhase(inst.ID, api.PhaseFailed)
+	c := providerCondition(failed)
+	if c == nil || c.Reason != string(api.CodeProviderError) || c.RetryAt != nil {
+		t.Fatalf("condition %+v, want PROVIDER_ERROR without a retry", c)
+	}
+	time.Sleep(100 * time.Millisecond) // several retry periods of fastOptions
+	if got := h.cloud.Calls(provider.VerbCreate); got != 1 {
+		t.Fatalf("create calls = %d, want 1", got)
 	}
 }
 

@@ -29,14 +29,15 @@ func (r *Reconciler) resyncLoop(ctx context.Context) {
 }
 
 // Resync queues work for every instance of every tenant and returns how
-// many it queued. Replicas resyncing in the same interval are deduplicated
-// by message id. Errors: UNAVAILABLE (state store).
+// many it queued. Replicas resyncing in the same ResyncInterval are
+// deduplicated by message id. Errors: UNAVAILABLE (state store).
 func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	keys, err := bus.Keys(ctx, r.st.Instances, "")
 	if err != nil {
 		return 0, err
 	}
-	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, time.Second))
+	// With the periodic resync off (tests), every call queues anew.
+	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, 1))
 	for _, k := range keys {
 		tenant, id, ok := strings.Cut(k, ".")
 		if !ok {

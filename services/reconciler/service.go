@@ -27,8 +27,10 @@ type Options struct {
 	PollInterval time.Duration
 	// CallTimeout bounds one provider call (default 30 s).
 	CallTimeout time.Duration
-	// AckWait is how long a work message may stay unacknowledged before
-	// another replica gets it (default 2 min; must exceed a reconcile's calls).
+	// AckWait is how long a work message may go without an acknowledgement
+	// or a progress heartbeat before another replica gets it (default 30 s):
+	// how long the work a killed replica held waits. A running pass sends a
+	// heartbeat every AckWait/3, so a pass may take longer than AckWait.
 	AckWait time.Duration
 	// ResyncInterval re-queues every instance (±20 % jitter) to catch lost
 	// work and drift (default 10 min; negative disables). Each resync costs
@@ -64,7 +66,7 @@ func (o *Options) defaults() {
 		o.CallTimeout = 30 * time.Second
 	}
 	if o.AckWait <= 0 {
-		o.AckWait = 2 * time.Minute
+		o.AckWait = 30 * time.Second
 	}
 	if o.ResyncInterval == 0 {
 		o.ResyncInterval = 10 * time.Minute
@@ -146,6 +148,7 @@ func (r *Reconciler) dispatch(ctx context.Context) jetstream.MessageHandler {
 		select {
 		case r.sem <- struct{}{}:
 		case <-ctx.Done():
+			_ = msg.Nak() // stopping: another replica takes it now, not after AckWait
 			return
 		}
 		r.wg.Add(1)

@@ -111,22 +111,25 @@ func setCondition(s *api.InstanceStatus, c api.Condition) {
 	s.Conditions = append(s.Conditions, c)
 }
 
-// clearProviderError marks the ProviderError and Drift conditions False
-// after a successful pass.
-func clearProviderError(s *api.InstanceStatus) {
-	for _, typ := range []string{api.ConditionProviderError, ConditionDrift} {
-		for _, c := range s.Conditions {
-			if c.Type == typ && c.Status == api.ConditionTrue {
-				setCondition(s, api.Condition{Type: typ, Status: api.ConditionFalse, Reason: "Resolved"})
-			}
+// resolve sets condition typ False ("Resolved") when it is True.
+func resolve(s *api.InstanceStatus, typ string) {
+	for _, c := range s.Conditions {
+		if c.Type == typ && c.Status == api.ConditionTrue {
+			setCondition(s, api.Condition{Type: typ, Status: api.ConditionFalse, Reason: "Resolved"})
+			return
 		}
 	}
 }
 
 // providerCondition returns the ProviderError condition, or nil.
 func providerCondition(inst *api.Instance) *api.Condition {
+	return condition(inst, api.ConditionProviderError)
+}
+
+// condition returns the condition of type typ, or nil.
+func condition(inst *api.Instance, typ string) *api.Condition {
 	for i := range inst.Status.Conditions {
-		if inst.Status.Conditions[i].Type == api.ConditionProviderError {
+		if inst.Status.Conditions[i].Type == typ {
 			return &inst.Status.Conditions[i]
 		}
 	}

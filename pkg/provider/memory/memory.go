@@ -31,6 +31,7 @@ type Cloud struct {
 	calls    map[string]int
 	log      []CallRecord
 	outage   error
+	hung     map[string]bool
 	// BootPolls is how many gets a new machine stays pending (default 1).
 	BootPolls int
 }
@@ -42,7 +43,7 @@ type machine struct {
 
 // NewCloud returns an empty cloud.
 func NewCloud() *Cloud {
-	return &Cloud{machines: map[string]*machine{}, byKey: map[string]string{}, failures: map[string][]error{}, calls: map[string]int{}, BootPolls: 1}
+	return &Cloud{machines: map[string]*machine{}, byKey: map[string]string{}, failures: map[string][]error{}, calls: map[string]int{}, hung: map[string]bool{}, BootPolls: 1}
 }
 
 // FailNext makes the next calls of verb (provider.Verb*) fail with errs, in order.
@@ -127,6 +128,14 @@ func compareIDs(a, b string) int {
 	return x - y
 }
 
+// SetHung makes calls of verb hang (counted, never answered) until their
+// context ends, like an API that accepts connections and never replies.
+func (c *Cloud) SetHung(verb string, hung bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hung[verb] = hung
+}
+
 // SetOutage makes every call fail with err until SetOutage(nil).
 func (c *Cloud) SetOutage(err error) {
 	c.mu.Lock()
@@ -189,6 +198,12 @@ func (cl *client) begin(ctx context.Context, call *provider.Call, verb, target s
 	}
 	c := cl.cloud
 	c.mu.Lock()
+	if c.hung[verb] {
+		c.calls[verb]++
+		c.mu.Unlock()
+		<-ctx.Done()
+		return nil, api.Errorf(api.CodeUnavailable, "memory: %s hung until the call ended", verb)
+	}
 	if err := c.enter(verb, target); err != nil {
 		c.mu.Unlock()
 		return nil, err
