@@ -69,28 +69,43 @@ func (c *cluster) start(t *testing.T, i int) {
 
 func (c *cluster) url(i int) string { return c.srvs[i].ClientURL() }
 
-// openReplicated opens the stores with three replicas through url, waiting
-// for the cluster to elect its leaders.
+// openReplicated opens the stores with three replicas through url.
 func openReplicated(t *testing.T, url string) *bus.Stores {
 	t.Helper()
+	st, err := tryOpenReplicated(t, url)
+	if err != nil {
+		t.Fatalf("open replicated stores: %v", err)
+	}
+	return st
+}
+
+// tryOpenReplicated is one OpenStores call with three replicas through url,
+// which waits out the cluster's leader elections itself.
+func tryOpenReplicated(t *testing.T, url string) (*bus.Stores, error) {
 	nc, err := bus.Connect(bus.ConnectOptions{URL: url, Name: t.Name()})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(nc.Close)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{Replicas: 3})
-		cancel()
-		if err == nil {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("open replicated stores: %v", err)
-		}
-		time.Sleep(250 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	return bus.OpenStores(ctx, nc, bus.StoreOptions{Replicas: 3})
+}
+
+// Services starting together on a new cluster all create the replicated
+// buckets and streams at once; every one of them opens the stores.
+func TestConcurrentFirstOpenOnACluster(t *testing.T) {
+	c := startCluster(t)
+	const openers = 6
+	var wg sync.WaitGroup
+	for i := range openers {
+		wg.Go(func() {
+			if _, err := tryOpenReplicated(t, c.url(i%3)); err != nil {
+				t.Errorf("opener %d (node %d): %v", i, i%3+1, err)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // On a replicated bucket a read through any server sees every write

@@ -2,9 +2,11 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -93,7 +95,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 	for _, cfg := range streams {
 		cfg.Storage = jetstream.FileStorage
 		cfg.Replicas = opts.Replicas
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		if _, err := ensureStream(ctx, js, cfg); err != nil {
 			return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}
 	}
@@ -113,7 +115,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	if cfg.TTL > 0 && cfg.TTL < duplicates {
 		duplicates = cfg.TTL
 	}
-	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	stream, err := ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: "KV_" + cfg.Bucket, Description: cfg.Description, Subjects: []string{"$KV." + cfg.Bucket + ".>"},
 		MaxMsgsPerSubject: int64(cfg.History), MaxAge: cfg.TTL, MaxBytes: -1, MaxMsgSize: -1, MaxMsgs: -1, MaxConsumers: -1,
 		Storage: cfg.Storage, Replicas: cfg.Replicas, Duplicates: duplicates, Discard: jetstream.DiscardNew,
@@ -127,4 +129,40 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 		return nil, err
 	}
 	return &bucket{KeyValue: kv, stream: stream}, nil
+}
+
+// streamAttemptTimeout bounds one stream create or update request.
+const streamAttemptTimeout = 10 * time.Second
+
+// ensureStream is js.CreateOrUpdateStream, retried with backoff until ctx
+// ends while the failure is transient (transientStreamError): on a
+// cluster, services starting together create the same replicated stream at
+// once, and nats-server leaves some of those requests unanswered, or the
+// cluster is still electing its meta leader.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	var stream jetstream.Stream
+	policy := backoff.NewExponentialBackOff(backoff.WithInitialInterval(200*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
+	err := backoff.Retry(func() error {
+		actx, cancel := context.WithTimeout(ctx, streamAttemptTimeout)
+		defer cancel()
+		var err error
+		if stream, err = js.CreateOrUpdateStream(actx, cfg); err != nil && !transientStreamError(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(policy, ctx))
+	return stream, err
+}
+
+// transientStreamError reports whether a stream request may succeed when
+// sent again: no answer in time, no responder yet, or a JetStream API error
+// with a 5xx code (cluster not ready, no meta leader). A refused
+// configuration (4xx) is not.
+func transientStreamError(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code >= 500
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
