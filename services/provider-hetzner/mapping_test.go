@@ -197,7 +197,7 @@ func TestToMachine(t *testing.T) {
 // equals another key.
 func TestReportedKey(t *testing.T) {
 	l := newLabels("better-compute.io")
-	hashed := "inst_01k" // '_' is not allowed in a label value: stored hashed
+	hashed := "key with spaces" // not a label value: stored hashed
 	cases := []struct {
 		labels   map[string]string
 		key      string
@@ -209,7 +209,8 @@ func TestReportedKey(t *testing.T) {
 		{l.forKey("web-1"), "", "web-1", false, "plain key, no expectation"},
 		{l.forKey(hashed), hashed, hashed, true, "hashed key, expected"},
 		{l.forKey(hashed), "", KeyLabelValue(hashed), false, "hashed key, no expectation"},
-		{l.forKey(hashed), "inst_02k", KeyLabelValue(hashed), false, "another hashed key"},
+		{l.forKey(hashed), "another key", KeyLabelValue(hashed), false, "another hashed key"},
+		{l.forKey("inst_01k"), "inst_01k", "inst_01k", true, "an instance id is a label value as it is"},
 		{l.forKey("web-1"), "web-2", "web-1", false, "another plain key"},
 		{map[string]string{}, "web-1", "", false, "unmanaged server"},
 	}

@@ -118,3 +118,31 @@ func (h *harness) waitPhases(ids []string, phase string, within time.Duration) {
 		}
 	}
 }
+
+// On Hetzner a resync of settled instances costs one GET /servers per 50
+// servers (the API's largest page) instead of one GET /servers/{id} each.
+func TestResyncOnHetznerCostsListPages(t *testing.T) {
+	const n = 120
+	h := newHarness(t, fastOptions())
+	emu, err := emulator.Start(emulator.Options{ActionDuration: 10 * time.Millisecond}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emu.Close() })
+	h.pool = h.addHetznerPool(emu, http.DefaultTransport)
+	ids := h.createMany(n, "resync")
+	h.waitPhases(ids, api.PhaseRunning, 2*time.Minute)
+
+	before := emu.Emulator().CallCounts()
+	queued, err := h.rec.Resync(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := emu.Emulator().CallCounts()
+	lists, gets := after["GET /servers"]-before["GET /servers"], after["GET /servers/{id}"]-before["GET /servers/{id}"]
+	if queued != 0 || gets != 0 || lists != (n+49)/50 {
+		t.Fatalf("resync of %d settled instances: %d queued, %d GET /servers/{id}, %d GET /servers; want 0, 0, %d",
+			n, queued, gets, lists, (n+49)/50)
+	}
+	t.Logf("resync of %d settled instances: %d API requests (a get each would be %d)", n, sumCalls(after)-sumCalls(before), n)
+}

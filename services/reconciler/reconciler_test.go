@@ -286,6 +286,49 @@ func TestReusedMachineIDIsNeverAdopted(t *testing.T) {
 	}
 }
 
+// A resync checks settled instances against one list of the account's
+// machines instead of a get each, and queues only the ones whose machine
+// is missing, in another power state or now another key's.
+func TestResyncListsInsteadOfGetting(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	const n = 60
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = h.create(api.InstanceCreateRequest{}).ID
+	}
+	machines := make([]string, n)
+	for i, id := range ids {
+		machines[i] = h.waitPhase(id, api.PhaseRunning).Status.Machine.ID
+	}
+	gets, lists := h.cloud.Calls(provider.VerbGet), h.cloud.Calls(provider.VerbList)
+	queued, err := h.rec.Resync(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.cloud.Calls(provider.VerbGet) - gets; queued != 0 || got != 0 {
+		t.Fatalf("resync of %d settled instances queued %d and cost %d gets, want 0 and 0", n, queued, got)
+	}
+	if got := h.cloud.Calls(provider.VerbList) - lists; got != 1 {
+		t.Fatalf("resync listed %d pages, want 1", got)
+	}
+
+	h.cloud.Remove(machines[0])
+	h.cloud.SetState(machines[1], api.StateStopped)
+	h.cloud.ReuseID(machines[2], "inst_someone-else")
+	if queued, err = h.rec.Resync(context.Background()); err != nil || queued != 3 {
+		t.Fatalf("resync after 3 machines changed queued %d (%v), want 3", queued, err)
+	}
+	for i := range 3 {
+		h.waitFor(ids[i], "repaired", func(inst *api.Instance, err error) bool {
+			return err == nil && inst.Status.Phase == api.PhaseRunning && inst.Status.ObservedGeneration == inst.Generation &&
+				h.cloud.ByKey()[ids[i]].State == api.StateRunning
+		})
+	}
+	if got := len(h.cloud.ByKey()); got != n+1 {
+		t.Fatalf("%d machines, want %d (one per instance, and the other key's)", got, n+1)
+	}
+}
+
 func TestPowerLevelsAndOneShotOperations(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	inst := h.create(api.InstanceCreateRequest{})

@@ -2,15 +2,17 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider"
 )
 
-// resyncLoop queues every instance every ResyncInterval (±20 % jitter).
+// resyncLoop resyncs every ResyncInterval (±20 % jitter).
 func (r *Reconciler) resyncLoop(ctx context.Context) {
 	defer r.wg.Done()
 	for {
@@ -23,14 +25,25 @@ func (r *Reconciler) resyncLoop(ctx context.Context) {
 		if n, err := r.Resync(ctx); err != nil {
 			r.log.Warn().Err(err).Msg("resync incomplete")
 		} else {
-			r.log.Info().Int("instances", n).Msg("resync queued")
+			r.log.Info().Int("queued", n).Msg("resync done")
 		}
 	}
 }
 
-// Resync queues work for every instance of every tenant and returns how
-// many it queued. Replicas resyncing in the same ResyncInterval are
-// deduplicated by message id. Errors: UNAVAILABLE (state store).
+// resyncPageSize is the page size of the provider lists a resync reads.
+const resyncPageSize = provider.MaxListLimit
+
+// Resync looks at every instance and queues work for each one that may need
+// it, returning how many it queued. An instance that is settled (converged
+// for its generation, nothing pending, no failure) is checked against its
+// provider account's machine list instead of being queued: it is queued only
+// when its machine is missing from the list, carries another key, or is in
+// another power state than desired. One list page covers up to
+// resyncPageSize machines, so on Hetzner a resync of 1,000 settled
+// instances costs about 20 API requests instead of 1,000 gets. Accounts
+// whose provider cannot list (UNSUPPORTED) or whose list fails have all
+// their instances queued. Replicas resyncing in the same ResyncInterval
+// are deduplicated by message id. Errors: UNAVAILABLE (state store).
 func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	keys, err := bus.Keys(ctx, r.st.Instances, "")
 	if err != nil {
@@ -38,14 +51,136 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	}
 	// With the periodic resync off (tests), every call queues anew.
 	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, 1))
+	queued := 0
+	queue := func(inst *api.Instance) {
+		pctx, cancel := context.WithTimeout(ctx, enqueueTimeout)
+		defer cancel()
+		r.publishWork(pctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-resync-%d", inst.ID, window))
+		queued++
+	}
+	byAccount := map[string][]*api.Instance{} // settled instances by "<tenant>.<account id>"
+	accounts := &accountCache{byPool: map[string]*api.Account{}, byAccount: map[string]*api.Account{}}
 	for _, k := range keys {
-		tenant, id, ok := strings.Cut(k, ".")
-		if !ok {
+		var inst api.Instance
+		if _, err := bus.GetJSON(ctx, r.st.Instances, k, &inst); err != nil {
+			if errors.Is(err, bus.ErrNotFound) {
+				continue // deleted since the listing
+			}
+			return queued, err
+		}
+		if !settled(&inst) {
+			queue(&inst)
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, enqueueTimeout)
-		r.publishWork(pctx, tenant, id, fmt.Sprintf("%s-resync-%d", id, window))
-		cancel()
+		acct, err := r.accountOf(ctx, &inst, accounts)
+		if err != nil {
+			queue(&inst) // its reconcile records what is missing
+			continue
+		}
+		byAccount[acct.TenantID+"."+acct.ID] = append(byAccount[acct.TenantID+"."+acct.ID], &inst)
 	}
-	return len(keys), nil
+	for key, insts := range byAccount {
+		acct := accounts.byAccount[key]
+		machines, err := r.listMachines(ctx, acct)
+		if err != nil {
+			r.log.Info().Err(err).Str("tenant", acct.TenantID).Str("account", acct.ID).
+				Msg("resync cannot list the account's machines; queueing its instances")
+		}
+		for _, inst := range insts {
+			if machines == nil || !listedAsDesired(inst, machines) {
+				queue(inst)
+			}
+		}
+	}
+	return queued, nil
+}
+
+// settled reports whether an instance needs no work unless its machine
+// changed: converged for its generation, running or stopped, not being
+// deleted, no operation pending and no provider failure outstanding.
+func settled(inst *api.Instance) bool {
+	s := &inst.Status
+	if inst.DeletionRequestedAt != nil || s.Machine == nil || s.ObservedGeneration != inst.Generation ||
+		(s.Phase != api.PhaseRunning && s.Phase != api.PhaseStopped) {
+		return false
+	}
+	if op := inst.Desired.Operation; op != nil && (s.LastOperation == nil || s.LastOperation.ID != op.ID || s.LastOperation.State == api.OperationExecuting) {
+		return false
+	}
+	for _, c := range s.Conditions {
+		if c.Status == api.ConditionTrue {
+			return false
+		}
+	}
+	return true
+}
+
+// listedAsDesired reports whether the account's machine list (by id) holds
+// the instance's machine, carrying its key and in its desired power state.
+func listedAsDesired(inst *api.Instance, machines map[string]api.ExternalMachine) bool {
+	m, ok := machines[inst.Status.Machine.ID]
+	return ok && (m.IdempotencyKey == "" || m.IdempotencyKey == inst.ID) && machineMatches(inst.Desired.Power, m.State)
+}
+
+// accountCache holds the provider accounts a resync looked up, by pool
+// ("<tenant>.<pool id>") and by account ("<tenant>.<account id>").
+type accountCache struct {
+	byPool, byAccount map[string]*api.Account
+}
+
+// accountOf returns the provider account behind an instance's pool.
+// Errors: bus.ErrNotFound (pool or account gone), UNAVAILABLE.
+func (r *Reconciler) accountOf(ctx context.Context, inst *api.Instance, cache *accountCache) (*api.Account, error) {
+	poolKey := inst.TenantID + "." + inst.PoolID
+	if a, ok := cache.byPool[poolKey]; ok {
+		return a, nil
+	}
+	var pool api.Pool
+	if _, err := bus.GetJSON(ctx, r.st.Pools, poolKey, &pool); err != nil {
+		return nil, err
+	}
+	acctKey := inst.TenantID + "." + pool.ProviderAccountID
+	acct, ok := cache.byAccount[acctKey]
+	if !ok {
+		acct = &api.Account{}
+		if _, err := bus.GetJSON(ctx, r.st.Accounts, acctKey, acct); err != nil {
+			return nil, err
+		}
+		cache.byAccount[acctKey] = acct
+	}
+	cache.byPool[poolKey] = acct
+	return acct, nil
+}
+
+// listMachines reads every page of an account's machine list, paced by the
+// account's budget like any other call. Errors: the provider's (e.g.
+// UNSUPPORTED for a provider without the list capability), or ctx's.
+func (r *Reconciler) listMachines(ctx context.Context, acct *api.Account) (map[string]api.ExternalMachine, error) {
+	remote := provider.Remote{NC: r.nc, ID: acct.Provider, Observe: r.budgets.observer(acct.ID)}
+	account := api.ProviderAccount{ID: acct.ID, TenantID: acct.TenantID, Version: acct.Version, Config: acct.Config}
+	machines := map[string]api.ExternalMachine{}
+	cursor := ""
+	for {
+		for wait := r.budgets.take(acct.ID, time.Now()); wait > 0; wait = r.budgets.take(acct.ID, time.Now()) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+		cctx, cancel := r.callCtx(ctx)
+		page, err := remote.List(cctx, account, cursor, resyncPageSize)
+		cancel()
+		r.budgets.done(acct.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range page.Items {
+			machines[m.ID] = m
+		}
+		if page.NextCursor == "" {
+			return machines, nil
+		}
+		cursor = page.NextCursor
+	}
 }
