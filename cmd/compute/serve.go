@@ -23,6 +23,8 @@ func serviceFlags(cmd *cobra.Command, c *serviceConfig) {
 	f.StringVar(&c.hetznerEndpoint, "hetzner-endpoint", envOr("COMPUTE_HETZNER_ENDPOINT", c.hetznerEndpoint), "provider-hetzner: Hetzner Cloud API endpoint (env COMPUTE_HETZNER_ENDPOINT; default the real API)")
 	f.StringVar(&c.snippetsDir, "proxmox-snippets-dir", envOr("COMPUTE_PROXMOX_SNIPPETS_DIR", c.snippetsDir), "provider-proxmox: directory of a shared PVE snippets storage, for cloud-init user data (env COMPUTE_PROXMOX_SNIPPETS_DIR)")
 	f.StringVar(&c.snippetsStorage, "proxmox-snippets-storage", envOr("COMPUTE_PROXMOX_SNIPPETS_STORAGE", "local"), "provider-proxmox: PVE storage id of that directory")
+	cmd.PreRunE = func(*cobra.Command, []string) error { return c.parseEgress() }
+	f.StringVar(&c.proxmoxAllowed, "proxmox-allowed-networks", os.Getenv("COMPUTE_PROXMOX_ALLOWED_NETWORKS"), "provider-proxmox: comma-separated CIDR prefixes or IP addresses account urls may connect to (env COMPUTE_PROXMOX_ALLOWED_NETWORKS; empty: any address but link-local ones such as cloud metadata)")
 	f.DurationVar(&c.resyncInterval, "resync-interval", 0, "reconciler: requeue every instance this often (default 10m; negative disables)")
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/egress"
 	"better-compute.io/compute/services/accounts"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 	proxmox "better-compute.io/compute/services/provider-proxmox"
@@ -34,8 +35,24 @@ type serviceConfig struct {
 	hetznerEndpoint string
 	snippetsDir     string
 	snippetsStorage string
+	proxmoxAllowed  string
+	proxmoxEgress   *egress.Policy // parsed from proxmoxAllowed by parseEgress
 	resyncInterval  time.Duration
 	log             zerolog.Logger
+}
+
+// parseEgress reads --proxmox-allowed-networks before anything starts, so
+// a bad value stops the command with an error naming the flag.
+func (c *serviceConfig) parseEgress() error {
+	if c.proxmoxAllowed == "" {
+		return nil
+	}
+	policy, err := egress.Parse(c.proxmoxAllowed)
+	if err != nil {
+		return fmt.Errorf("--proxmox-allowed-networks: %w", err)
+	}
+	c.proxmoxEgress = &policy
+	return nil
 }
 
 // stopper is a running service.
@@ -84,6 +101,9 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 		var opts []proxmox.Option
 		if c.snippetsDir != "" {
 			opts = append(opts, proxmox.WithSnippetWriter(proxmox.DirSnippetWriter(c.snippetsDir, c.snippetsStorage)))
+		}
+		if c.proxmoxEgress != nil {
+			opts = append(opts, proxmox.WithEgressPolicy(*c.proxmoxEgress))
 		}
 		return provider.Serve(nc, proxmox.Definition(opts...), provider.ServeOptions{Logger: c.log})
 	},

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider/egress"
 )
 
 // failureKind classifies what PVE answered; it is details.code of the
@@ -171,9 +172,12 @@ func classify(ctx context.Context, err error) error {
 		return ce
 	}
 	var pe *pveError
+	var denied *egress.DeniedError
 	switch {
 	case errors.As(err, &pe):
 		return pe.computeError()
+	case errors.As(err, &denied):
+		return api.Errorf(api.CodeAccessDenied, "proxmox: %v; the account's url must name a cluster the operator allows", denied).With(api.DetailPath, "config."+FieldURL)
 	case ctx.Err() != nil:
 		return api.Errorf(api.CodeUnavailable, "proxmox: call ended before the API answered: %v", ctx.Err())
 	}

@@ -13,6 +13,7 @@ import (
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/egress"
 	"better-compute.io/compute/pkg/provider/providertest"
 	"better-compute.io/compute/services/provider-proxmox/emulator"
 )
@@ -128,6 +129,28 @@ func TestDeleteStopsAndPurges(t *testing.T) {
 		if ce := providertest.WantCode(t, e.client.Delete(context.Background(), e.call(""), id), api.CodeInvalidInput); ce.Path() != "id" {
 			t.Errorf("id %q: path %q", id, ce.Path())
 		}
+	}
+}
+
+// An operator's egress policy keeps an account's url from reaching other
+// addresses: the emulator listens on loopback, outside 10.0.0.0/8.
+func TestEgressPolicyRefusesOtherAddresses(t *testing.T) {
+	policy, err := egress.Parse("10.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(su *setup) { su.options = append(su.options, WithEgressPolicy(policy)) })
+	_, err = e.client.Get(context.Background(), e.call(""), "10001")
+	if ce := providertest.WantCode(t, err, api.CodeAccessDenied); ce.Path() != "config."+FieldURL {
+		t.Errorf("refused connection named %q, want config.%s", ce.Path(), FieldURL)
+	}
+	if n := e.calls(); n != 0 {
+		t.Errorf("the emulator received %d requests, want 0", n)
+	}
+	loopback, _ := egress.Parse("127.0.0.0/8, ::1")
+	allowed := newEnv(t, func(su *setup) { su.options = append(su.options, WithEgressPolicy(loopback)) })
+	if _, err := allowed.client.ListOffers(context.Background(), allowed.call(""), api.OfferQuery{}); err != nil {
+		t.Fatalf("an allowed cluster: %v", err)
 	}
 }
 

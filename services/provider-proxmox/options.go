@@ -2,11 +2,13 @@ package proxmox
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/egress"
 )
 
 // Defaults of the options.
@@ -60,6 +62,17 @@ func WithHTTPClient(c *http.Client) Option {
 	}
 }
 
+// WithEgressPolicy sets the addresses the provider may connect to for any
+// account (see package egress), applied to the HTTP client's
+// *http.Transport (the default client's, or WithHTTPClient's; another
+// transport type makes Definition's clients answer INVALID_CONFIG). Without
+// it the default client refuses egress.AlwaysDenied (link-local and cloud
+// metadata addresses) and a WithHTTPClient client is used as it is. A
+// refused connection answers ACCESS_DENIED naming config.url.
+func WithEgressPolicy(p egress.Policy) Option {
+	return func(s *settings) { s.egress = &p }
+}
+
 // WithTaskPollInterval sets how often task waits poll the task status
 // (default DefaultTaskPollInterval; must be positive). It is measured on
 // the call's clock.
@@ -86,6 +99,8 @@ type settings struct {
 	pollInterval time.Duration
 	taskTimeout  time.Duration
 	countCalls   CallCounter
+	egress       *egress.Policy
+	egressErr    error
 }
 
 // defaultMaxIdleConnsPerHost keeps enough connections to the cluster open
@@ -94,7 +109,7 @@ type settings struct {
 const defaultMaxIdleConnsPerHost = 16
 
 func newSettings(opts []Option) *settings {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := egress.Policy{}.Transport(nil)
 	tr.MaxIdleConnsPerHost = defaultMaxIdleConnsPerHost
 	s := &settings{
 		httpClient:   &http.Client{Timeout: DefaultHTTPTimeout, Transport: tr},
@@ -103,6 +118,15 @@ func newSettings(opts []Option) *settings {
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.egress != nil {
+		if base, ok := s.httpClient.Transport.(*http.Transport); ok || s.httpClient.Transport == nil {
+			c := *s.httpClient
+			c.Transport = s.egress.Transport(base)
+			s.httpClient = &c
+		} else {
+			s.egressErr = fmt.Errorf("WithEgressPolicy needs an *http.Transport, and the HTTP client's transport is %T", s.httpClient.Transport)
+		}
 	}
 	return s
 }
@@ -114,6 +138,8 @@ func (s *settings) validate() error {
 		return api.InvalidConfig("options.taskPollInterval", "the task poll interval must be positive")
 	case s.taskTimeout <= 0:
 		return api.InvalidConfig("options.taskTimeout", "the task timeout must be positive")
+	case s.egressErr != nil:
+		return api.InvalidConfig("options.egressPolicy", "%v", s.egressErr)
 	}
 	return nil
 }
