@@ -396,22 +396,23 @@ func createRefused(err error) bool {
 	return false
 }
 
-// malformedRequest reports whether the provider's API refused a request as
-// malformed (HTTP 400, or 422 other than Hetzner's service_error: an
-// unknown image, an invalid field): retrying the same request cannot
-// succeed, so the instance fails like on a terminal code. Refusals that
-// can pass later (403 quota, 409 a name in use, 412 no capacity, 423
-// locked) are retried.
-func malformedRequest(ce *api.ComputeError) bool {
+// permanentRefusal reports whether the provider's API refused a request in
+// a way the same request can never pass: HTTP 400, 422 other than Hetzner's
+// service_error (an unknown image, an invalid field), or 409
+// uniqueness_error (the name belongs to a machine of another key). The
+// instance then fails like on a terminal code, with the API's message.
+// Refusals that can pass later (403 quota, 409 conflict, 412 no capacity,
+// 423 locked) are retried.
+func permanentRefusal(ce *api.ComputeError) bool {
 	if ce.Code != api.CodeProviderError {
 		return false
 	}
 	status, code := ce.APIStatus()
-	return status == 400 || status == 422 && code != "service_error"
+	return status == 400 || status == 422 && code != "service_error" || status == 409 && code == "uniqueness_error"
 }
 
 // failed records a provider or lookup failure: terminal codes and
-// malformed requests fail the instance for this generation, others are
+// permanent refusals fail the instance for this generation, others are
 // retried with backoff.
 func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome, error) {
 	if isStoreError(err) {
@@ -419,7 +420,7 @@ func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome,
 	}
 	ce := api.AsComputeError(err)
 	now := time.Now().UTC()
-	if ce.Code.Terminal() || malformedRequest(ce) {
+	if ce.Code.Terminal() || permanentRefusal(ce) {
 		t.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Msg("instance failed")
 		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 			s.Phase = api.PhaseFailed

@@ -146,3 +146,35 @@ func TestResyncOnHetznerCostsListPages(t *testing.T) {
 	}
 	t.Logf("resync of %d settled instances: %d API requests (a get each would be %d)", n, sumCalls(after)-sumCalls(before), n)
 }
+
+// Requests Hetzner refuses for good fail the instance after one create
+// instead of being retried: a name another instance's server holds (409
+// uniqueness_error) and an unknown image (422 invalid_input).
+func TestHetznerRefusalsFailTheInstance(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu, err := emulator.Start(emulator.Options{ActionDuration: 10 * time.Millisecond}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emu.Close() })
+	h.pool = h.addHetznerPool(emu, http.DefaultTransport)
+	first := h.create(api.InstanceCreateRequest{Name: "web-1"})
+	h.waitPhase(first.ID, api.PhaseRunning)
+	posts := emu.Emulator().Calls("POST /servers")
+
+	for _, req := range []api.InstanceCreateRequest{{Name: "web-1"}, {Name: "web-2", Image: "no-such-image"}} {
+		inst := h.create(req)
+		failed := h.waitPhase(inst.ID, api.PhaseFailed)
+		c := providerCondition(failed)
+		if c == nil || c.Reason != string(api.CodeProviderError) || c.RetryAt != nil {
+			t.Fatalf("%+v: condition %+v, want PROVIDER_ERROR without a retry", req, c)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // many retry periods of fastOptions
+	if got := emu.Emulator().Calls("POST /servers") - posts; got != 2 {
+		t.Fatalf("%d POST /servers for the two refused instances, want 2 (one each, no retries)", got)
+	}
+	if n := len(emu.Emulator().Servers()); n != 1 {
+		t.Fatalf("emulator holds %d servers, want 1", n)
+	}
+}

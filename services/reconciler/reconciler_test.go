@@ -569,7 +569,7 @@ func TestDeleteFinishesWhenCreateIsRefused(t *testing.T) {
 	}
 }
 
-func TestMalformedRequestTable(t *testing.T) {
+func TestPermanentRefusalTable(t *testing.T) {
 	cases := []struct {
 		err  *api.ComputeError
 		want bool
@@ -580,7 +580,8 @@ func TestMalformedRequestTable(t *testing.T) {
 		{&api.ComputeError{Code: api.CodeProviderError, Details: map[string]any{"status": float64(422), "code": "invalid_input"}}, true},
 		{api.ProviderError(422, "service_error", "try again"), false},
 		{api.ProviderError(403, "resource_limit_exceeded", "quota"), false},
-		{api.ProviderError(409, "uniqueness_error", "name taken"), false},
+		{api.ProviderError(409, "uniqueness_error", "name taken by another key"), true},
+		{api.ProviderError(409, "conflict", "try again"), false},
 		{api.ProviderError(412, "resource_unavailable", "no capacity"), false},
 		{api.ProviderError(423, "locked", "busy"), false},
 		{api.ProviderError(503, "unavailable", "down"), false},
@@ -588,15 +589,15 @@ func TestMalformedRequestTable(t *testing.T) {
 		{api.Errorf(api.CodeUnavailable, "no reply"), false},
 	}
 	for _, c := range cases {
-		if got := malformedRequest(c.err); got != c.want {
-			t.Errorf("malformedRequest(%v %v) = %v, want %v", c.err, c.err.Details, got, c.want)
+		if got := permanentRefusal(c.err); got != c.want {
+			t.Errorf("permanentRefusal(%v %v) = %v, want %v", c.err, c.err.Details, got, c.want)
 		}
 	}
 }
 
 // A create the API refuses as malformed (Hetzner's 422 for an unknown
 // image) fails the instance after one call instead of retrying forever.
-func TestMalformedCreateFailsTheInstance(t *testing.T) {
+func TestRefusedCreateFailsTheInstance(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	h.cloud.FailNext(provider.VerbCreate, api.ProviderError(422, "invalid_input", "image %q not found", "debian-99"))
 	inst := h.create(api.InstanceCreateRequest{})
