@@ -124,8 +124,11 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	if err != nil {
 		return nil, err
 	}
-	kv, err := js.KeyValue(ctx, cfg.Bucket)
-	if err != nil {
+	var kv jetstream.KeyValue
+	if err := retryTransient(ctx, func(ctx context.Context) (err error) {
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	return &bucket{KeyValue: kv, stream: stream}, nil
@@ -134,25 +137,39 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 // streamAttemptTimeout bounds one stream create or update request.
 const streamAttemptTimeout = 10 * time.Second
 
-// ensureStream is js.CreateOrUpdateStream, retried with backoff until ctx
-// ends while the failure is transient (transientStreamError): on a
-// cluster, services starting together create the same replicated stream at
-// once, and nats-server leaves some of those requests unanswered, or the
-// cluster is still electing its meta leader.
+// ensureStream is js.CreateOrUpdateStream, retried (retryTransient).
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	var stream jetstream.Stream
+	err := retryTransient(ctx, func(ctx context.Context) (err error) {
+		stream, err = js.CreateOrUpdateStream(ctx, cfg)
+		return err
+	})
+	return stream, err
+}
+
+// retryTransient runs a JetStream API request (each attempt bounded by
+// streamAttemptTimeout) until it succeeds, fails for good, or ctx ends,
+// with backoff while its failure is transient (transientStreamError): on a
+// cluster, services starting together create the same replicated stream at
+// once, and nats-server leaves some of those requests unanswered, or the
+// cluster is still electing its meta leader. When ctx ends, the error says
+// so and carries the last attempt's failure.
+func retryTransient(ctx context.Context, request func(context.Context) error) error {
+	var last error
 	policy := backoff.NewExponentialBackOff(backoff.WithInitialInterval(200*time.Millisecond),
 		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	err := backoff.Retry(func() error {
 		actx, cancel := context.WithTimeout(ctx, streamAttemptTimeout)
 		defer cancel()
-		var err error
-		if stream, err = js.CreateOrUpdateStream(actx, cfg); err != nil && !transientStreamError(err) {
-			return backoff.Permanent(err)
+		if last = request(actx); last != nil && !transientStreamError(last) {
+			return backoff.Permanent(last)
 		}
-		return err
+		return last
 	}, backoff.WithContext(policy, ctx))
-	return stream, err
+	if err != nil && ctx.Err() != nil && last != nil && !errors.Is(err, last) {
+		return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), last)
+	}
+	return err
 }
 
 // transientStreamError reports whether a stream request may succeed when

@@ -1,9 +1,12 @@
 package bus_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -116,4 +119,30 @@ func TestStartEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc.Close()
+}
+
+// Against a server without JetStream, OpenStores gives up when its context
+// ends and says why the last attempt failed, not only that time ran out.
+func TestOpenStoresWithoutJetStreamSaysWhy(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(5 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = bus.OpenStores(ctx, nc, bus.StoreOptions{})
+	if err == nil || !strings.Contains(err.Error(), "last attempt") {
+		t.Fatalf("OpenStores without JetStream: %v, want the last attempt's failure", err)
+	}
+	t.Logf("%v", err)
 }

@@ -22,8 +22,9 @@ const maxClaimRounds = 8
 // /cluster/resources shows which of the key's slots are taken; a taken
 // slot can hold the key's VM only if it carries the machine's name or is
 // still being cloned (no name yet), and only those configs are read (one
-// GET each; a clone in progress before the first free slot is waited for,
-// since a concurrent create of the same key may be making it). A VM whose
+// GET each; a clone in progress in any of the key's slots is waited for,
+// since it may be the key's VM: made by a concurrent create of the key, or
+// re-cloned by a reinstall in a slot after one freed since). A VM whose
 // description holds the key is finished (configure) and returned. Else the
 // template (spec.Image: a template's VMID or name) is full-cloned
 // (POST /nodes/{node}/qemu/{template}/clone: newid = the first free slot,
@@ -127,7 +128,7 @@ func (s *session) probe(ctx context.Context, guests map[int]vmResource, want vmS
 		var vm *located
 		if taken {
 			var err error
-			if vm, err = s.settled(ctx, r.Node, vmid, p.free == 0); err != nil {
+			if vm, err = s.settled(ctx, r.Node, vmid); err != nil {
 				return p, err
 			}
 		}
@@ -154,10 +155,10 @@ func mayHoldKey(r vmResource, vmid int, name string) bool {
 		(r.Name == name || r.Lock == "clone" || r.Name == "" || r.Name == "VM "+strconv.Itoa(vmid))
 }
 
-// settled reads VM vmid's config; with wait, while a clone into it is in
-// progress, it polls every poll interval until the clone ends (at most the
-// task timeout). nil when there is no such VM (a failed clone is removed).
-func (s *session) settled(ctx context.Context, node string, vmid int, wait bool) (*located, error) {
+// settled reads VM vmid's config; while a clone into it is in progress, it
+// polls every poll interval until the clone ends (at most the task
+// timeout). nil when there is no such VM (a failed clone is removed).
+func (s *session) settled(ctx context.Context, node string, vmid int) (*located, error) {
 	deadline := s.call.Clock.Now().Add(s.c.set.taskTimeout)
 	for range s.c.set.maxPolls() {
 		cfg, err := s.readConfig(ctx, node, vmid)
@@ -167,7 +168,7 @@ func (s *session) settled(ctx context.Context, node string, vmid int, wait bool)
 		if err != nil {
 			return nil, err
 		}
-		if !wait || cfg.lock() != "clone" {
+		if cfg.lock() != "clone" {
 			return &located{vmid: vmid, node: node, cfg: cfg}, nil
 		}
 		if !s.call.Clock.Now().Before(deadline) {

@@ -260,6 +260,81 @@ func TestFieldTagSpellings(t *testing.T) {
 	}
 }
 
+// holdClone forwards every request; once armed, the reply to the first
+// POST …/clone is held (PVE accepted it: the clone task runs) until
+// released.
+type holdClone struct {
+	base     http.RoundTripper
+	mu       sync.Mutex
+	armed    bool
+	held     chan struct{}
+	released chan struct{}
+}
+
+func (h *holdClone) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := h.base.RoundTrip(r)
+	h.mu.Lock()
+	hold := h.armed && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/clone")
+	if hold {
+		h.armed = false
+	}
+	h.mu.Unlock()
+	if hold {
+		close(h.held)
+		<-h.released
+	}
+	return resp, err
+}
+
+// A create for a key whose VM is being re-cloned (a reinstall) in a later
+// slot, with an earlier slot of the key free again, waits for that clone
+// and answers that VM: never a second VM for the key.
+func TestFieldCreateDuringReinstallFindsTheVM(t *testing.T) {
+	hc := &holdClone{held: make(chan struct{}), released: make(chan struct{})}
+	e := newEnv(t, withDurations, func(su *setup) {
+		su.config[FieldCACert] = nil
+		su.options = append(su.options, WithHTTPClient(&http.Client{Transport: hc}))
+	})
+	hc.base = pinnedTransport(t, e.srv)
+	const key = "inst_reinstalled"
+	slots := probeSlots(key, DefaultVMIDMin, DefaultVMIDMax)
+	e.seed(t, ManagedTag, ManagedDescription("inst_first", testOffer), slots[0])
+	m := e.create(t, key)
+	if m.ID != strconv.Itoa(slots[1]) {
+		t.Fatalf("created in %s, want the second slot %d", m.ID, slots[1])
+	}
+	if err := e.emu.DeleteVM(slots[0]); err != nil { // the first slot is free again
+		t.Fatal(err)
+	}
+
+	hc.mu.Lock()
+	hc.armed = true
+	hc.mu.Unlock()
+	reinstalled := make(chan error, 1)
+	go func() {
+		_, err := e.client.Reinstall(context.Background(), e.call(key), m.ID, testTemplate2)
+		reinstalled <- err
+	}()
+	<-hc.held // the VM was destroyed and the clone into its VMID runs
+	again, err := e.client.Create(context.Background(), e.call(key), spec(key))
+	close(hc.released)
+	if err != nil {
+		t.Fatalf("create during the reinstall: %v", err)
+	}
+	if err := <-reinstalled; err != nil {
+		t.Fatalf("reinstall: %v", err)
+	}
+	var withKey []int
+	for _, v := range e.machines() {
+		if k, _ := descriptionValue(v.Description, keyLinePrefix); k == key {
+			withKey = append(withKey, v.VMID)
+		}
+	}
+	if again.ID != m.ID || len(withKey) != 1 {
+		t.Fatalf("create during the reinstall answered VM %s; VMs carrying the key: %v; want only %s", again.ID, withKey, m.ID)
+	}
+}
+
 // pinnedTransport trusts only the emulator's CA.
 func pinnedTransport(t testing.TB, srv *emulator.Server) *http.Transport {
 	t.Helper()

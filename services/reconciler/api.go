@@ -215,7 +215,10 @@ func (r *Reconciler) delete(ctx context.Context, req *bus.Request) (any, error) 
 
 // power answers instances.power: on and off set the desired power level;
 // reset, cycle, graceful-restart, graceful-off and nmi queue a one-shot
-// operation. Errors: INVALID_INPUT, NOT_FOUND, INVALID_STATE (deleting).
+// operation. graceful-off also sets the desired level to off: the machine
+// shuts down and stays off (powered off hard when it still runs after
+// Options.GracefulOffTimeout). Errors: INVALID_INPUT, NOT_FOUND,
+// INVALID_STATE (deleting, or another operation not finished).
 func (r *Reconciler) power(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.InstancePowerRequest
 	if err := req.Decode(&in); err != nil {
@@ -236,6 +239,9 @@ func (r *Reconciler) power(ctx context.Context, req *bus.Request) (any, error) {
 				return err
 			}
 			inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: in.Action, RequestedAt: time.Now().UTC()}
+			if in.Action == api.ActionGracefulOff {
+				inst.Desired.Power = api.PowerOff
+			}
 		}
 		return nil
 	}, "power-"+in.Action)
@@ -277,7 +283,7 @@ func refusePendingOperation(inst *api.Instance) error {
 
 // mutate applies a change of the desired state with CAS (retrying on
 // conflicts), bumps generation and version, and queues the work. A change
-// returning errUnchanged answers the record unwritten.
+// returning errUnchanged answers the record unwritten (its work queued).
 func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, change func(*api.Instance) error, what string) (*api.Instance, error) {
 	key := instanceKey(req.Tenant, id)
 	for attempt := 0; attempt < 10; attempt++ {
@@ -293,6 +299,9 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 			return nil, api.Errorf(api.CodeInvalidState, "instance %s is being deleted", id)
 		}
 		if err := change(&inst); errors.Is(err, errUnchanged) {
+			// Queued again all the same: the caller may be retrying because
+			// the first request's work was lost, or to resume a failed one.
+			r.requeue(&inst)
 			return &inst, nil
 		} else if err != nil {
 			return nil, err
@@ -313,9 +322,9 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 	return nil, api.Errorf(api.CodeConflict, "instance %s is changing too often; retry", id)
 }
 
-// errUnchanged, returned by a mutate change, answers the record as it is:
-// the request asks for what is already desired, so nothing is written and
-// the generation stays.
+// errUnchanged, returned by a mutate change, answers the record as it is
+// and queues its work again: the request asks for what is already desired,
+// so nothing is written and the generation stays.
 var errUnchanged = errors.New("unchanged")
 
 // recheckPool reads the pool again after an instance was written to it. A

@@ -44,6 +44,14 @@ func (r *Reconciler) enqueue(inst *api.Instance) {
 	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-%d-%d", inst.ID, inst.CreatedAt.UnixNano(), inst.Generation))
 }
 
+// requeue queues work for an instance under a message id of its own, so it
+// is never deduplicated against the work of the instance's generation.
+func (r *Reconciler) requeue(inst *api.Instance) {
+	ctx, cancel := context.WithTimeout(context.Background(), enqueueTimeout)
+	defer cancel()
+	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-again-%d", inst.ID, time.Now().UnixNano()))
+}
+
 // publishWork publishes one work message, retrying (with backoff, until
 // ctx ends) while JetStream cannot take it, e.g. during the leader election
 // after a NATS node is lost. The message id deduplicates retries whose

@@ -27,9 +27,9 @@ func after(d time.Duration) outcome { return outcome{requeue: d} }
 
 // handle reconciles the instance a work message names and acknowledges,
 // delays or (when the state store is unreachable) abandons the message, which
-// is then redelivered after AckWait. While the pass runs, the message gets a
-// progress heartbeat every AckWait/3, so only a dead replica's work waits
-// out AckWait; a stopping replica hands its work back at once.
+// is then redelivered after AckWait (dispatch keeps a held message's
+// AckWait from running out meanwhile). A pass cancelled by Stop hands its
+// work back at once.
 func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
 	tenant, id, ok := parseWorkSubject(msg.Subject())
 	if !ok {
@@ -42,9 +42,7 @@ func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
 	if md, err := msg.Metadata(); err == nil {
 		passes = md.NumDelivered
 	}
-	stopHeartbeat := heartbeat(msg, r.o.AckWait/3)
 	out, err := r.reconcile(ctx, log, tenant, id, passes)
-	stopHeartbeat()
 	switch {
 	case err != nil && ctx.Err() != nil:
 		_ = msg.Nak() // stopping: hand the work back now
@@ -118,6 +116,11 @@ func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, 
 	}
 	if inst.DeletionRequestedAt == nil && inst.Status.Phase == api.PhaseFailed && inst.Status.ObservedGeneration == inst.Generation {
 		return finished, nil // terminal until the caller changes the spec
+	}
+	if held := r.operationLease(inst); held > 0 {
+		// Another pass is executing an operation on the machine: leave the
+		// machine to it (it may read as absent meanwhile) until it ends.
+		return after(min(held, r.o.PollInterval)), nil
 	}
 	if err := r.resolveTarget(ctx, t); err != nil {
 		return r.failed(ctx, t, err)
@@ -240,7 +243,11 @@ func (r *Reconciler) reconcileLive(ctx context.Context, t *target) (outcome, err
 		return out, err
 	}
 	var drift *api.Condition
-	if action := powerAction(t.inst.Desired.Power, m.State); action != "" {
+	action := powerAction(t.inst.Desired.Power, m.State)
+	if action == api.ActionOff && r.shuttingDown(&t.inst) {
+		action = "" // the guest is stopping by itself: look again later
+	}
+	if action != "" {
 		cctx, cancel := r.callCtx(ctx)
 		err := t.remote.Power(cctx, t.account, m.ID, action)
 		cancel()
@@ -259,6 +266,15 @@ func (r *Reconciler) reconcileLive(ctx context.Context, t *target) (outcome, err
 		}
 	}
 	return r.observe(ctx, t, m, drift)
+}
+
+// shuttingDown reports whether the instance's last operation is a
+// graceful-off that succeeded less than GracefulOffTimeout ago: the guest
+// was asked to shut down and is given that long before a hard power-off.
+func (r *Reconciler) shuttingDown(inst *api.Instance) bool {
+	last := inst.Status.LastOperation
+	return last != nil && last.Action == api.ActionGracefulOff && last.State == api.OperationSucceeded &&
+		last.FinishedAt != nil && time.Since(*last.FinishedAt) < r.o.GracefulOffTimeout
 }
 
 // powerAction is the action that brings a machine in state to the desired

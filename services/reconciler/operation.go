@@ -7,20 +7,32 @@ import (
 	"better-compute.io/compute/pkg/api"
 )
 
-// runOperation executes the instance's pending one-shot operation at most
-// once: it is claimed with a CAS write (state Executing) before the provider
-// is called, and its outcome recorded after. A claim is a lease: while it is
-// younger than the call timeout plus claimMargin, the claiming pass (this
-// replica or another) may still be running it, and this pass waits. An
-// operation still Executing after that was interrupted after it may have
-// been sent: it becomes Unknown and is never sent again (a reset or
-// reinstall must not run twice). done reports that this pass ends here
-// (with out).
 // claimMargin is how long an operation's claim outlives the provider call
 // it covers: time for the claiming pass to record the outcome, and for clock
 // skew between replicas.
 const claimMargin = 10 * time.Second
 
+// operationLease is how long the instance's pending operation stays claimed
+// by the pass executing it (0 when none is executing, or its lease ran
+// out). While it lasts no other pass acts on the machine: mid-operation it
+// may read as absent (a Proxmox reinstall destroys the VM and clones into
+// its VMID) or in transition.
+func (r *Reconciler) operationLease(inst *api.Instance) time.Duration {
+	op, last := inst.Desired.Operation, inst.Status.LastOperation
+	if op == nil || last == nil || last.ID != op.ID || last.State != api.OperationExecuting {
+		return 0
+	}
+	return max(time.Until(last.StartedAt.Add(r.o.CallTimeout+claimMargin)), 0)
+}
+
+// runOperation executes the instance's pending one-shot operation at most
+// once: it is claimed with a CAS write (state Executing) before the provider
+// is called, and its outcome recorded after. A claim is a lease
+// (operationLease): while it lasts, the claiming pass (this replica or
+// another) may still be running it, and reconcile leaves the instance alone.
+// An operation still Executing after that was interrupted after it may have been sent: it
+// becomes Unknown and is never sent again (a reset or reinstall must not
+// run twice). done reports that this pass ends here (with out).
 func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.ExternalMachine) (out outcome, done bool, err error) {
 	op := t.inst.Desired.Operation
 	last := t.inst.Status.LastOperation
@@ -28,10 +40,8 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 	case op == nil:
 		return outcome{}, false, nil
 	case last != nil && last.ID == op.ID && last.State == api.OperationExecuting:
-		if held := time.Until(last.StartedAt.Add(r.o.CallTimeout + claimMargin)); held > 0 {
-			return after(min(held, r.o.PollInterval)), true, nil // the claiming pass is still running it
-		}
-		err := r.finishOperation(ctx, t, api.OperationUnknown, "interrupted after it was sent; not repeated")
+		// Its lease ran out (reconcile waits while it lasts).
+		err := r.finishOperation(ctx, t, op.ID, api.OperationUnknown, "interrupted after it was sent; not repeated")
 		return after(0), true, err
 	case last != nil && last.ID == op.ID:
 		return outcome{}, false, nil
@@ -39,8 +49,11 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 	claimed := false
 	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 		// Re-applied to the fresh record when the CAS write loses: another
-		// pass (a replica, or a newer work message) may have claimed it.
-		if claimed = s.LastOperation == nil || s.LastOperation.ID != op.ID; !claimed {
+		// pass (a replica, or a newer work message) may have claimed it, or
+		// run it and the next one: only the operation the record still
+		// wants, never claimed before, is claimed.
+		current := t.inst.Desired.Operation
+		if claimed = current != nil && current.ID == op.ID && (s.LastOperation == nil || s.LastOperation.ID != op.ID); !claimed {
 			return
 		}
 		s.LastOperation = &api.OperationStatus{ID: op.ID, Action: op.Action, State: api.OperationExecuting, StartedAt: time.Now().UTC()}
@@ -51,7 +64,7 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 		return outcome{}, true, err
 	}
 	if !claimed {
-		return after(r.o.PollInterval), true, nil // another pass runs it
+		return after(r.o.PollInterval), true, nil // another pass runs it, or ran it
 	}
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
@@ -63,23 +76,35 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 	}
 	t.log.Info().Str("operation", op.ID).Str("action", op.Action).AnErr("error", callErr).Msg("operation executed")
 	if callErr == nil {
-		return after(0), true, r.finishOperation(ctx, t, api.OperationSucceeded, "")
+		return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationSucceeded, "")
 	}
 	if api.IsCode(callErr, api.CodeRateLimited) {
 		// Refused before it ran: release the claim and wait for the reset.
-		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.LastOperation = last }); err != nil {
+		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+			if claimedBy(s, op.ID) {
+				s.LastOperation = last
+			}
+		}); err != nil {
 			return outcome{}, true, err
 		}
 		out, err := r.failed(ctx, t, callErr)
 		return out, true, err
 	}
-	return after(0), true, r.finishOperation(ctx, t, api.OperationFailed, api.AsComputeError(callErr).Error())
+	return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationFailed, api.AsComputeError(callErr).Error())
 }
 
-func (r *Reconciler) finishOperation(ctx context.Context, t *target, state, message string) error {
+// claimedBy reports whether the status still holds operation id's claim.
+func claimedBy(s *api.InstanceStatus, id string) bool {
+	return s.LastOperation != nil && s.LastOperation.ID == id && s.LastOperation.State == api.OperationExecuting
+}
+
+// finishOperation records operation id's outcome (state, message), only
+// while its claim is still in the record: a pass whose view is stale never
+// overwrites an outcome another pass recorded.
+func (r *Reconciler) finishOperation(ctx context.Context, t *target, id, state, message string) error {
 	now := time.Now().UTC()
 	return r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
-		if s.LastOperation == nil {
+		if !claimedBy(s, id) {
 			return
 		}
 		op := *s.LastOperation

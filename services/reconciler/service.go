@@ -32,10 +32,15 @@ type Options struct {
 	// how long the work a killed replica held waits. A running pass sends a
 	// heartbeat every AckWait/3, so a pass may take longer than AckWait.
 	AckWait time.Duration
-	// ResyncInterval re-queues every instance (±20 % jitter) to catch lost
+	// ResyncInterval checks every instance (±20 % jitter) to catch lost
 	// work and drift (default 10 min; negative disables). Each resync costs
-	// one provider get per instance, so keep it long on rate-limited APIs.
+	// one provider list page per account and per resyncPageSize machines,
+	// and a pass for each instance found changed (see Resync).
 	ResyncInterval time.Duration
+	// GracefulOffTimeout is how long a machine may keep running after a
+	// graceful-off (an ACPI shutdown) before it is powered off hard
+	// (default 5 min).
+	GracefulOffTimeout time.Duration
 	// Retry is the backoff policy for retryable failures.
 	Retry RetryPolicy
 	// RateReserve is the share of a provider account's reported rate limit
@@ -71,6 +76,9 @@ func (o *Options) defaults() {
 	if o.ResyncInterval == 0 {
 		o.ResyncInterval = 10 * time.Minute
 	}
+	if o.GracefulOffTimeout <= 0 {
+		o.GracefulOffTimeout = 5 * time.Minute
+	}
 	o.Retry.defaults()
 	switch {
 	case o.RateReserve == 0:
@@ -89,9 +97,13 @@ type Reconciler struct {
 	svc     *bus.Service
 	consume jetstream.ConsumeContext
 	cancel  context.CancelFunc
-	sem     chan struct{}
-	wg      sync.WaitGroup
-	budgets *budgets
+	// slots bounds the work messages held (waiting or running, each with
+	// a progress heartbeat); sem bounds the ones running.
+	slots    chan struct{}
+	sem      chan struct{}
+	stopping chan struct{}
+	wg       sync.WaitGroup
+	budgets  *budgets
 }
 
 // Start serves the instance API on nc and starts consuming work. Stop it
@@ -100,7 +112,8 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	o.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Reconciler{nc: nc, st: st, o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
-		cancel: cancel, sem: make(chan struct{}, o.ReconcileWorkers), budgets: newBudgets(o.RateReserve)}
+		cancel: cancel, slots: make(chan struct{}, 2*o.ReconcileWorkers), sem: make(chan struct{}, o.ReconcileWorkers),
+		stopping: make(chan struct{}), budgets: newBudgets(o.RateReserve)}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
 		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),
@@ -118,7 +131,8 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 		r.Stop()
 		return nil, fmt.Errorf("work consumer: %w", err)
 	}
-	r.consume, err = cons.Consume(r.dispatch(ctx), jetstream.PullMaxMessages(o.ReconcileWorkers*2))
+	// A small client-side buffer: messages waiting there get no heartbeat.
+	r.consume, err = cons.Consume(r.dispatch(ctx), jetstream.PullMaxMessages(max(o.ReconcileWorkers/4, 2)))
 	if err != nil {
 		r.Stop()
 		return nil, fmt.Errorf("consume work: %w", err)
@@ -130,8 +144,10 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	return r, nil
 }
 
-// Stop stops consuming, serving and resyncing, and waits for running
-// reconciles to finish. Unacknowledged work is redelivered to another replica.
+// Stop stops consuming, serving and resyncing. Work waiting for a worker
+// is handed back at once (another replica takes it); running reconciles get
+// CallTimeout to finish (so an operation being sent records its outcome)
+// before they are cancelled, and Stop waits for them.
 func (r *Reconciler) Stop() {
 	if r.consume != nil {
 		r.consume.Stop()
@@ -139,21 +155,43 @@ func (r *Reconciler) Stop() {
 	if r.svc != nil {
 		_ = r.svc.Stop()
 	}
+	select {
+	case <-r.stopping:
+	default:
+		close(r.stopping)
+	}
+	drained := make(chan struct{})
+	go func() { r.wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(r.o.CallTimeout):
+	}
 	r.cancel()
-	r.wg.Wait()
+	<-drained
 }
 
+// dispatch takes a work message from the consumer: it holds a slot (the
+// consumer waits while every slot is taken), sends progress heartbeats
+// from then on, and reconciles when a worker is free.
 func (r *Reconciler) dispatch(ctx context.Context) jetstream.MessageHandler {
 	return func(msg jetstream.Msg) {
 		select {
-		case r.sem <- struct{}{}:
-		case <-ctx.Done():
-			_ = msg.Nak() // stopping: another replica takes it now, not after AckWait
+		case r.slots <- struct{}{}:
+		case <-r.stopping:
+			_ = msg.Nak()
 			return
 		}
+		stopHeartbeat := heartbeat(msg, r.o.AckWait/3)
 		r.wg.Add(1)
 		go func() {
-			defer func() { <-r.sem; r.wg.Done() }()
+			defer func() { stopHeartbeat(); <-r.slots; r.wg.Done() }()
+			select {
+			case r.sem <- struct{}{}:
+			case <-r.stopping:
+				_ = msg.Nak() // stopping: another replica takes it now, not after AckWait
+				return
+			}
+			defer func() { <-r.sem }()
 			r.handle(ctx, msg)
 		}()
 	}

@@ -32,8 +32,20 @@ type Cloud struct {
 	log      []CallRecord
 	outage   error
 	hung     map[string]bool
+	holds    map[string]*Hold
 	// BootPolls is how many gets a new machine stays pending (default 1).
 	BootPolls int
+	// AsyncShutdown makes graceful-off only ask the guest to shut down: the
+	// machine keeps running until SetState stops it.
+	AsyncShutdown bool
+}
+
+// Hold is a call held by HoldNext.
+type Hold struct {
+	// Held is closed when the call arrived and is held.
+	Held chan struct{}
+	// Release lets the held call go on.
+	Release chan struct{}
 }
 
 type machine struct {
@@ -43,7 +55,7 @@ type machine struct {
 
 // NewCloud returns an empty cloud.
 func NewCloud() *Cloud {
-	return &Cloud{machines: map[string]*machine{}, byKey: map[string]string{}, failures: map[string][]error{}, calls: map[string]int{}, hung: map[string]bool{}, BootPolls: 1}
+	return &Cloud{machines: map[string]*machine{}, byKey: map[string]string{}, failures: map[string][]error{}, calls: map[string]int{}, hung: map[string]bool{}, holds: map[string]*Hold{}, BootPolls: 1}
 }
 
 // FailNext makes the next calls of verb (provider.Verb*) fail with errs, in order.
@@ -136,6 +148,17 @@ func (c *Cloud) SetHung(verb string, hung bool) {
 	c.hung[verb] = hung
 }
 
+// HoldNext holds the next call of verb before it reaches the cloud, until
+// the returned Hold is released (or the call's context ends), like a slow
+// API: a pass caught there resumes later with what it read before.
+func (c *Cloud) HoldNext(verb string) *Hold {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := &Hold{Held: make(chan struct{}), Release: make(chan struct{})}
+	c.holds[verb] = h
+	return h
+}
+
 // SetOutage makes every call fail with err until SetOutage(nil).
 func (c *Cloud) SetOutage(err error) {
 	c.mu.Lock()
@@ -198,6 +221,16 @@ func (cl *client) begin(ctx context.Context, call *provider.Call, verb, target s
 	}
 	c := cl.cloud
 	c.mu.Lock()
+	if h := c.holds[verb]; h != nil {
+		delete(c.holds, verb)
+		c.mu.Unlock()
+		close(h.Held)
+		select {
+		case <-h.Release:
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+	}
 	if c.hung[verb] {
 		c.calls[verb]++
 		c.mu.Unlock()
@@ -305,7 +338,11 @@ func (cl *client) Power(ctx context.Context, call *provider.Call, id, action str
 	switch action {
 	case api.ActionOn, api.ActionReset, api.ActionCycle, api.ActionGracefulRestart:
 		m.State = api.StateRunning
-	case api.ActionOff, api.ActionGracefulOff:
+	case api.ActionGracefulOff:
+		if !c.AsyncShutdown {
+			m.State = api.StateStopped
+		}
+	case api.ActionOff:
 		m.State = api.StateStopped
 	default:
 		return api.Errorf(api.CodeUnsupported, "action %q is not supported", action)
