@@ -1,6 +1,14 @@
 package bus
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 func TestMissingKeys(t *testing.T) {
 	set := func(keys ...string) map[string]bool {
@@ -24,6 +32,27 @@ func TestMissingKeys(t *testing.T) {
 	for _, tc := range cases {
 		if got := missingKeys(tc.want, tc.seen); got != tc.missing {
 			t.Errorf("%s: %d missing, want %d", tc.name, got, tc.missing)
+		}
+	}
+}
+
+func TestTransientStreamError(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{context.DeadlineExceeded, true},
+		{fmt.Errorf("create: %w", nats.ErrTimeout), true},
+		{nats.ErrNoResponders, true},
+		{jetstream.ErrBucketNotFound, true},
+		{&jetstream.APIError{Code: 503, Description: "JetStream system temporarily unavailable"}, true},
+		{&jetstream.APIError{Code: 500, Description: "no suitable peers"}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse, Description: "stream name already in use with a different configuration"}, false},
+		{errors.New("invalid stream name"), false},
+	}
+	for _, c := range cases {
+		if got := transientStreamError(c.err); got != c.want {
+			t.Errorf("transientStreamError(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -108,6 +109,24 @@ func TestConcurrentFirstOpenOnACluster(t *testing.T) {
 	wg.Wait()
 }
 
+// updateAsServicesDo is a compare-and-set write retried, as the services
+// do, after a CONFLICT whose re-read shows that nothing else wrote: under
+// load nats-server sometimes refuses a write on a replicated stream with
+// "wrong last sequence" although the expected revision is the latest.
+func updateAsServicesDo(ctx context.Context, kv jetstream.KeyValue, key string, v rec, rev uint64) (uint64, error) {
+	for attempt := 0; ; attempt++ {
+		newRev, err := bus.UpdateJSON(ctx, kv, key, v, rev)
+		if !api.IsCode(err, api.CodeConflict) || attempt == 3 {
+			return newRev, err
+		}
+		var cur rec
+		curRev, gerr := bus.GetJSON(ctx, kv, key, &cur)
+		if gerr != nil || curRev != rev {
+			return newRev, err // a real conflict
+		}
+	}
+}
+
 // On a replicated bucket a read through any server sees every write
 // acknowledged before it (reads go to the stream leader), and concurrent
 // compare-and-set writes lose with CONFLICT, never UNAVAILABLE.
@@ -137,7 +156,7 @@ func TestReplicatedStores(t *testing.T) {
 		if gotRev, err := bus.GetJSON(ctx, reader.Instances, key, &got); err != nil || gotRev != rev {
 			t.Fatalf("read %s right after its create (revision %d): revision %d, %v", key, rev, gotRev, err)
 		}
-		if rev, err = bus.UpdateJSON(ctx, writer.Instances, key, rec{N: 2}, rev); err != nil {
+		if rev, err = updateAsServicesDo(ctx, writer.Instances, key, rec{N: 2}, rev); err != nil {
 			t.Fatal(err)
 		}
 		if gotRev, err := bus.GetJSON(ctx, reader.Instances, key, &got); err != nil || gotRev != rev || got.N != 2 {

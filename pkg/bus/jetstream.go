@@ -172,14 +172,17 @@ func retryTransient(ctx context.Context, request func(context.Context) error) er
 	return err
 }
 
-// transientStreamError reports whether a stream request may succeed when
-// sent again: no answer in time, no responder yet, or a JetStream API error
-// with a 5xx code (cluster not ready, no meta leader). A refused
-// configuration (4xx) is not.
+// transientStreamError reports whether a stream request of OpenStores may
+// succeed when sent again: no answer in time, no responder yet, a bucket
+// not found right after its stream was created (on a cluster the node
+// asked may not know it yet), or a JetStream API error with a 5xx code
+// (cluster not ready, no meta leader). A refused configuration (4xx) is
+// not.
 func transientStreamError(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.Code >= 500
 	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrBucketNotFound)
 }
