@@ -5,9 +5,9 @@ FUZZTIME ?= 10s
 
 .PHONY: run test build lint fuzz certify-memory certify-hetzner certify-proxmox clean images compose-up compose-down test-compose
 
-## run: embedded NATS, every service and the Hetzner emulator on loopback (Ctrl-C stops)
-run:
-	$(GO) run ./cmd/compute up
+## run: embedded NATS, every service and the Hetzner Cloud and Proxmox VE emulators on loopback (Ctrl-C stops)
+run: build
+	./bin/compute up
 
 ## test: every test, with the race detector
 test:

@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 )
 
@@ -65,7 +68,34 @@ func newRootWith(out io.Writer) *cobra.Command {
 	}
 	root.AddCommand(upCmd(g), serveCmd(g), emulatorCmd(g), healthCmd(g),
 		secretsCmd(g), accountsCmd(g), poolsCmd(g), instancesCmd(g), certifyCmd(g))
+	for _, c := range root.Commands() {
+		refuseUnknownSubcommands(c)
+	}
 	return root
+}
+
+// refuseUnknownSubcommands makes a command group (one with subcommands and
+// nothing to run itself) fail on an unknown subcommand, with suggestions,
+// instead of printing its help and exiting 0; alone, it prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.SuggestionsMinimumDistance = 2
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return errors.New(msg + " (see --help)")
+	}
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
 }
 
 // logger is the zerolog logger services write to (JSON lines on stderr).
@@ -81,12 +111,19 @@ func (g *globals) logger() zerolog.Logger {
 // come to the tenant's own inbox prefix, _INBOX_<tenant>, the only inbox a
 // tenant user of deploy/nats.conf may subscribe to.
 func (g *globals) connect() (*nats.Conn, error) {
+	if !api.ValidTenant(g.tenant) {
+		return nil, api.InvalidInput("tenant", "--tenant %q is not a tenant id: 1 to 63 lower-case letters, digits and '-', starting with a letter or digit", g.tenant)
+	}
 	o := g.conn
 	o.Name = "compute-cli"
+	o.FailFast = true
 	if o.InboxPrefix == "" {
 		o.InboxPrefix = bus.InboxRoot + "_" + g.tenant
 	}
 	nc, err := bus.Connect(o)
+	if errors.Is(err, nats.ErrNoServers) {
+		return nil, fmt.Errorf("no NATS server answers at %s (is `compute up` running?): %w", o.URL, err)
+	}
 	if err != nil {
 		return nil, err
 	}

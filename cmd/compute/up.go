@@ -34,7 +34,7 @@ type stack struct {
 }
 
 // startStack starts embedded NATS (JetStream under dataDir), the Hetzner
-// emulator and every service, on loopback.
+// Cloud and Proxmox VE API emulators and every service, on loopback.
 func startStack(o upOptions) (s *stack, err error) {
 	s = &stack{}
 	defer func() {
@@ -101,9 +101,11 @@ func upCmd(g *globals) *cobra.Command {
 	o := upOptions{}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run everything on this machine: embedded NATS, every service and the Hetzner emulator",
-		Long: "Starts an embedded nats-server (JetStream data under --data), the Hetzner Cloud API emulator,\n" +
-			"and every service, all on loopback, then prints how to talk to it. Ctrl-C stops it all.",
+		Short: "Run everything on this machine: embedded NATS, every service and the Hetzner Cloud and Proxmox VE emulators",
+		Long: "Starts an embedded nats-server (JetStream data under --data), the Hetzner Cloud and Proxmox VE API\n" +
+			"emulators (provider-hetzner talks to the first: --hetzner-endpoint is ignored), and every service,\n" +
+			"all on loopback, then prints how to talk to it. Ctrl-C stops it all. The emulators keep their\n" +
+			"machines in memory: after a restart the reconciler finds them gone and creates them again.",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			o.services.log = g.logger()
@@ -138,10 +140,11 @@ compute is up.
 
 Talk to it from another terminal (see README.md for the whole walkthrough):
   export COMPUTE_NATS_URL=%s COMPUTE_TENANT=demo
-  printf %%s "$HCLOUD_TOKEN" | go run ./cmd/compute secrets put hcloud
+  printf %%s my-hetzner-token | go run ./cmd/compute secrets put hcloud   # the emulator takes any token
   nats req compute.v1.demo.instances.list '{}'
 
-Ctrl-C stops everything; state survives in the data directory.
+Ctrl-C stops everything; state survives in the data directory (the emulators'
+machines do not: the reconciler creates them again after a restart).
 `
 
 // connectService dials NATS for a service and waits for the connection.

@@ -23,12 +23,16 @@ type ConnectOptions struct {
 	// for services). Empty keeps "_INBOX". It must start with "_INBOX" (see
 	// IsInbox) and hold no wildcard.
 	InboxPrefix string
+	// FailFast makes Connect fail when no server answers now, instead of
+	// retrying until one does (a CLI run, not a service).
+	FailFast bool
 }
 
 // Connect dials NATS and keeps reconnecting forever (every 250 ms with
-// jitter), also when the first attempt fails, so a service started before its
-// server comes up waits for it. Errors: an unreadable nkey seed, an inbox
-// prefix not starting with InboxRoot, a malformed option or URL.
+// jitter), also when the first attempt fails (unless o.FailFast), so a
+// service started before its server comes up waits for it. Errors: an
+// unreadable nkey seed, an inbox prefix not starting with InboxRoot, a
+// malformed option or URL, no server answering (FailFast).
 func Connect(o ConnectOptions) (*nats.Conn, error) {
 	if o.URL == "" {
 		o.URL = nats.DefaultURL
@@ -38,7 +42,7 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
-		nats.RetryOnFailedConnect(true),
+		nats.RetryOnFailedConnect(!o.FailFast),
 	}
 	switch {
 	case o.CredsFile != "":

@@ -191,14 +191,18 @@ func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
 	if req.RequestID == "" {
 		req.RequestID = api.NewID("req_")
 	}
-	req.Log = s.log.With().Str("request_id", req.RequestID).Str("subject", req.Subject).Str("tenant", req.Tenant).Logger()
+	logCtx := s.log.With().Str("request_id", req.RequestID).Str("subject", req.Subject)
+	if req.Tenant != "" { // internal subjects carry none; their handlers add the tenant they serve
+		logCtx = logCtx.Str("tenant", req.Tenant)
+	}
+	req.Log = logCtx.Logger()
 	ctx = WithRequestID(ctx, req.RequestID)
 	start := time.Now()
 
 	out, err := s.call(ctx, h, req)
 	if err != nil {
 		ce := handlerError(err)
-		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Dur("elapsed", time.Since(start)).Msg("request failed")
+		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int64("elapsed_ms", time.Since(start).Milliseconds()).Msg("request failed")
 		if rErr := respondError(mr, ce); rErr != nil {
 			req.Log.Warn().Err(rErr).Msg("reply not sent")
 		}
@@ -211,7 +215,7 @@ func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
 		req.Log.Warn().Err(rErr).Msg("reply not sent")
 		return
 	}
-	req.Log.Debug().Dur("elapsed", time.Since(start)).Msg("request served")
+	req.Log.Debug().Int64("elapsed_ms", time.Since(start).Milliseconds()).Msg("request served")
 }
 
 // handlerError is the ComputeError a handler's error answers: a foreign

@@ -137,7 +137,7 @@ func (s *server) wrap(h callHandler) bus.Handler {
 		}
 		resolver := &redactingResolver{inner: s.opts.Resolver(acct.TenantID)}
 		call := &Call{Account: acct, Clock: s.opts.Clock, Secrets: resolver, observed: &observedRateLimit{},
-			Log: req.Log.With().Str("account", acct.ID).Str("provider", s.def.ID).Logger()}
+			Log: req.Log.With().Str("tenant", acct.TenantID).Str("account", acct.ID).Str("provider", s.def.ID).Logger()}
 		defer func() {
 			if p := recover(); p != nil {
 				call.Log.Error().Str("panic_type", fmt.Sprintf("%T", p)).Bytes("stack", debug.Stack()).Msg("provider client panicked")

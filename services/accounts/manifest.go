@@ -30,6 +30,11 @@ func newManifestCache(nc *nats.Conn, ttl time.Duration) *manifestCache {
 	return &manifestCache{nc: nc, ttl: ttl, entries: map[string]cachedManifest{}}
 }
 
+// builtInProviders names the providers the compute binary serves, for the
+// hint of an unknown provider id (their packages are not imported here: a
+// provider is reached only over the bus, and may live in another binary).
+const builtInProviders = "hetzner-cloud, proxmox"
+
 // get returns the manifest of provider id (a checked provider id), calling
 // compute.internal.provider.<id>.describe when the cached one is missing or
 // expired. The slice is shared: callers must not modify it.
@@ -49,7 +54,7 @@ func (c *manifestCache) get(ctx context.Context, id string) ([]api.ManifestField
 		// bus.Call reports both "no responders" and a passed deadline as
 		// UNAVAILABLE; a live context tells the first apart.
 		if api.IsCode(err, api.CodeUnavailable) && ctx.Err() == nil {
-			return nil, api.InvalidInput("provider", "no provider service answers for provider %q: is it running?", id)
+			return nil, api.InvalidInput("provider", "no provider service answers for provider %q: is the id right (this distribution's providers are %s) and is its service running?", id, builtInProviders)
 		}
 		return nil, err
 	}

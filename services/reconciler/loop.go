@@ -458,6 +458,6 @@ func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome,
 	}); err != nil {
 		return outcome{}, err
 	}
-	t.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int("retries", t.inst.Status.Retries).Dur("retry_in", delay).Msg("reconcile failed; will retry")
+	t.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int("retries", t.inst.Status.Retries).Int64("retry_in_ms", delay.Milliseconds()).Msg("reconcile failed; will retry")
 	return after(delay), nil
 }

@@ -243,3 +243,20 @@ func TestGracefulOffStaysOff(t *testing.T) {
 		}
 	}
 }
+
+// Stop of an idle replica returns at once: only running passes are waited
+// for (the resync loop is not one), not the whole drain allowance.
+func TestStopOfAnIdleReplicaDoesNotWaitOutTheDrain(t *testing.T) {
+	opts := fastOptions()
+	opts.CallTimeout, opts.ResyncInterval = time.Hour, time.Hour
+	h := newHarness(t, fastOptions())
+	h.opts = opts
+	rec := h.startReconciler(h.env.Connect(t))
+	stopped := make(chan struct{})
+	go func() { rec.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("Stop of an idle replica waited for the drain allowance (CallTimeout)")
+	}
+}

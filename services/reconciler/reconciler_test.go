@@ -61,7 +61,7 @@ func TestCreateToRunningThenDelete(t *testing.T) {
 		}
 		seen[ev.Type] = true
 	}
-	for _, typ := range []string{"created", "provisioning", "running", "deleted"} {
+	for _, typ := range []string{"created", "provisioning", "running", "deleting", "deleted"} {
 		if !seen[typ] {
 			t.Errorf("no %q event; saw %v", typ, seen)
 		}

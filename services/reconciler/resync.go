@@ -12,16 +12,25 @@ import (
 	"better-compute.io/compute/pkg/provider"
 )
 
-// resyncLoop resyncs every ResyncInterval (±20 % jitter).
+// startupResyncDelay bounds the wait before a replica's first resync
+// (uniformly random below it, so replicas started together spread out).
+const startupResyncDelay = 10 * time.Second
+
+// resyncLoop resyncs soon after start (machines may have changed while no
+// replica ran: a restarted emulator, a provider outage), then every
+// ResyncInterval (±20 % jitter).
 func (r *Reconciler) resyncLoop(ctx context.Context) {
 	defer r.wg.Done()
+	wait := time.Duration(rand.Int64N(int64(min(startupResyncDelay, r.o.ResyncInterval))))
 	for {
-		jitter := time.Duration((rand.Float64()*0.4 - 0.2) * float64(r.o.ResyncInterval))
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(r.o.ResyncInterval + jitter):
+		case <-r.stopping:
+			return
+		case <-time.After(wait):
 		}
+		wait = r.o.ResyncInterval + time.Duration((rand.Float64()*0.4-0.2)*float64(r.o.ResyncInterval))
 		if n, err := r.Resync(ctx); err != nil {
 			r.log.Warn().Err(err).Msg("resync incomplete")
 		} else {

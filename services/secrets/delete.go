@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"context"
+	"strings"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -40,7 +41,7 @@ func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 		return nil, err
 	}
 	if len(accounts) > 0 {
-		return nil, api.Errorf(api.CodeInvalidState, "secret %s is referenced by %d provider account(s); remove the references first", in.ID, len(accounts)).
+		return nil, api.Errorf(api.CodeInvalidState, "secret %s is referenced by provider account(s) %s; remove the references first", in.ID, strings.Join(accounts, ", ")).
 			With("accounts", accounts)
 	}
 	key := secretKey(req.Tenant, in.ID)

@@ -110,7 +110,7 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	writeReply(w, rep)
 	e.log.Debug().Str("method", r.Method).Str("path", r.URL.Path).Str("route", key).
-		Int("status", rep.status).Dur("took", time.Since(start)).Msg("emulator: call")
+		Int("status", rep.status).Int64("took_ms", time.Since(start).Milliseconds()).Msg("emulator: call")
 }
 
 // answer decides the reply to an API call and sets the rate limit headers.
