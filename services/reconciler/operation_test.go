@@ -260,3 +260,15 @@ func TestStopOfAnIdleReplicaDoesNotWaitOutTheDrain(t *testing.T) {
 		t.Fatal("Stop of an idle replica waited for the drain allowance (CallTimeout)")
 	}
 }
+
+// A replica whose work consumer ends on its own (here: deleted, as nats.go
+// ends a Consume on errors it deems terminal, e.g. after a whole cluster
+// restarted) starts consuming again instead of serving the API only.
+func TestConsumingResumesAfterTheConsumerEnds(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)
+	if err := h.env.Stores.JS.DeleteConsumer(context.Background(), bus.StreamWork, ConsumerName); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)
+}

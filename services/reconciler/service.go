@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -90,13 +91,12 @@ func (o *Options) defaults() {
 
 // Reconciler is a running instance API and reconcile loop.
 type Reconciler struct {
-	nc      *nats.Conn
-	st      *bus.Stores
-	o       Options
-	log     zerolog.Logger
-	svc     *bus.Service
-	consume jetstream.ConsumeContext
-	cancel  context.CancelFunc
+	nc     *nats.Conn
+	st     *bus.Stores
+	o      Options
+	log    zerolog.Logger
+	svc    *bus.Service
+	cancel context.CancelFunc
 	// slots bounds the work messages held (waiting or running, each with
 	// a progress heartbeat); sem bounds the ones running.
 	slots    chan struct{}
@@ -123,20 +123,13 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 		return nil, err
 	}
 	r.svc = svc
-	cons, err := st.JS.CreateOrUpdateConsumer(ctx, bus.StreamWork, jetstream.ConsumerConfig{
-		Durable: ConsumerName, AckPolicy: jetstream.AckExplicitPolicy, AckWait: o.AckWait,
-		MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	cc, err := r.startConsuming(ctx)
 	if err != nil {
 		r.Stop()
-		return nil, fmt.Errorf("work consumer: %w", err)
+		return nil, err
 	}
-	// A small client-side buffer: messages waiting there get no heartbeat.
-	r.consume, err = cons.Consume(r.dispatch(ctx), jetstream.PullMaxMessages(max(o.ReconcileWorkers/4, 2)))
-	if err != nil {
-		r.Stop()
-		return nil, fmt.Errorf("consume work: %w", err)
-	}
+	r.wg.Add(1)
+	go r.keepConsuming(ctx, cc)
 	if o.ResyncInterval > 0 {
 		r.wg.Add(1)
 		go r.resyncLoop(ctx)
@@ -149,9 +142,6 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 // CallTimeout to finish (so an operation being sent records its outcome)
 // before they are cancelled, and Stop waits for them.
 func (r *Reconciler) Stop() {
-	if r.consume != nil {
-		r.consume.Stop()
-	}
 	if r.svc != nil {
 		_ = r.svc.Stop()
 	}
@@ -168,6 +158,60 @@ func (r *Reconciler) Stop() {
 	}
 	r.cancel()
 	<-drained
+}
+
+// startConsuming creates (or updates) the durable work consumer and starts
+// consuming it. Errors: the consumer could not be set up.
+func (r *Reconciler) startConsuming(ctx context.Context) (jetstream.ConsumeContext, error) {
+	cons, err := r.st.JS.CreateOrUpdateConsumer(ctx, bus.StreamWork, jetstream.ConsumerConfig{
+		Durable: ConsumerName, AckPolicy: jetstream.AckExplicitPolicy, AckWait: r.o.AckWait,
+		MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("work consumer: %w", err)
+	}
+	// A small client-side buffer: messages waiting there get no heartbeat.
+	cc, err := cons.Consume(r.dispatch(ctx), jetstream.PullMaxMessages(max(r.o.ReconcileWorkers/4, 2)),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			r.log.Warn().Err(err).Msg("work consumer error")
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("consume work: %w", err)
+	}
+	return cc, nil
+}
+
+// keepConsuming stops cc when the replica stops, and starts consuming again
+// (with backoff) whenever consuming ends on its own: nats.go ends a Consume
+// for good on some errors, e.g. the consumer not found right after a whole
+// NATS cluster restarted, which would leave the replica serving the API
+// but reconciling nothing.
+func (r *Reconciler) keepConsuming(ctx context.Context, cc jetstream.ConsumeContext) {
+	defer r.wg.Done()
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(250*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
+	for {
+		if cc != nil {
+			select {
+			case <-r.stopping:
+				cc.Stop()
+				return
+			case <-cc.Closed():
+				r.log.Warn().Msg("work consumer ended; consuming again")
+			}
+		}
+		select {
+		case <-r.stopping:
+			return
+		case <-time.After(b.NextBackOff()):
+		}
+		var err error
+		if cc, err = r.startConsuming(ctx); err != nil {
+			r.log.Warn().Err(err).Msg("work consumer not restarted; retrying")
+		} else {
+			b.Reset()
+		}
+	}
 }
 
 // dispatch takes a work message from the consumer: it holds a slot (the
