@@ -102,8 +102,10 @@ type Reconciler struct {
 	slots    chan struct{}
 	sem      chan struct{}
 	stopping chan struct{}
-	wg       sync.WaitGroup
-	budgets  *budgets
+	// consumerTrouble is signalled by the work consumer's error handler.
+	consumerTrouble chan struct{}
+	wg              sync.WaitGroup
+	budgets         *budgets
 }
 
 // Start serves the instance API on nc and starts consuming work. Stop it
@@ -113,7 +115,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Reconciler{nc: nc, st: st, o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
 		cancel: cancel, slots: make(chan struct{}, 2*o.ReconcileWorkers), sem: make(chan struct{}, o.ReconcileWorkers),
-		stopping: make(chan struct{}), budgets: newBudgets(o.RateReserve)}
+		stopping: make(chan struct{}), consumerTrouble: make(chan struct{}, 1), budgets: newBudgets(o.RateReserve)}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
 		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),
@@ -174,6 +176,10 @@ func (r *Reconciler) startConsuming(ctx context.Context) (jetstream.ConsumeConte
 	cc, err := cons.Consume(r.dispatch(ctx), jetstream.PullMaxMessages(max(r.o.ReconcileWorkers/4, 2)),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			r.log.Warn().Err(err).Msg("work consumer error")
+			select {
+			case r.consumerTrouble <- struct{}{}:
+			default:
+			}
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("consume work: %w", err)
@@ -181,24 +187,28 @@ func (r *Reconciler) startConsuming(ctx context.Context) (jetstream.ConsumeConte
 	return cc, nil
 }
 
-// keepConsuming stops cc when the replica stops, and starts consuming again
-// (with backoff) whenever consuming ends on its own: nats.go ends a Consume
-// for good on some errors, e.g. the consumer not found right after a whole
-// NATS cluster restarted, which would leave the replica serving the API
-// but reconciling nothing.
+// consumerSettle is how long a troubled work consumer must stay free of
+// errors before it is started afresh.
+const consumerSettle = 2 * time.Second
+
+// keepConsuming stops cc when the replica stops, and starts consuming
+// afresh (with backoff) whenever consuming ends on its own, or reported
+// errors (a lost connection, missed heartbeats) and then settled for
+// consumerSettle. nats.go ends a Consume for good on some errors, and after
+// a whole NATS cluster restarted a Consume was seen to stay open and
+// receive nothing, which leaves a replica serving the API but reconciling
+// nothing; a fresh Consume (new pull requests, no stale client state)
+// recovers from both.
 func (r *Reconciler) keepConsuming(ctx context.Context, cc jetstream.ConsumeContext) {
 	defer r.wg.Done()
 	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(250*time.Millisecond),
 		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	for {
 		if cc != nil {
-			select {
-			case <-r.stopping:
-				cc.Stop()
+			if !r.consumeUntilTrouble(cc) {
 				return
-			case <-cc.Closed():
-				r.log.Warn().Msg("work consumer ended; consuming again")
 			}
+			cc.Stop()
 		}
 		select {
 		case <-r.stopping:
@@ -209,7 +219,28 @@ func (r *Reconciler) keepConsuming(ctx context.Context, cc jetstream.ConsumeCont
 		if cc, err = r.startConsuming(ctx); err != nil {
 			r.log.Warn().Err(err).Msg("work consumer not restarted; retrying")
 		} else {
+			r.log.Info().Msg("work consumer started afresh")
 			b.Reset()
+		}
+	}
+}
+
+// consumeUntilTrouble waits until cc ends on its own or its errors settle
+// (true: start afresh), or the replica stops (false, cc stopped).
+func (r *Reconciler) consumeUntilTrouble(cc jetstream.ConsumeContext) bool {
+	var settled <-chan time.Time // nil until the consumer reports trouble
+	for {
+		select {
+		case <-r.stopping:
+			cc.Stop()
+			return false
+		case <-cc.Closed():
+			r.log.Warn().Msg("work consumer ended")
+			return true
+		case <-r.consumerTrouble:
+			settled = time.After(consumerSettle)
+		case <-settled:
+			return true
 		}
 	}
 }
