@@ -119,17 +119,25 @@ func (h *harness) waitPhases(ids []string, phase string, within time.Duration) {
 	}
 }
 
+// useHetzner starts a Hetzner emulator with fast actions and makes the
+// harness create in a pool on it.
+func (h *harness) useHetzner() *emulator.Server {
+	h.t.Helper()
+	emu, err := emulator.Start(emulator.Options{ActionDuration: 10 * time.Millisecond}, "127.0.0.1:0")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = emu.Close() })
+	h.pool = h.addHetznerPool(emu, http.DefaultTransport)
+	return emu
+}
+
 // On Hetzner a resync of settled instances costs one GET /servers per 50
 // servers (the API's largest page) instead of one GET /servers/{id} each.
 func TestResyncOnHetznerCostsListPages(t *testing.T) {
 	const n = 120
 	h := newHarness(t, fastOptions())
-	emu, err := emulator.Start(emulator.Options{ActionDuration: 10 * time.Millisecond}, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = emu.Close() })
-	h.pool = h.addHetznerPool(emu, http.DefaultTransport)
+	emu := h.useHetzner()
 	ids := h.createMany(n, "resync")
 	h.waitPhases(ids, api.PhaseRunning, 2*time.Minute)
 
@@ -152,12 +160,7 @@ func TestResyncOnHetznerCostsListPages(t *testing.T) {
 // uniqueness_error) and an unknown image (422 invalid_input).
 func TestHetznerRefusalsFailTheInstance(t *testing.T) {
 	h := newHarness(t, fastOptions())
-	emu, err := emulator.Start(emulator.Options{ActionDuration: 10 * time.Millisecond}, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = emu.Close() })
-	h.pool = h.addHetznerPool(emu, http.DefaultTransport)
+	emu := h.useHetzner()
 	first := h.create(api.InstanceCreateRequest{Name: "web-1"})
 	h.waitPhase(first.ID, api.PhaseRunning)
 	posts := emu.Emulator().Calls("POST /servers")
