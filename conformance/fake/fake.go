@@ -26,6 +26,7 @@ import (
 	"better-compute.io/compute/conformance"
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/services/secrets"
 	"better-compute.io/compute/services/secrets/seal"
@@ -116,7 +117,7 @@ func Start(ctx context.Context, providerID string, o Options) (env *Env, err err
 			env.Close()
 		}
 	}()
-	logs := &lineBuffer{}
+	logs := &bustest.LogBuffer{}
 	var out io.Writer = logs
 	if o.LogTo != nil {
 		out = io.MultiWriter(logs, o.LogTo)
@@ -157,7 +158,7 @@ func Start(ctx context.Context, providerID string, o Options) (env *Env, err err
 		ProviderID: be.def.ID, NC: nc,
 		Account: api.ProviderAccount{ID: api.NewID(api.PrefixAccount), TenantID: Tenant, Version: 1, Config: be.config(ref)},
 		OfferID: be.offerID, Image: be.image, Profiles: slices.Clone(be.profiles),
-		PowerObservable: true, SecretValues: []string{token}, Logs: logs.Bytes,
+		PowerObservable: true, SecretValues: []string{token}, Logs: func() []byte { return []byte(logs.String()) },
 		Faults: be.faults, Inventory: be.inventory, Service: svc,
 	}
 	return env, nil

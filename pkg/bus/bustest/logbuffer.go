@@ -6,7 +6,8 @@ import (
 )
 
 // LogBuffer collects log lines written from many goroutines (a zerolog
-// writer for services under test). The zero value is ready to use.
+// writer for services under test or under certification). The zero value
+// is ready to use.
 type LogBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
