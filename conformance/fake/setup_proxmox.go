@@ -83,12 +83,12 @@ func proxmoxBackend(token string, _ zerolog.Logger) (*backend, error) {
 		base: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: 16},
 		drop: map[string]int{}, hang: map[string]int{},
 	}, next: proxmoxSeedFirst}
-	snippets := &snippetStore{files: map[string]string{}}
+	snippets := &proxmox.MemorySnippets{}
 	return &backend{
 		def: proxmox.Definition(
 			proxmox.WithHTTPClient(&http.Client{Transport: h.tr}), // pins the CA: the caCert field stays empty
 			proxmox.WithTaskPollInterval(proxmoxPoll),
-			proxmox.WithSnippetWriter(snippets.write),
+			proxmox.WithSnippetWriter(snippets.Write),
 		),
 		profiles: []string{conformance.ProfileCore, conformance.ProfileCloud, conformance.ProfileDurable,
 			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale},
@@ -104,20 +104,6 @@ func proxmoxBackend(token string, _ zerolog.Logger) (*backend, error) {
 		inventory: h,
 		close:     func() { _ = srv.Close() },
 	}, nil
-}
-
-// snippetStore keeps cloud-init snippets in memory (the cluster's
-// snippet storage of the fake).
-type snippetStore struct {
-	mu    sync.Mutex
-	files map[string]string
-}
-
-func (s *snippetStore) write(_ context.Context, _ *provider.Call, _ int, name, userData string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.files[name] = userData
-	return "local:snippets/" + name, nil
 }
 
 // proxmoxHooks implement conformance.Faults and conformance.Inventory on

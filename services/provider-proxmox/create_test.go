@@ -51,7 +51,7 @@ func TestCreateConfiguresVM(t *testing.T) {
 	if key, ok := descriptionValue(v.Description, keyLinePrefix); !ok || key != "inst_cfg" {
 		t.Errorf("description %q does not record the key", v.Description)
 	}
-	if ud, ok := e.snippets.file(vol); !ok || !strings.Contains(ud, "text/cloud-config") ||
+	if ud, ok := e.snippets.File(vol); !ok || !strings.Contains(ud, "text/cloud-config") ||
 		!strings.Contains(ud, "  - '"+keys[0]+"'") || !strings.Contains(ud, "#!/bin/sh\necho hi\n") {
 		t.Errorf("snippet %s = %q, %v; want the user data with the SSH keys", vol, ud, ok)
 	}

@@ -1,9 +1,6 @@
 package proxmox
 
 import (
-	"context"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,30 +32,6 @@ var testStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // testSecrets resolves testSecretRef to the emulator's token secret.
 var testSecrets = providertest.Secrets{testSecretRef: emulator.DefaultTokenSecret}
 
-// snippetStore is a SnippetWriter keeping snippets in memory.
-type snippetStore struct {
-	mu    sync.Mutex
-	files map[string]string
-}
-
-func (s *snippetStore) write(_ context.Context, _ *provider.Call, _ int, name, userData string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.files == nil {
-		s.files = map[string]string{}
-	}
-	s.files[name] = userData
-	return "local:snippets/" + name, nil
-}
-
-// file returns the snippet a volume id names.
-func (s *snippetStore) file(volume string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := s.files[strings.TrimPrefix(volume, "local:snippets/")]
-	return f, ok
-}
-
 // setup is what newEnv builds: emulator options, account config changes
 // and provider options.
 type setup struct {
@@ -76,7 +49,7 @@ type env struct {
 	client   *client
 	acct     api.ProviderAccount
 	log      *bustest.LogBuffer
-	snippets *snippetStore
+	snippets *MemorySnippets
 }
 
 // testTemplates are the cluster's templates: a cloud-init Ubuntu with a
@@ -103,7 +76,7 @@ func newEnv(t testing.TB, mods ...func(*setup)) *env {
 		t.Fatalf("start emulator: %v", err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	e := &env{srv: srv, emu: srv.Emulator(), clock: fake, log: &bustest.LogBuffer{}, snippets: &snippetStore{}}
+	e := &env{srv: srv, emu: srv.Emulator(), clock: fake, log: &bustest.LogBuffer{}, snippets: &MemorySnippets{}}
 	e.acct = api.ProviderAccount{ID: "pacct_01jq7g8v6k5m4n3p2r1s0t9w8x", TenantID: testTenant, Version: 1, Config: map[string]any{
 		FieldURL: srv.URL(), FieldTokenID: emulator.DefaultTokenID, FieldTokenSecret: testSecretRef,
 		FieldCACert: string(srv.CACertPEM()),
@@ -119,7 +92,7 @@ func newEnv(t testing.TB, mods ...func(*setup)) *env {
 			e.acct.Config[k] = v
 		}
 	}
-	e.def = Definition(append([]Option{WithSnippetWriter(e.snippets.write)}, su.options...)...)
+	e.def = Definition(append([]Option{WithSnippetWriter(e.snippets.Write)}, su.options...)...)
 	c, err := e.def.New(provider.BuildContext{Account: e.acct})
 	if err != nil {
 		t.Fatalf("build client: %v", err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
@@ -43,4 +45,37 @@ func DirSnippetWriter(dir, storage string) SnippetWriter {
 		}
 		return fmt.Sprintf("%s:snippets/%s", storage, name), nil
 	}
+}
+
+// MemorySnippets keeps cloud-init snippets in memory, as storage "local"
+// would hold them: for tests and the credential-free certification, whose
+// emulated cluster reads no files. Its Write method is the SnippetWriter
+// (WithSnippetWriter(m.Write)). The zero value is ready to use; it is safe
+// for concurrent use.
+type MemorySnippets struct {
+	mu    sync.Mutex
+	files map[string]string
+}
+
+// memorySnippetsPrefix starts the volume id of a MemorySnippets snippet.
+const memorySnippetsPrefix = "local:snippets/"
+
+// Write stores userData as snippet name and answers its volume id,
+// "local:snippets/<name>". It never fails.
+func (m *MemorySnippets) Write(_ context.Context, _ *provider.Call, _ int, name, userData string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.files == nil {
+		m.files = map[string]string{}
+	}
+	m.files[name] = userData
+	return memorySnippetsPrefix + name, nil
+}
+
+// File returns the snippet a volume id of Write names, and whether it exists.
+func (m *MemorySnippets) File(volume string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.files[strings.TrimPrefix(volume, memorySnippetsPrefix)]
+	return f, ok
 }
