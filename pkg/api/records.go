@@ -26,6 +26,12 @@ type Account struct {
 	UpdatedAt time.Time      `json:"updatedAt"`
 }
 
+// ProviderAccount is the account as a provider call carries it: id,
+// tenant, version (providers cache clients per id and version) and config.
+func (a *Account) ProviderAccount() ProviderAccount {
+	return ProviderAccount{ID: a.ID, TenantID: a.TenantID, Version: a.Version, Config: a.Config}
+}
+
 // Offer kinds.
 const (
 	KindVPS   = "vps"

@@ -130,8 +130,7 @@ func (s *service) accountOffers(ctx context.Context, req *bus.Request) (any, err
 
 // offers asks a's provider for the offers of a matching q (never nil).
 func (s *service) offers(ctx context.Context, a *api.Account, q api.OfferQuery) ([]api.Offer, error) {
-	acct := api.ProviderAccount{ID: a.ID, TenantID: a.TenantID, Version: a.Version, Config: a.Config}
-	offers, err := provider.Remote{NC: s.nc, ID: a.Provider}.Offers(ctx, acct, q)
+	offers, err := provider.Remote{NC: s.nc, ID: a.Provider}.Offers(ctx, a.ProviderAccount(), q)
 	if offers == nil {
 		offers = []api.Offer{}
 	}

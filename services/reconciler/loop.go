@@ -172,10 +172,17 @@ func (r *Reconciler) resolveTarget(ctx context.Context, t *target) error {
 		return storeError{err}
 	}
 	t.offerID = flavor.OfferID
-	t.remote = provider.Remote{NC: r.nc, ID: acct.Provider, Observe: r.budgets.observer(acct.ID), IdempotencyKey: t.inst.ID}
-	t.account = api.ProviderAccount{ID: acct.ID, TenantID: acct.TenantID, Version: acct.Version, Config: acct.Config}
+	t.remote = r.remote(&acct)
+	t.remote.IdempotencyKey = t.inst.ID
+	t.account = acct.ProviderAccount()
 	t.log = t.log.With().Str("account", acct.ID).Str("provider", acct.Provider).Logger()
 	return nil
+}
+
+// remote calls acct's provider, reporting every reply's rate-limit state
+// to the account's budget.
+func (r *Reconciler) remote(acct *api.Account) provider.Remote {
+	return provider.Remote{NC: r.nc, ID: acct.Provider, Observe: r.budgets.observer(acct.ID)}
 }
 
 func (r *Reconciler) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -165,8 +165,7 @@ func (r *Reconciler) accountOf(ctx context.Context, inst *api.Instance, cache *a
 // account's budget like any other call. Errors: the provider's (e.g.
 // UNSUPPORTED for a provider without the list capability), or ctx's.
 func (r *Reconciler) listMachines(ctx context.Context, acct *api.Account) (map[string]api.ExternalMachine, error) {
-	remote := provider.Remote{NC: r.nc, ID: acct.Provider, Observe: r.budgets.observer(acct.ID)}
-	account := api.ProviderAccount{ID: acct.ID, TenantID: acct.TenantID, Version: acct.Version, Config: acct.Config}
+	remote, account := r.remote(acct), acct.ProviderAccount()
 	machines := map[string]api.ExternalMachine{}
 	cursor := ""
 	for {
