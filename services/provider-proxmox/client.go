@@ -58,19 +58,16 @@ func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *ap
 	if err != nil || vm == nil || vm.cfg.isTemplate() || !vm.cfg.managed() {
 		return nil, err
 	}
-	var st struct {
-		Status string `json:"status"`
-	}
-	err = s.get(ctx, qemuPath(vm.node, vmid)+"/status/current", nil, &st)
+	status, err := s.status(ctx, *vm)
 	if isKind(err, kindNoSuchVM) {
 		return nil, nil // removed since its config was read
 	}
 	if err != nil {
 		return nil, err
 	}
-	state, _ := machineState(false, vm.cfg.lock(), st.Status)
+	state, _ := machineState(false, vm.cfg.lock(), status)
 	m = c.toMachine(vmid, vm.cfg, state)
-	if st.Status == statusRunning && vm.cfg.agentEnabled() {
+	if status == statusRunning && vm.cfg.agentEnabled() {
 		if m.Addresses, err = s.addresses(ctx, vm); err != nil {
 			return nil, err
 		}

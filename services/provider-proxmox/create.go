@@ -19,14 +19,16 @@ const maxClaimRounds = 8
 // ended; get then reports it running.
 //
 // The key hashes to a VMID slot (see probeSlots). One GET
-// /cluster/resources shows which of the key's slots are taken; a taken
-// slot can hold the key's VM only if it carries the machine's name or is
-// still being cloned (no name yet), and only those configs are read (one
-// GET each; a clone in progress in any of the key's slots is waited for,
-// since it may be the key's VM: made by a concurrent create of the key, or
-// re-cloned by a reinstall in a slot after one freed since). A VM whose
-// description holds the key is finished (configure) and returned. Else the
-// template (spec.Image: a template's VMID or name) is full-cloned
+// /cluster/resources shows which of the key's slots are taken and where
+// each VM is; who owns a VM is read from its config (one GET per QEMU
+// guest in the key's slots), never taken from the list, whose names,
+// template flags and statuses lag by up to ~10 s (a VMID reused moments
+// ago still shows its old occupant). A clone in progress in any of the
+// key's slots is waited for, since it may be the key's VM: made by a
+// concurrent create of the key, or re-cloned by a reinstall in a slot
+// after one freed since. A VM whose description holds the key is finished
+// (configure) and returned. Else the template (spec.Image: a template's
+// VMID or name, confirmed by its config) is full-cloned
 // (POST /nodes/{node}/qemu/{template}/clone: newid = the first free slot,
 // the machine's name, a description with the key and offer, storage, and
 // target = the pinned node) and its task waited for. PVE lets one clone
@@ -36,15 +38,22 @@ const maxClaimRounds = 8
 // a start still in flight never reads as stopped (PVE shows no lock during
 // qmstart, and the reconciler would answer "stopped" with a power-on that
 // collides with it); this costs a few task polls and makes a failed start
-// an error of create, retried with the same key.
+// an error of create, retried with the same key. A VM of the key found
+// finished is started unless its node (GET …/status/current, asked only
+// when the list says running) reports it running.
+//
+// Slots held by other VMs cost a GET each at every create: give the
+// account a VMID range that other users of the cluster leave alone.
 //
 // Errors: INVALID_INPUT (machine.offerId not a configured size,
 // machine.region not the account's, machine.image not one template),
 // INVALID_CONFIG (options.snippetWriter: user data or SSH keys without a
 // snippet writer), CAPACITY_UNAVAILABLE (every probed slot holds another
-// VM), PROVIDER_ERROR (a failed task, with its exit status as
-// details.code; an API error; code slot_contention after maxClaimRounds
-// lost races), UNAVAILABLE.
+// VM, none of them the key's: nothing was made), PROVIDER_ERROR (a failed
+// task, with its exit status as details.code; an API error; code
+// slot_contention after maxClaimRounds lost races; code
+// stale_cluster_list when the list named a template that is not one),
+// UNAVAILABLE.
 func (c *client) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (m *api.ExternalMachine, err error) {
 	size, ok := c.cfg.size(spec.OfferID)
 	if !ok {
@@ -88,12 +97,16 @@ func (s *session) create(ctx context.Context, want vmSpec, image string) (int, e
 		}
 		if p.ours != nil {
 			s.vmid = p.ours.vmid
-			return p.ours.vmid, s.configure(ctx, *p.ours, want, guests[p.ours.vmid].Status == statusRunning)
+			running, err := s.runningNow(ctx, *p.ours, guests[p.ours.vmid])
+			if err != nil {
+				return 0, err
+			}
+			return p.ours.vmid, s.configure(ctx, *p.ours, want, running)
 		}
 		if p.free == 0 {
 			return 0, api.Errorf(api.CodeCapacityUnavailable, "proxmox: all %d VMID slots of this key in [%d, %d] hold other VMs", len(probeSlots(want.key, cfg.VMIDMin, cfg.VMIDMax)), cfg.VMIDMin, cfg.VMIDMax)
 		}
-		tpl, err := findTemplate(guests, image, "machine.image")
+		tpl, err := s.template(ctx, guests, image, "machine.image")
 		if err != nil {
 			return 0, err
 		}
@@ -117,16 +130,17 @@ type probeResult struct {
 	free int
 }
 
-// probe walks the key's slots in order (see Create).
+// probe walks the key's slots in order (see Create): a slot missing from
+// the list is free, a container's is taken, and every QEMU guest's config
+// is read (settled) to see whose it is.
 func (s *session) probe(ctx context.Context, guests map[int]vmResource, want vmSpec) (probeResult, error) {
 	var p probeResult
 	for _, vmid := range probeSlots(want.key, s.c.cfg.VMIDMin, s.c.cfg.VMIDMax) {
-		r, taken := guests[vmid]
-		if taken && !mayHoldKey(r, vmid, want.name) {
-			continue
-		}
 		var vm *located
-		if taken {
+		if r, taken := guests[vmid]; taken {
+			if r.Type != guestQemu {
+				continue
+			}
 			var err error
 			if vm, err = s.settled(ctx, r.Node, vmid); err != nil {
 				return p, err
@@ -146,13 +160,16 @@ func (s *session) probe(ctx context.Context, guests map[int]vmResource, want vmS
 	return p, nil
 }
 
-// mayHoldKey reports whether guest r in slot vmid can be the VM of a key
-// whose VM is called name: a QEMU VM, no template, with that name or none
-// yet (a clone in progress shows "VM <vmid>" or nothing). The clone sets
-// the name and the key together, so any other VM is someone else's.
-func mayHoldKey(r vmResource, vmid int, name string) bool {
-	return r.Type == guestQemu && r.Template == 0 &&
-		(r.Name == name || r.Lock == "clone" || r.Name == "" || r.Name == "VM "+strconv.Itoa(vmid))
+// runningNow reports whether vm, listed as r, runs: false when the list
+// says anything but running (a start then finds out: "already running" is
+// success), else what its node says now, since the list's status may be
+// an earlier occupant's of the VMID.
+func (s *session) runningNow(ctx context.Context, vm located, r vmResource) (bool, error) {
+	if r.Status != statusRunning {
+		return false, nil
+	}
+	status, err := s.status(ctx, vm)
+	return status == statusRunning, err
 }
 
 // settled reads VM vmid's config; while a clone into it is in progress, it
@@ -210,6 +227,31 @@ func findTemplate(guests map[int]vmResource, image, path string) (vmResource, er
 	}
 	sort.Ints(ids)
 	return vmResource{}, api.InvalidInput(path, "templates %v are all called %q: name one by its VMID", ids, image)
+}
+
+// template is findTemplate confirmed by the template's config (GET
+// …/config), since the list's names and template flags may be stale.
+// Errors: findTemplate's; INVALID_INPUT naming path when image is a VMID
+// whose config is no template's; PROVIDER_ERROR code stale_cluster_list
+// (retry) when the VM the list calls image is not (or no longer) that
+// template.
+func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string) (vmResource, error) {
+	tpl, err := findTemplate(guests, image, path)
+	if err != nil {
+		return vmResource{}, err
+	}
+	cfg, err := s.readConfig(ctx, tpl.Node, int(tpl.VMID))
+	if err != nil && !isKind(err, kindNoSuchVM) {
+		return vmResource{}, err
+	}
+	_, byID := strconv.Atoi(image)
+	switch {
+	case err == nil && cfg.isTemplate() && (byID == nil || cfg["name"] == image):
+		return tpl, nil
+	case byID == nil:
+		return vmResource{}, api.InvalidInput(path, "VMID %s is not a template of the cluster", image)
+	}
+	return vmResource{}, api.ProviderError(0, codeStaleClusterList, "proxmox: the cluster list calls VM %d template %q, but its config says otherwise (the list lags changes by up to ~10 s); retry", int(tpl.VMID), image)
 }
 
 // clone full-clones template tpl into vmid (called name, with desc as

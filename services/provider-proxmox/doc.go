@@ -17,6 +17,12 @@
 //   - a machine id is a VMID. Create is idempotent through it: the key
 //     hashes to a slot in [vmidMin, vmidMax], up to MaxProbes slots are
 //     probed, and the clone's description records the key (see Create);
+//   - GET /cluster/resources only says where VMs are (vmid, node, type,
+//     and the config's lock and tags): PVE serves names, statuses and
+//     template flags there from data pvestatd refreshes about every 10 s,
+//     so a VMID reused moments ago shows its old occupant. Whose a VM is,
+//     whether it is a template and whether it runs are read from the VM
+//     (its config, its status/current), never from the list alone;
 //   - a VM is this system's when it carries the better-compute tag (in any
 //     case and separator) and an idempotency-key line in its description;
 //     delete, power and reinstall refuse other VMs with ACCESS_DENIED, get

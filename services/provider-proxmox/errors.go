@@ -39,6 +39,9 @@ const (
 	codeUnreachable     = "unreachable"
 	codeUnexpectedReply = "unexpected_reply"
 	codeTaskTimeout     = "task_timeout"
+	// codeStaleClusterList: the cluster list named a template that its
+	// config says is not one (the list lags); a retry sees it current.
+	codeStaleClusterList = "stale_cluster_list"
 )
 
 // failureRules classify a failure by HTTP status (0: any) and message

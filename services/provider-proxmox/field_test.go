@@ -84,8 +84,8 @@ func TestFieldAllSlotsHeld(t *testing.T) {
 	e.emu.ResetCalls()
 	_, err := e.client.Create(context.Background(), e.call("inst_full"), spec("inst_full"))
 	providertest.WantCode(t, err, api.CodeCapacityUnavailable)
-	if n, clones := e.calls(), e.emu.Calls(emulator.RouteClone); n != 1 || clones != 0 {
-		t.Fatalf("%d requests and %d clones, want only the cluster list (no foreign VM carries the machine's name)", n, clones)
+	if n, clones := e.calls(), e.emu.Calls(emulator.RouteClone); n != 1+MaxProbes || clones != 0 {
+		t.Fatalf("%d requests and %d clones, want the cluster list and each slot's config (whose VM it is is read from the VM, not the list)", n, clones)
 	}
 }
 

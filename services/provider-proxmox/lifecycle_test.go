@@ -38,17 +38,19 @@ func lifecycleCosts(tb testing.TB, e *env, key string) map[string]stepCost {
 // requests are task polls (one per second a task runs).
 func TestLifecycleCalls(t *testing.T) {
 	want := map[string]stepCost{
-		// cluster list, clone + 20 polls, config, POST config + 1 poll,
-		// resize + 2 polls, start + 3 polls; then get: config, status, agent.
-		providertest.StepCreateToRunning: {35, 26 * time.Second},
+		// cluster list, template config, clone + 20 polls, config, POST
+		// config + 1 poll, resize + 2 polls, start + 3 polls; then get:
+		// config, status, agent.
+		providertest.StepCreateToRunning: {36, 26 * time.Second},
 		// config, stop + 2 polls.
 		providertest.StepPowerOff: {4, 2 * time.Second},
 		// config, start + 3 polls.
 		providertest.StepPowerOn: {5, 3 * time.Second},
-		// config, cluster list, DELETE (refused: running), stop + 2 polls,
-		// DELETE + 5 polls, clone + 20 polls, config, POST config + 1 poll,
-		// resize + 2 polls (the 8 GiB template to the kept 20), start + 3 polls.
-		providertest.StepReinstall: {43, 33 * time.Second},
+		// config, cluster list, template config, DELETE (refused:
+		// running), stop + 2 polls, DELETE + 5 polls, clone + 20 polls,
+		// config, POST config + 1 poll, resize + 2 polls (the 8 GiB
+		// template to the kept 20), start + 3 polls.
+		providertest.StepReinstall: {44, 33 * time.Second},
 		// config, DELETE (refused: running), stop + 2 polls, DELETE + 5 polls.
 		providertest.StepDelete: {11, 7 * time.Second},
 	}

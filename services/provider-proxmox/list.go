@@ -11,13 +11,15 @@ import (
 
 // List returns up to limit VMs of this system in the account's VMID range
 // whose VMID is above cursor, in VMID order: GET /cluster/resources
-// (one request) picks the QEMU VMs that are no template and carry the
-// better-compute tag, and a GET …/config each confirms the key in the
-// description (so a page costs 1 + up to limit requests, plus one per
-// tagged VM without a key). The cursor is the last VMID of the previous
+// (one request) picks the QEMU guests that carry the better-compute tag
+// (tags are current in the list; its template flags are not), and a GET
+// …/config each confirms the key in the description and that the VM is no
+// template (so a page costs 1 + up to limit requests, plus one per tagged
+// VM without a key and per tagged template). The cursor is the last VMID of the previous
 // page ("" = start); the next cursor is "" after the last VM. States come
 // from the cluster list (which may lag PVE by a few seconds); addresses
-// are left empty (get asks the guest agent).
+// are left empty (get asks the guest agent); a VM made moments ago may
+// show state unknown.
 //
 // Errors: INVALID_INPUT (cursor), PROVIDER_ERROR, UNAVAILABLE.
 func (c *client) List(ctx context.Context, call *provider.Call, cursor string, limit int) (items []api.ExternalMachine, next string, err error) {
@@ -40,7 +42,7 @@ func (c *client) List(ctx context.Context, call *provider.Call, cursor string, l
 	var ids []int
 	for vmid, r := range guests {
 		if vmid > after && vmid >= c.cfg.VMIDMin && vmid <= c.cfg.VMIDMax &&
-			r.Type == guestQemu && r.Template == 0 && hasTag(r.Tags, ManagedTag) {
+			r.Type == guestQemu && hasTag(r.Tags, ManagedTag) {
 			ids = append(ids, vmid)
 		}
 	}

@@ -28,7 +28,11 @@ const guestQemu = "qemu"
 
 // listGuests returns every guest of the cluster by VMID (GET
 // /cluster/resources?type=vm, one request), containers included: they
-// hold VMIDs too. Names and the template flag may lag right after a change.
+// hold VMIDs too. Only vmid, node, type, lock and tags are current: PVE
+// serves name, status, template and sizes from what pvestatd saw up to
+// ~10 s ago, so a reused VMID can show its old occupant and a new VM
+// status "unknown" and no name. The list says where VMs are; what a VM is
+// (whose, a template or not, running or not) is read from the VM itself.
 func (s *session) listGuests(ctx context.Context) (map[int]vmResource, error) {
 	var list []vmResource
 	if err := s.get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &list); err != nil {
@@ -58,6 +62,19 @@ func (s *session) readConfig(ctx context.Context, node string, vmid int) (vmConf
 		return nil, unexpectedReply("GET "+qemuPath(node, vmid)+"/config", err)
 	}
 	return cfg, nil
+}
+
+// status is VM vm's power status as its node reports it now (GET
+// …/status/current): "running", "stopped", … Errors: a *pveError of kind
+// no_such_vm when it is gone.
+func (s *session) status(ctx context.Context, vm located) (string, error) {
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err := s.get(ctx, qemuPath(vm.node, vm.vmid)+"/status/current", nil, &st); err != nil {
+		return "", err
+	}
+	return st.Status, nil
 }
 
 // located is a VM found in the cluster: its VMID, node and config.

@@ -9,9 +9,10 @@ import (
 
 // Reinstall replaces a VM of this system with a clone of image (a
 // template's VMID or name) under the same VMID: GET …/config (ownership
-// and what to keep), GET /cluster/resources (the template, checked before
-// anything is destroyed), the VM destroyed as Delete does, the template
-// full-cloned into the VMID with the old name and description (so the key
+// and what to keep), GET /cluster/resources and the template's GET
+// …/config (the template, checked before anything is destroyed), the VM
+// destroyed as Delete does, the template full-cloned into the VMID with
+// the old name and description (so the key
 // and offer stay), then configured as create does with the old cores,
 // memory, boot disk size (at least), tags and cloud-init user-data volume,
 // and started. It returns the machine (state pending). It is not idempotent:
@@ -20,7 +21,8 @@ import (
 // create with the same key makes the VM again.
 //
 // Errors: INVALID_INPUT (id; image not one template), NOT_FOUND, ACCESS_DENIED,
-// PROVIDER_ERROR (a failed task, with its exit status; an API error),
+// PROVIDER_ERROR (a failed task, with its exit status; an API error; code
+// stale_cluster_list, see Create),
 // UNAVAILABLE.
 func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image string) (m *api.ExternalMachine, err error) {
 	s, vmid, err := c.openVM(ctx, call, provider.VerbReinstall, id)
@@ -36,7 +38,7 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := findTemplate(guests, image, "image")
+	tpl, err := s.template(ctx, guests, image, "image")
 	if err != nil {
 		return nil, err
 	}

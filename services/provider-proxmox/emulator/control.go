@@ -34,6 +34,8 @@ import (
 //	PUT    /_emulator/nodes/{node}   {"online":bool?,"memory_bytes":int?}
 //	PUT    /_emulator/task-durations {"qmclone":ms,…}  SetTaskDuration
 //	PUT    /_emulator/errors         {"legacy":bool}   SetLegacyErrors
+//	PUT    /_emulator/stats          {"interval_ms":n} SetStatsInterval
+//	POST   /_emulator/stats/refresh                    RefreshStats
 //	POST   /_emulator/clock/advance  {"ms":n}    clock.Fake.Advance
 const controlPrefix = "/_emulator"
 
@@ -63,6 +65,8 @@ func (e *Emulator) registerControl() {
 		"PUT /nodes/{node}":      e.ctlNode,
 		"PUT /task-durations":    e.ctlDurations,
 		"PUT /errors":            e.ctlErrors,
+		"PUT /stats":             e.ctlStats,
+		"POST /stats/refresh":    e.ctlRefreshStats,
 		"POST /clock/advance":    e.ctlAdvance,
 	}
 	for pattern, h := range routes {
@@ -299,6 +303,27 @@ func (e *Emulator) ctlErrors(r *http.Request) (any, error) {
 		return nil, err
 	}
 	e.SetLegacyErrors(body.Legacy)
+	return nil, nil
+}
+
+// ctlStats serves PUT /_emulator/stats.
+func (e *Emulator) ctlStats(r *http.Request) (any, error) {
+	var body struct {
+		IntervalMS *int64 `json:"interval_ms"`
+	}
+	if err := decode(r, &body); err != nil {
+		return nil, err
+	}
+	if body.IntervalMS == nil || *body.IntervalMS < 0 {
+		return nil, fmt.Errorf("%w: interval_ms (>= 0) is required", ErrInvalid)
+	}
+	e.SetStatsInterval(time.Duration(*body.IntervalMS) * time.Millisecond)
+	return nil, nil
+}
+
+// ctlRefreshStats serves POST /_emulator/stats/refresh.
+func (e *Emulator) ctlRefreshStats(*http.Request) (any, error) {
+	e.RefreshStats()
 	return nil, nil
 }
 

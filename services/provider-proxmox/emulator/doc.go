@@ -19,6 +19,12 @@
 // it completes; its checks (locks, "already running", shrinking a disk) are
 // made when it is created, and a task that fails a check ends at once.
 //
+// GET /cluster/resources serves each guest's lock and tags from its config
+// and, with Options.StatsInterval above 0 (PVE: DefaultStatsInterval), its
+// name, status, template flag and sizes as the last pvestatd round saw them
+// (see rrd.go, SetStatsInterval and RefreshStats): a reused VMID shows its
+// old occupant, a VM made since shows status "unknown" and no name.
+//
 // Faults are injected with Go methods (InjectRouteFault, InjectTaskFault,
 // SetLatency, SetAgentRunning, SetVMStatus, DeleteVM, SeedVMs, …) or with
 // the JSON control API under /_emulator/ (see control.go) so another process

@@ -34,7 +34,12 @@ type Emulator struct {
 	routeFaults []*RouteFault
 	taskFaults  map[string][]string
 	latency     map[string]Latency
-	release     chan struct{} // closed to release hung calls
+	// statsInterval, rrd and rrdAt are pvestatd's refresh interval, the
+	// RRD cache it last wrote and when (see rrd.go).
+	statsInterval time.Duration
+	rrd           map[int]rrdEntry
+	rrdAt         time.Time
+	release       chan struct{} // closed to release hung calls
 }
 
 // New returns an Emulator in the state opts describes. Invalid options
@@ -62,8 +67,8 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Reset returns the emulator to the state its Options describe: nodes,
-// templates, durations, error style; no other VMs, tasks, faults or call
-// counts.
+// templates, durations, error style, stats interval (with a fresh RRD
+// cache); no other VMs, tasks, faults or call counts.
 func (e *Emulator) Reset() {
 	e.calls.reset()
 	e.mu.Lock()
@@ -96,6 +101,8 @@ func (e *Emulator) resetLocked() error {
 			return fmt.Errorf("emulator: template %d: %w", t.VMID, err)
 		}
 	}
+	e.statsInterval, e.rrd = e.opts.StatsInterval, nil
+	e.refreshStatsLocked(e.clock.Now()) // a running cluster has reported its templates
 	return nil
 }
 

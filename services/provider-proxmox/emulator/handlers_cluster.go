@@ -13,7 +13,7 @@ type vmResource struct {
 	VMID      int     `json:"vmid"`
 	Node      string  `json:"node"`
 	Status    string  `json:"status"`
-	Name      string  `json:"name"`
+	Name      string  `json:"name,omitempty"`
 	Template  int     `json:"template"`
 	MaxCPU    int     `json:"maxcpu"`
 	CPU       float64 `json:"cpu"`
@@ -71,20 +71,23 @@ func (e *Emulator) getClusterResources(c *call) (any, *apiError) {
 	return out, nil
 }
 
-// vmResource renders v for /cluster/resources. Guests on an offline node
-// show status "unknown".
+// vmResource renders v for /cluster/resources: id, vmid, node and type
+// from the cluster's VM list, lock and tags from the config (all current),
+// the rest from the RRD cache (see guestStats). A VMID pvestatd has not
+// reported yet shows status "unknown", no name and no sizes; guests on an
+// offline node show status "unknown".
 func (e *Emulator) vmResource(v *vm, c *call) vmResource {
-	_, disk := v.bootDisk()
 	r := vmResource{
 		ID: "qemu/" + strconv.Itoa(v.id), Type: "qemu", VMID: v.id, Node: v.node,
-		Status: v.status, Name: v.name(), MaxCPU: v.cpus(),
-		MaxMem: int64(v.memoryMiB()) << 20, MaxDisk: disk, Uptime: v.uptime(c.now),
-		Tags: v.config["tags"], Lock: v.lock(), Pool: v.pool,
+		Status: "unknown", Tags: v.config["tags"], Lock: v.lock(), Pool: v.pool,
 	}
-	if v.isTemplate() {
-		r.Template = 1
+	if s, ok := e.guestStats(v, c.now); ok {
+		r.Status, r.Name, r.MaxCPU, r.MaxMem, r.MaxDisk, r.Uptime = s.status, s.name, s.maxCPU, s.maxMem, s.maxDisk, s.uptime
+		if s.template {
+			r.Template = 1
+		}
 	}
-	if v.status == StatusRunning {
+	if r.Status == StatusRunning {
 		r.CPU = 0.01
 		r.Mem = r.MaxMem / 4
 	}

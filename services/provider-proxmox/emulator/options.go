@@ -76,6 +76,11 @@ type Options struct {
 	// Clock measures task durations and uptimes (default: wall clock).
 	// Injected latency is always real time.
 	Clock clock.Clock
+	// StatsInterval is how often pvestatd refreshes what /cluster/resources
+	// reports of each guest besides its lock and tags (name, status,
+	// template flag, sizes), on Clock; PVE's is DefaultStatsInterval. 0
+	// (the default) serves them current. See SetStatsInterval.
+	StatsInterval time.Duration
 	// LegacyErrors emulates PVE before 8.3: error messages only in the HTTP
 	// reason phrase (body {"data":null}) and version 8.2.4. Otherwise the
 	// emulator is PVE 8.3.0 and error bodies also carry "message".
