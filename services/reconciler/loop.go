@@ -405,12 +405,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 }
 
 // createRefused reports whether a create failed because the provider
-// refused it (bad input or config, a name held by another key, an API 4xx
-// other than timeout and rate limit): nothing was created.
+// refused it (bad input or config, a name held by another key, no room for
+// a machine — Proxmox: every VMID slot of the key holds another key's VM,
+// so none holds this key's —, an API 4xx other than timeout and rate
+// limit): nothing was created.
 func createRefused(err error) bool {
 	ce := api.AsComputeError(err)
 	switch ce.Code {
-	case api.CodeInvalidInput, api.CodeInvalidConfig, api.CodeUnsupported, api.CodeInvalidState, api.CodeAccessDenied:
+	case api.CodeInvalidInput, api.CodeInvalidConfig, api.CodeUnsupported, api.CodeInvalidState, api.CodeAccessDenied,
+		api.CodeCapacityUnavailable:
 		return true
 	case api.CodeProviderError:
 		status, _ := ce.APIStatus()

@@ -620,6 +620,7 @@ func TestCreateRefusedTable(t *testing.T) {
 		{api.Errorf(api.CodeInvalidInput, "no template"), true},
 		{api.ProviderError(422, "invalid_input", "bad image"), true},
 		{api.ProviderError(409, "uniqueness_error", "name taken"), true},
+		{api.Errorf(api.CodeCapacityUnavailable, "every slot of the key holds another VM"), true},
 		{&api.ComputeError{Code: api.CodeProviderError, Details: map[string]any{"status": float64(404)}}, true},
 		{api.ProviderError(429, "rate_limit_exceeded", "slow down"), false},
 		{api.ProviderError(408, "timeout", "timeout"), false},
