@@ -34,20 +34,17 @@ func emulatorCmd(g *globals) *cobra.Command {
 	hetznerCmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4680", "listen address")
 	hetznerCmd.Flags().DurationVar(&actionDuration, "action-duration", emulator.DefaultActionDuration, "how long each action runs")
 	hetznerCmd.Flags().IntVar(&rateSize, "rate-limit", 0, "rate-limit bucket size (default 3600)")
-	var pveAddr, caFile string
+	var pveAddr, caFile, caKeyFile string
 	proxmoxCmd := &cobra.Command{
 		Use:   "proxmox",
 		Short: "Serve an in-memory Proxmox VE API (HTTPS, /api2/json) with a fault API (under /_emulator)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			srv, err := startProxmoxEmulator(pveAddr, "")
+			srv, err := startProxmoxEmulator(pveAddr, caFile, caKeyFile)
 			if err != nil {
 				return err
 			}
 			defer srv.Close()
-			if err := os.WriteFile(caFile, srv.CACertPEM(), 0o644); err != nil {
-				return err
-			}
 			fmt.Fprintf(os.Stdout, "Proxmox VE API emulator on %s\n  token id %s, secret %s\n  CA certificate in %s; template %q (VMID 9000)\n",
 				srv.URL(), pveemulator.DefaultTokenID, pveemulator.DefaultTokenSecret, caFile, emulatorTemplate)
 			waitForSignal()
@@ -55,7 +52,8 @@ func emulatorCmd(g *globals) *cobra.Command {
 		},
 	}
 	proxmoxCmd.Flags().StringVar(&pveAddr, "addr", "127.0.0.1:8006", "listen address")
-	proxmoxCmd.Flags().StringVar(&caFile, "ca-file", "proxmox-ca.pem", "where to write the emulator's CA certificate (PEM)")
+	proxmoxCmd.Flags().StringVar(&caFile, "ca-file", proxmoxCAFile, "the emulator's CA certificate (PEM): reused with --ca-key-file when both exist, else made and written")
+	proxmoxCmd.Flags().StringVar(&caKeyFile, "ca-key-file", proxmoxCAKeyFile, "the emulator's CA private key (PEM, mode 0600)")
 	cmd.AddCommand(hetznerCmd, proxmoxCmd)
 	return cmd
 }

@@ -57,7 +57,7 @@ func startStack(o upOptions) (s *stack, err error) {
 	if o.services.hetznerEndpoint == "" {
 		o.services.hetznerEndpoint = s.hetzner.URL()
 	}
-	if s.proxmox, err = startProxmoxEmulator(o.proxmoxAddr, o.dataDir); err != nil {
+	if s.proxmox, err = startProxmoxEmulator(o.proxmoxAddr, filepath.Join(o.dataDir, proxmoxCAFile), filepath.Join(o.dataDir, proxmoxCAKeyFile)); err != nil {
 		return nil, fmt.Errorf("proxmox emulator on %s: %w", o.proxmoxAddr, err)
 	}
 	if o.services.snippetsDir == "" {
@@ -105,7 +105,8 @@ func upCmd(g *globals) *cobra.Command {
 		Long: "Starts an embedded nats-server (JetStream data under --data), the Hetzner Cloud and Proxmox VE API\n" +
 			"emulators (provider-hetzner talks to the first: --hetzner-endpoint is ignored), and every service,\n" +
 			"all on loopback, then prints how to talk to it. Ctrl-C stops it all. The emulators keep their\n" +
-			"machines in memory: after a restart the reconciler finds them gone and creates them again.",
+			"machines in memory: after a restart the reconciler finds them gone and creates them again. The\n" +
+			"Proxmox emulator's CA stays in --data (proxmox-ca.pem and its key), so pinned accounts keep working.",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			o.services.log = g.logger()
@@ -121,7 +122,7 @@ func upCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.dataDir, "data", "./data", "data directory (JetStream store, seal key)")
+	cmd.Flags().StringVar(&o.dataDir, "data", "./data", "data directory (JetStream store, seal key, Proxmox emulator CA)")
 	cmd.Flags().StringVar(&o.natsHost, "nats-host", "127.0.0.1", "address the embedded NATS listens on")
 	cmd.Flags().IntVar(&o.natsPort, "nats-port", 4222, "port the embedded NATS listens on (0: random)")
 	cmd.Flags().StringVar(&o.hetznerAddr, "hetzner-addr", "127.0.0.1:4680", "address of the Hetzner Cloud API emulator")

@@ -4,7 +4,8 @@
 // guest agent's network interfaces) for tests and local runs.
 //
 // The emulator serves the API under /api2/json over HTTPS with a CA it
-// generates at start (see Start and Server.CACertPEM), checks
+// generates at start or keeps in files across starts (see Start,
+// Options.CAFile and Server.CACertPEM), checks
 // "Authorization: PVEAPIToken=user@realm!name=secret" headers, and answers
 // with PVE's reply shapes: every body is wrapped in {"data": …}, long
 // operations return a UPID and run as tasks, errors carry PVE's messages in

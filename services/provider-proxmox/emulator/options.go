@@ -87,6 +87,12 @@ type Options struct {
 	LegacyErrors bool
 	// ListenAddr is where Start listens (default "127.0.0.1:0").
 	ListenAddr string
+	// CAFile and CAKeyFile keep Start's CA (certificate and private key,
+	// PEM) across starts, as a real cluster keeps its pve-root-ca: when
+	// both files exist Start signs its certificate with that CA, otherwise
+	// it makes a new CA and writes both (the key with mode 0600). Empty
+	// (the default): a new CA at every start, kept nowhere.
+	CAFile, CAKeyFile string
 }
 
 // withDefaults returns a copy of o with defaults filled in. Maps and slices

@@ -18,10 +18,14 @@ type Server struct {
 }
 
 // Start creates an Emulator from opts and serves it over TLS on
-// opts.ListenAddr (default 127.0.0.1:0) with a freshly generated CA. Only
+// opts.ListenAddr (default 127.0.0.1:0) with a certificate signed by the
+// CA kept in opts.CAFile and opts.CAKeyFile (made and written there when
+// they do not both exist; a fresh one when they are not set). Only
 // HTTP/1.1 is offered, as pveproxy does (and so reason phrases exist).
+// Errors: a CA pair that does not parse, a file that cannot be written,
+// an address that cannot be listened on.
 func Start(opts Options) (*Server, error) {
-	cert, caPEM, err := newCA()
+	cert, caPEM, err := serverCert(opts.CAFile, opts.CAKeyFile)
 	if err != nil {
 		return nil, err
 	}
