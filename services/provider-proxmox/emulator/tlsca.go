@@ -25,7 +25,9 @@ type ca struct {
 }
 
 // pem is the CA certificate in PEM.
-func (c ca) pem() []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.cert.Raw}) }
+func (c ca) pem() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.cert.Raw})
+}
 
 // serverCert is a certificate for 127.0.0.1, ::1 and localhost signed by
 // the CA described by certFile and keyFile (see Options.CAFile), with the
