@@ -24,8 +24,8 @@ type ca struct {
 	key  crypto.Signer
 }
 
-// pem is the CA certificate in PEM.
-func (c ca) pem() []byte {
+// certPEM is the CA certificate in PEM.
+func (c ca) certPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.cert.Raw})
 }
 
@@ -38,7 +38,7 @@ func serverCert(certFile, keyFile string) (tls.Certificate, []byte, error) {
 		return tls.Certificate{}, nil, err
 	}
 	leaf, err := c.issue()
-	return leaf, c.pem(), err
+	return leaf, c.certPEM(), err
 }
 
 // loadOrCreateCA reads the CA from certFile and keyFile when both exist,
@@ -72,7 +72,7 @@ func loadOrCreateCA(certFile, keyFile string) (ca, error) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return ca{}, err
 	}
-	return c, os.WriteFile(certFile, c.pem(), 0o644)
+	return c, os.WriteFile(certFile, c.certPEM(), 0o644)
 }
 
 // parseCA decodes a CA certificate and its PKCS #8 private key.
