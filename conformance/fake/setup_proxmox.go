@@ -70,6 +70,7 @@ func proxmoxBackend(token string, _ zerolog.Logger) (*backend, error) {
 		Tokens:        map[string]string{emulator.DefaultTokenID: token},
 		Templates:     []emulator.Template{{VMID: proxmoxTemplateID, Name: proxmoxTemplate, Config: map[string]string{"ipconfig0": "ip=dhcp"}}},
 		TaskDurations: durations,
+		StatsInterval: emulator.DefaultStatsInterval, // /cluster/resources lags as on a real cluster
 	})
 	if err != nil {
 		return nil, err
