@@ -198,13 +198,15 @@ func (s *session) settled(ctx context.Context, node string, vmid int) (*located,
 	return nil, api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: VM %d is still being cloned after %s", vmid, s.c.set.taskTimeout)
 }
 
-// findTemplate resolves an image, a template's VMID or name, among guests.
-// Errors: INVALID_INPUT naming path when it is no template, or when
-// several templates have that name.
+// findTemplate resolves an image, a template's VMID or name, among guests:
+// a VMID names the QEMU guest there (whether it is a template is left to
+// its config: the list's flag may be stale), a name the one guest the
+// list calls a template of that name. Errors: INVALID_INPUT naming path
+// when it names none, or when several templates have that name.
 func findTemplate(guests map[int]vmResource, image, path string) (vmResource, error) {
 	if id, err := strconv.Atoi(image); err == nil {
 		r, ok := guests[id]
-		if !ok || r.Type != guestQemu || r.Template != 1 {
+		if !ok || r.Type != guestQemu {
 			return vmResource{}, api.InvalidInput(path, "VMID %d is not a template of the cluster", id)
 		}
 		return r, nil

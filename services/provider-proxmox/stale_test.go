@@ -120,4 +120,15 @@ func TestStaleClusterListTemplateConfirmedByConfig(t *testing.T) {
 	e.emu.RefreshStats()
 	_, err = e.client.Create(context.Background(), e.call("inst_tpl"), spec("inst_tpl"))
 	providertest.WantCode(t, err, api.CodeInvalidInput)
+
+	// A template made moments ago (not yet reported: no template flag in
+	// the list), named by its VMID, is one by its config.
+	const fresh = 9100
+	if _, err := e.emu.SeedVMs(emulator.SeedSpec{Count: 1, FirstVMID: fresh, Config: map[string]string{"template": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.client.Create(context.Background(), e.call("inst_fresh"), api.MachineSpec{Name: "fresh", OfferID: testOffer, Image: strconv.Itoa(fresh)})
+	if err != nil || len(e.vmsWithKey("inst_fresh")) != 1 {
+		t.Fatalf("create from the fresh template %d: %+v, %v", fresh, m, err)
+	}
 }
