@@ -48,8 +48,8 @@ func TestWorkerPoolBoundsConcurrency(t *testing.T) {
 	}
 	// Every request has reached the service's connection and the pool is full:
 	// the other 2N requests wait for a worker.
-	waitFor(t, "all requests delivered", func() bool { return svcConn.Stats().InMsgs-before >= 3*workers })
-	waitFor(t, "a full pool", func() bool { return inFlight.Load() == workers })
+	bustest.WaitFor(t, "all requests delivered", func() bool { return svcConn.Stats().InMsgs-before >= 3*workers })
+	bustest.WaitFor(t, "a full pool", func() bool { return inFlight.Load() == workers })
 	if got := maxInFlight.Load(); got != workers {
 		t.Fatalf("max in flight with a full pool = %d, want %d", got, workers)
 	}
