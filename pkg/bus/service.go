@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -321,7 +322,7 @@ func (s *Service) serve(ctx context.Context, ep *endpoint, m *nats.Msg, delivere
 	if err != nil {
 		ce := handlerError(err)
 		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int64("elapsed_ms", time.Since(delivered).Milliseconds()).Msg("request failed")
-		if rErr := s.reply(ep, m, delivered, nil, nil, ce); rErr != nil {
+		if rErr := s.reply(ep, m, delivered, req.ReplyHeader, nil, ce); rErr != nil {
 			req.Log.Warn().Err(rErr).Msg("reply not sent")
 		}
 		return
@@ -336,13 +337,15 @@ func (s *Service) serve(ctx context.Context, ep *endpoint, m *nats.Msg, delivere
 	req.Log.Debug().Int64("elapsed_ms", time.Since(delivered).Milliseconds()).Msg("request served")
 }
 
-// reply answers m with out (JSON, with header hdr) or, when ce is not nil,
-// with ce as micro's error headers plus our {"error":{…}} body. It counts
-// the request in ep's stats first, so a caller asking STATS after its
-// reply finds its request counted; a reply that cannot be encoded answers
-// INTERNAL.
+// reply answers m with header hdr (the handler's ReplyHeader, e.g. a
+// provider API's rate-limit state, which matters most on a 429) and out as
+// JSON or, when ce is not nil, micro's error headers (they win over hdr's)
+// and our {"error":{…}} body. It counts the request in ep's stats first,
+// so a caller asking STATS after its reply finds its request counted; a
+// reply that cannot be encoded answers INTERNAL.
 func (s *Service) reply(ep *endpoint, m *nats.Msg, delivered time.Time, hdr nats.Header, out any, ce *api.ComputeError) error {
-	msg := &nats.Msg{Header: hdr}
+	msg := &nats.Msg{Header: nats.Header{}}
+	maps.Copy(msg.Header, hdr)
 	if ce == nil {
 		body, err := json.Marshal(out)
 		if err != nil {
@@ -353,7 +356,7 @@ func (s *Service) reply(ep *endpoint, m *nats.Msg, delivered time.Time, hdr nats
 	failure := ""
 	if ce != nil {
 		code, text, body := EncodeError(ce)
-		msg.Header, msg.Data = nats.Header{micro.ErrorHeader: {text}, micro.ErrorCodeHeader: {code}}, body
+		msg.Header[micro.ErrorHeader], msg.Header[micro.ErrorCodeHeader], msg.Data = []string{text}, []string{code}, body
 		failure = code + ":" + text
 	}
 	ep.record(time.Since(delivered), failure)
