@@ -5,19 +5,14 @@ import (
 	"testing"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus/bustest"
 )
 
 // `accounts update --set` changes the fields it names and keeps the
 // others, as `create --set` does; --version, when given, must be the
 // version the change is made on.
 func TestAccountsUpdateSetMerges(t *testing.T) {
-	s, _ := startTestStack(t, &bustest.LogBuffer{})
-	c := &cli{t: t, url: s.nats.ClientURL()}
-	var sec api.Secret
-	c.must(&sec, "token\n", "secrets", "put", "hcloud")
-	var acct api.Account
-	c.must(&acct, "", "accounts", "create", "--provider", "hetzner-cloud", "--name", "prod", "--set", "token="+sec.Ref, "--set", "location=fsn1")
+	_, c := startTestCLI(t)
+	sec, acct, _ := c.hetznerPool("prod")
 
 	var updated api.Account
 	c.must(&updated, "", "accounts", "update", acct.ID, "--version", "1", "--set", "location=nbg1")

@@ -12,20 +12,13 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus/bustest"
 )
 
 // Ctrl-C during a wait stops only the waiting: the command says the
 // instance goes on and how to wait again, and exits 130.
 func TestWaitInterrupted(t *testing.T) {
-	s, _ := startTestStack(t, &bustest.LogBuffer{})
-	c := &cli{t: t, url: s.nats.ClientURL()}
-	var sec api.Secret
-	c.must(&sec, "token\n", "secrets", "put", "hcloud")
-	var acct api.Account
-	c.must(&acct, "", "accounts", "create", "--provider", "hetzner-cloud", "--name", "prod", "--set", "token="+sec.Ref)
-	var pool api.Pool
-	c.must(&pool, "", "pools", "create", "--account", acct.ID, "--name", "web", "--flavor", "small=cx23:ubuntu-24.04")
+	s, c := startTestCLI(t)
+	_, _, pool := c.hetznerPool("web")
 	var inst api.Instance
 	c.must(&inst, "", "instances", "create", "--pool", pool.ID, "--flavor", "small", "--name", "web-1", "--wait")
 

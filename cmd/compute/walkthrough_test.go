@@ -54,6 +54,26 @@ func (c *cli) must(v any, stdin string, args ...string) {
 	}
 }
 
+// startTestCLI starts a stack and a cli on it as tenant acme.
+func startTestCLI(t *testing.T) (*stack, *cli) {
+	t.Helper()
+	s, _ := startTestStack(t, &bustest.LogBuffer{})
+	return s, &cli{t: t, url: s.nats.ClientURL()}
+}
+
+// hetznerPool stores a token, registers a hetzner-cloud account with it
+// and makes a pool with flavor small (cx23, ubuntu-24.04), each called name.
+func (c *cli) hetznerPool(name string) (api.Secret, api.Account, api.Pool) {
+	c.t.Helper()
+	var sec api.Secret
+	c.must(&sec, name+"-token\n", "secrets", "put", name)
+	var acct api.Account
+	c.must(&acct, "", "accounts", "create", "--provider", "hetzner-cloud", "--name", name, "--set", "token="+sec.Ref)
+	var pool api.Pool
+	c.must(&pool, "", "pools", "create", "--account", acct.ID, "--name", name, "--flavor", "small=cx23:ubuntu-24.04")
+	return sec, acct, pool
+}
+
 func startTestStack(t *testing.T, logs *bustest.LogBuffer) (*stack, string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -198,12 +218,7 @@ func TestREADMEWalkthroughTwice(t *testing.T) {
 	// An instance the tenant had before (to the second run, the first run's
 	// instance is one too): the walkthrough must leave it as it is.
 	c := &cli{t: t, url: s.nats.ClientURL(), tenant: "demo"}
-	var sec api.Secret
-	c.must(&sec, "older-token\n", "secrets", "put", "older")
-	var acct api.Account
-	c.must(&acct, "", "accounts", "create", "--provider", "hetzner-cloud", "--name", "older", "--set", "token="+sec.Ref)
-	var pool api.Pool
-	c.must(&pool, "", "pools", "create", "--account", acct.ID, "--name", "older", "--flavor", "small=cx23:ubuntu-24.04")
+	_, _, pool := c.hetznerPool("older")
 	var older api.Instance
 	c.must(&older, "", "instances", "create", "--pool", pool.ID, "--flavor", "small", "--name", "db-1", "--wait")
 	olderServer := emu.Servers()[0]
