@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"better-compute.io/compute/pkg/api"
@@ -22,7 +26,7 @@ func accountsCmd(g *globals) *cobra.Command {
     --set token=secret://demo/sec_01… --set location=fsn1`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			cfg, err := parseConfig(configJSON, sets)
+			cfg, err := parseConfig(nil, configJSON, sets)
 			if err != nil {
 				return err
 			}
@@ -37,23 +41,27 @@ func accountsCmd(g *globals) *cobra.Command {
 	var version int64
 	update := &cobra.Command{
 		Use:   "update ID",
-		Short: "Change an account's name or config (optimistic: --version must be the current version)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Change an account's name or config fields (--set merges into the current config)",
+		Long: "Reads the account, applies the change and writes it with the version read (optimistic\n" +
+			"concurrency). --set key=value changes that field and keeps the others, as in create;\n" +
+			"--config replaces the whole config (--set then merges over it). With --version the change is\n" +
+			"made only on that version (CONFLICT otherwise); without it, a write that meets another\n" +
+			"change (CONFLICT) reads the account again and re-applies the change, up to " + strconv.Itoa(updateAttempts) + " times.",
+		Example: `  compute accounts update pacct_01… --set location=nbg1`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			var cfg map[string]any
-			if configJSON != "" || len(sets) > 0 {
-				var err error
-				if cfg, err = parseConfig(configJSON, sets); err != nil {
-					return err
-				}
+			nc, err := g.connect()
+			if err != nil {
+				return err
 			}
-			return g.request(bus.ResourceAccounts, "update", api.AccountUpdateRequest{ID: args[0], Version: version, Name: name, Config: cfg}, nil)
+			defer nc.Close()
+			return g.updateAccount(nc, args[0], version, name, configJSON, sets)
 		},
 	}
-	update.Flags().Int64Var(&version, "version", 0, "the account version you read")
+	update.Flags().Int64Var(&version, "version", 0, "make the change only on this version (default: the version read)")
 	update.Flags().StringVar(&name, "name", "", "new name")
-	update.Flags().StringVar(&configJSON, "config", "", "new config as a JSON object")
-	update.Flags().StringArrayVar(&sets, "set", nil, "config field as key=value (repeatable)")
+	update.Flags().StringVar(&configJSON, "config", "", "new config as a JSON object (replaces the config)")
+	update.Flags().StringArrayVar(&sets, "set", nil, "config field as key=value (repeatable; merged into the current config, or over --config)")
 
 	var q api.OfferQuery
 	offers := &cobra.Command{
@@ -76,10 +84,49 @@ func accountsCmd(g *globals) *cobra.Command {
 	return c
 }
 
-// parseConfig merges a JSON object and key=value pairs (values that parse as
-// JSON numbers or booleans are taken as such). Errors name the bad pair.
-func parseConfig(configJSON string, sets []string) (map[string]any, error) {
-	cfg := map[string]any{}
+// updateAttempts bounds the reads and writes of one `accounts update`
+// that meets concurrent changes.
+const updateAttempts = 3
+
+// updateAccount reads account id, applies name, configJSON and sets to it
+// (parseConfig over its config) and writes it with the version read, which
+// must be version when that is not 0. Without version, a CONFLICT reads
+// and applies again, updateAttempts times at most.
+func (g *globals) updateAccount(nc *nats.Conn, id string, version int64, name, configJSON string, sets []string) error {
+	for attempt := 1; ; attempt++ {
+		var current api.Account
+		if err := g.call(context.Background(), nc, bus.ResourceAccounts, "get", api.IDRequest{ID: id}, &current); err != nil {
+			return err
+		}
+		req := api.AccountUpdateRequest{ID: id, Version: current.Version, Name: name}
+		if version != 0 {
+			req.Version = version
+		}
+		if configJSON != "" || len(sets) > 0 {
+			cfg, err := parseConfig(current.Config, configJSON, sets)
+			if err != nil {
+				return err
+			}
+			req.Config = cfg
+		}
+		err := g.call(context.Background(), nc, bus.ResourceAccounts, "update", req, nil)
+		if version != 0 || !api.IsCode(err, api.CodeConflict) {
+			return err
+		}
+		if attempt == updateAttempts {
+			return api.Errorf(api.CodeConflict, "account %s changed %d times while being updated; run the update again", id, attempt).With(api.DetailPath, "version")
+		}
+	}
+}
+
+// parseConfig merges key=value pairs (values that parse as JSON numbers or
+// booleans are taken as such) over a JSON object, or over a copy of base
+// when configJSON is "". Errors name the bad pair.
+func parseConfig(base map[string]any, configJSON string, sets []string) (map[string]any, error) {
+	cfg := maps.Clone(base)
+	if cfg == nil || configJSON != "" {
+		cfg = map[string]any{}
+	}
 	if configJSON != "" {
 		if err := json.Unmarshal([]byte(configJSON), &cfg); err != nil {
 			return nil, fmt.Errorf("--config is not a JSON object: %v", err)

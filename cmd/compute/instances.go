@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -40,9 +41,9 @@ func instancesCmd(g *globals) *cobra.Command {
 			if err := g.request(bus.ResourceInstances, "create", req, &inst); err != nil {
 				return err
 			}
-			goal := waitRunning
+			goal := "running"
 			if inst.Desired.Power == api.PowerOff {
-				goal = waitStopped
+				goal = "stopped"
 			}
 			return g.wait(inst.ID, goal, 15*time.Minute)
 		},
@@ -56,7 +57,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	fl.StringArrayVar(&req.SSHKeys, "ssh-key", nil, "OpenSSH public key (repeatable)")
 	fl.StringVar(&req.Power, "power", "", "on (default) or off")
 	fl.StringVar(&req.IdempotencyKey, "idempotency-key", "", "a repeated create with this key answers the same instance")
-	fl.BoolVar(&wait, "wait", false, "wait until the instance runs (or is stopped, with --power off), showing progress")
+	fl.BoolVar(&wait, "wait", false, "wait until the instance runs (or is stopped, with --power off), showing progress (as instances wait)")
 
 	var lreq api.InstanceListRequest
 	list := &cobra.Command{
@@ -98,23 +99,25 @@ func instancesCmd(g *globals) *cobra.Command {
 			if err := g.request(bus.ResourceInstances, "delete", api.IDRequest{ID: args[0]}, &api.Instance{}); err != nil {
 				return err
 			}
-			return g.wait(args[0], waitGone, 15*time.Minute)
+			return g.wait(args[0], "deleted", 15*time.Minute)
 		},
 	}
-	del.Flags().BoolVar(&waitDelete, "wait", false, "wait until the machine and the record are gone, showing progress")
+	del.Flags().BoolVar(&waitDelete, "wait", false, "wait until the machine and the record are gone, showing progress (as instances wait --for deleted)")
 
 	var until string
 	var maxWait time.Duration
 	waitCmd := &cobra.Command{
 		Use:   "wait ID",
 		Short: "Wait until an instance is running (or --for stopped|deleted), showing progress",
-		Args:  cobra.ExactArgs(1),
+		Long: "Waits until the instance is running (or --for stopped|deleted), printing a progress line per\n" +
+			"change on stderr and the instance on stdout at the end. Ctrl-C stops only the waiting (exit\n" +
+			"status 130): the instance goes on, and the line printed says how to wait again.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			goal, ok := waitGoals[until]
-			if !ok {
+			if _, ok := waitGoals[until]; !ok {
 				return fmt.Errorf("--for %q: want running, stopped or deleted", until)
 			}
-			return g.wait(args[0], goal, maxWait)
+			return g.wait(args[0], until, maxWait)
 		},
 	}
 	waitCmd.Flags().StringVar(&until, "for", "running", "running, stopped or deleted")
@@ -140,17 +143,17 @@ func instancesCmd(g *globals) *cobra.Command {
 // waitGoal decides from a get whether waiting is over (done) or hopeless (err).
 type waitGoal func(inst *api.Instance, getErr error) (done bool, err error)
 
-var (
-	waitRunning = phaseGoal(api.PhaseRunning)
-	waitStopped = phaseGoal(api.PhaseStopped)
-	waitGone    = func(inst *api.Instance, getErr error) (bool, error) {
+// waitGoals are the goals of `instances wait --for`, by name.
+var waitGoals = map[string]waitGoal{
+	"running": phaseGoal(api.PhaseRunning),
+	"stopped": phaseGoal(api.PhaseStopped),
+	"deleted": func(inst *api.Instance, getErr error) (bool, error) {
 		if api.IsCode(getErr, api.CodeNotFound) {
 			return true, nil
 		}
 		return false, failedErr(inst, getErr)
-	}
-	waitGoals = map[string]waitGoal{"running": waitRunning, "stopped": waitStopped, "deleted": waitGone}
-)
+	},
+}
 
 func phaseGoal(phase string) waitGoal {
 	return func(inst *api.Instance, getErr error) (bool, error) {
@@ -174,9 +177,17 @@ func failedErr(inst *api.Instance, getErr error) error {
 	return nil
 }
 
-// wait polls the instance every second (events wake it sooner) and prints
-// one progress line per change of phase, machine state or condition.
-func (g *globals) wait(id string, goal waitGoal, maxWait time.Duration) error {
+// wait polls the instance every second (events wake it sooner) until the
+// goal named until (a waitGoals key) is reached, and prints one progress
+// line per change of phase, machine state or condition. Ctrl-C ends it with
+// an exitError (status 130) saying how to wait again.
+func (g *globals) wait(id, until string, maxWait time.Duration) error {
+	goal := waitGoals[until]
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	interrupted := func() error {
+		return &exitError{status: 130, msg: fmt.Sprintf("interrupted: instance %s goes on; wait again with: compute instances wait %s --for %s", id, id, until)}
+	}
 	nc, err := g.connect()
 	if err != nil {
 		return err
@@ -191,7 +202,10 @@ func (g *globals) wait(id string, goal waitGoal, maxWait time.Duration) error {
 	deadline := time.After(maxWait)
 	for {
 		var inst api.Instance
-		getErr := g.call(nc, bus.ResourceInstances, "get", api.IDRequest{ID: id}, &inst)
+		getErr := g.call(ctx, nc, bus.ResourceInstances, "get", api.IDRequest{ID: id}, &inst)
+		if ctx.Err() != nil {
+			return interrupted()
+		}
 		if line := progressLine(&inst, getErr); line != last {
 			fmt.Fprintf(os.Stderr, "%6.1fs  %s\n", time.Since(start).Seconds(), line)
 			last = line
@@ -207,6 +221,8 @@ func (g *globals) wait(id string, goal waitGoal, maxWait time.Duration) error {
 			return nil
 		}
 		select {
+		case <-ctx.Done():
+			return interrupted()
 		case <-wake:
 		case <-time.After(time.Second):
 		case <-deadline:

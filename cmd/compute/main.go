@@ -14,13 +14,28 @@ import (
 
 func main() {
 	if err := newRoot().Execute(); err != nil {
-		printError(err)
-		os.Exit(1)
+		os.Exit(printError(err))
 	}
 }
 
-// printError writes a ComputeError as "error: CODE: message (field: path)".
-func printError(err error) {
+// exitError ends the command with its own exit status and message (printed
+// as it is, without "error: ").
+type exitError struct {
+	status int
+	msg    string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// printError writes a ComputeError as "error: CODE: message (field: path)",
+// any other error as "error: message", an exitError as its message, and
+// returns the exit status: 1, or the exitError's.
+func printError(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		fmt.Fprintln(os.Stderr, ee.msg)
+		return ee.status
+	}
 	var ce *api.ComputeError
 	if errors.As(err, &ce) {
 		msg := "error: " + ce.Error()
@@ -28,7 +43,8 @@ func printError(err error) {
 			msg += " (field: " + p + ")"
 		}
 		fmt.Fprintln(os.Stderr, msg)
-		return
+		return 1
 	}
 	fmt.Fprintln(os.Stderr, "error:", err)
+	return 1
 }

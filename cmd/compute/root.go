@@ -142,11 +142,13 @@ func (g *globals) request(resource, verb string, in, out any) error {
 		return err
 	}
 	defer nc.Close()
-	return g.call(nc, resource, verb, in, out)
+	return g.call(context.Background(), nc, resource, verb, in, out)
 }
 
-func (g *globals) call(nc *nats.Conn, resource, verb string, in, out any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+// call sends one command of the tenant (ending at --timeout or with ctx)
+// and decodes the reply into out, or prints it as JSON when out is nil.
+func (g *globals) call(ctx context.Context, nc *nats.Conn, resource, verb string, in, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	var raw json.RawMessage
 	if err := bus.Call(ctx, nc, bus.Command(g.tenant, resource, verb), in, &raw); err != nil {

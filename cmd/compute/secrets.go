@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -20,11 +21,12 @@ func secretsCmd(g *globals) *cobra.Command {
 	put := &cobra.Command{
 		Use:   "put NAME",
 		Short: "Store a value read from standard input (or --from-env VAR) and print its secret reference",
-		Long: "Reads the value from standard input (trailing newline removed) or from the environment\n" +
-			"variable named by --from-env, so it never appears in shell history or the process list.",
+		Long: "Reads the value from standard input (trailing newline removed; on a terminal it prompts for\n" +
+			"the value and does not echo it) or from the environment variable named by --from-env, so it\n" +
+			"never appears in shell history, on the screen or in the process list.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			value, err := readSecretValue(cmd.InOrStdin(), fromEnv)
+			value, err := readSecretValue(cmd.InOrStdin(), fromEnv, args[0])
 			if err != nil {
 				return err
 			}
@@ -76,9 +78,11 @@ func rekeyCmd(g *globals) *cobra.Command {
 	return c
 }
 
-// readSecretValue reads a value from env var name, or from r (one value; a
-// trailing newline is dropped). Errors: the variable is unset, or the value is empty.
-func readSecretValue(r io.Reader, name string) (string, error) {
+// readSecretValue reads a value from env var name, or from r: a terminal
+// is prompted (on stderr, naming secret) and does not echo; anything else
+// is read to its end (one value). A trailing newline is dropped. Errors:
+// the variable is unset, or the value is empty.
+func readSecretValue(r io.Reader, name, secret string) (string, error) {
 	if name != "" {
 		v, ok := os.LookupEnv(name)
 		if !ok || v == "" {
@@ -86,13 +90,21 @@ func readSecretValue(r io.Reader, name string) (string, error) {
 		}
 		return v, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	var data []byte
+	var err error
+	if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(os.Stderr, "Value of secret %s (not echoed): ", secret)
+		data, err = term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(os.Stderr)
+	} else {
+		data, err = io.ReadAll(io.LimitReader(r, 1<<20))
+	}
 	if err != nil {
 		return "", err
 	}
 	v := strings.TrimRight(string(data), "\r\n")
 	if v == "" {
-		return "", fmt.Errorf("no value on standard input (pipe it in, or use --from-env)")
+		return "", fmt.Errorf("no value on standard input (pipe it in, type it at the prompt, or use --from-env)")
 	}
 	return v, nil
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"syscall"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -34,47 +38,91 @@ type stack struct {
 }
 
 // startStack starts embedded NATS (JetStream under dataDir), the Hetzner
-// Cloud and Proxmox VE API emulators and every service, on loopback.
-func startStack(o upOptions) (s *stack, err error) {
-	s = &stack{}
-	defer func() {
-		if err != nil {
-			s.Close()
+// Cloud and Proxmox VE API emulators and every service, on loopback. A
+// taken address fails before anything starts (see listenAddr.err); any
+// other failure stops what had started.
+func startStack(o upOptions) (*stack, error) {
+	addrs := o.listenAddrs()
+	for _, a := range addrs {
+		if err := a.free(); err != nil {
+			return nil, err
 		}
-	}()
-	if err = os.MkdirAll(o.dataDir, 0o700); err != nil {
+	}
+	s := &stack{}
+	if err := s.start(o, addrs); err != nil {
+		s.Close()
 		return nil, err
+	}
+	return s, nil
+}
+
+func (s *stack) start(o upOptions, addrs []listenAddr) error {
+	var err error
+	if err = os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return err
 	}
 	if o.services.sealKeyFile == "" {
 		o.services.sealKeyFile = filepath.Join(o.dataDir, "seal.key")
 	}
 	if s.nats, err = bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: o.natsHost, Port: o.natsPort}); err != nil {
-		return nil, err
+		return addrs[0].err(err)
 	}
 	if s.hetzner, err = emulator.Start(emulator.Options{Logger: o.services.log}, o.hetznerAddr); err != nil {
-		return nil, fmt.Errorf("hetzner emulator on %s: %w", o.hetznerAddr, err)
+		return addrs[1].err(err)
 	}
 	if o.services.hetznerEndpoint == "" {
 		o.services.hetznerEndpoint = s.hetzner.URL()
 	}
 	if s.proxmox, err = startProxmoxEmulator(o.proxmoxAddr, filepath.Join(o.dataDir, proxmoxCAFile), filepath.Join(o.dataDir, proxmoxCAKeyFile)); err != nil {
-		return nil, fmt.Errorf("proxmox emulator on %s: %w", o.proxmoxAddr, err)
+		return addrs[2].err(err)
 	}
 	if o.services.snippetsDir == "" {
 		o.services.snippetsDir = filepath.Join(o.dataDir, "snippets")
 		if err = os.MkdirAll(o.services.snippetsDir, 0o700); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if s.nc, err = connectService(bus.ConnectOptions{URL: s.nats.ClientURL(), Name: "compute-up"}); err != nil {
-		return nil, err
+		return err
 	}
 	st, err := openStores(s.nc, 1)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.stop, err = runServices(s.nc, st, &o.services, serviceNames())
-	return s, err
+	return err
+}
+
+// listenAddr is one address `compute up` listens on: what listens there
+// and the flag that moves it.
+type listenAddr struct{ what, flag, addr string }
+
+// listenAddrs are the addresses `compute up` listens on, in start order.
+func (o upOptions) listenAddrs() []listenAddr {
+	return []listenAddr{
+		{"NATS", "--nats-port", net.JoinHostPort(o.natsHost, strconv.Itoa(o.natsPort))},
+		{"Hetzner Cloud API emulator", "--hetzner-addr", o.hetznerAddr},
+		{"Proxmox VE API emulator", "--proxmox-addr", o.proxmoxAddr},
+	}
+}
+
+// free fails (see err) when nothing can listen on a.addr now.
+func (a listenAddr) free() error {
+	ln, err := net.Listen("tcp", a.addr)
+	if err != nil {
+		return a.err(err)
+	}
+	return ln.Close()
+}
+
+// err is the one-line error of a failed start of what listens on a: a
+// taken port names the port and the flag that picks another.
+func (a listenAddr) err(err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		_, port, _ := net.SplitHostPort(a.addr)
+		return fmt.Errorf("port %s is in use: is another `compute up` running? (%s; %s picks another)", port, a.what, a.flag)
+	}
+	return fmt.Errorf("%s on %s: %w", a.what, a.addr, err)
 }
 
 // Close stops the services, the emulator and NATS, in that order.

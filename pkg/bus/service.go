@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -68,7 +70,8 @@ type Endpoint struct {
 
 // ServiceConfig configures StartService.
 type ServiceConfig struct {
-	// Name and Version identify the micro service (`nats micro ls`).
+	// Name (letters, digits, - and _), Version (SemVer) and Description
+	// identify the micro service (`nats micro ls`).
 	Name, Version, Description string
 	// Endpoints served, all in the default queue group so replicas share load.
 	Endpoints []Endpoint
@@ -79,38 +82,60 @@ type ServiceConfig struct {
 	Logger zerolog.Logger
 }
 
-// Service is a running micro service with its worker pool.
+// Service is a running micro service with its worker pool. It speaks the
+// NATS micro protocol itself (endpoints in queue group "q"; PING, INFO and
+// STATS on the $SRV subjects, in the nats.go/micro wire types) instead of
+// using nats.go/micro's service: micro counts a request, its error and its
+// processing time when its handler returns, and ours return as soon as a
+// worker has the request, so micro's STATS would show every reply's error
+// as none and its time as microseconds.
 type Service struct {
-	micro micro.Service
-	sem   chan struct{}
-	log   zerolog.Logger
-	// mu orders wg.Add against Stop's wg.Wait: micro keeps delivering a
-	// drained subscription's pending requests after its Stop returns.
+	nc        *nats.Conn
+	cfg       ServiceConfig
+	id        string
+	started   time.Time
+	endpoints []*endpoint
+	subs      []*nats.Subscription // endpoints' first, then the $SRV verbs'
+	sem       chan struct{}
+	log       zerolog.Logger
+	// mu orders wg.Add against Stop's wg.Wait: a drained subscription keeps
+	// delivering its pending requests after Drain returns.
 	mu      sync.Mutex
 	stopped bool
 	wg      sync.WaitGroup
 }
 
-// StartService registers cfg's endpoints as a micro service on nc. Each
+// endpoint is a served Endpoint with its STATS counters.
+type endpoint struct {
+	Endpoint
+	mu    sync.Mutex
+	stats micro.EndpointStats
+}
+
+// serviceName is what micro accepts as a service or endpoint name.
+var serviceName = regexp.MustCompile(`^[A-Za-z0-9\-_]+$`)
+
+// StartService serves cfg's endpoints as a micro service on nc. Each
 // request runs on a worker goroutine with a context ending at the caller's
 // deadline; a request whose deadline already passed is dropped unanswered
 // (its caller has gone), and so is one whose reply subject is not an inbox
-// (IsInbox). A panicking handler answers INTERNAL. It returns once the
-// server has the endpoints' subscriptions (when nc is connected).
+// (IsInbox). A panicking handler answers INTERNAL. $SRV.STATS counts, per
+// endpoint, every request delivered, every error reply or dropped request
+// (last_error "<status>:<message>", as micro's) and the time from delivery
+// until the reply. It returns once the server has the subscriptions (when
+// nc is connected).
 func StartService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 64
 	}
-	ms, err := micro.AddService(nc, micro.Config{Name: cfg.Name, Version: cfg.Version, Description: cfg.Description})
-	if err != nil {
-		return nil, fmt.Errorf("start service %s: %w", cfg.Name, err)
+	if !serviceName.MatchString(cfg.Name) {
+		return nil, fmt.Errorf("start service %q: a name is letters, digits, - and _", cfg.Name)
 	}
-	s := &Service{micro: ms, sem: make(chan struct{}, cfg.Workers), log: cfg.Logger.With().Str("service", cfg.Name).Logger()}
-	for _, ep := range cfg.Endpoints {
-		if err := ms.AddEndpoint(ep.Name, s.dispatch(ep.Handler), micro.WithEndpointSubject(ep.Subject)); err != nil {
-			_ = ms.Stop()
-			return nil, fmt.Errorf("service %s endpoint %s: %w", cfg.Name, ep.Name, err)
-		}
+	s := &Service{nc: nc, cfg: cfg, id: api.NewID("svc_"), started: time.Now().UTC(), sem: make(chan struct{}, cfg.Workers),
+		log: cfg.Logger.With().Str("service", cfg.Name).Logger()}
+	if err := s.subscribe(); err != nil {
+		_ = s.unsubscribe()
+		return nil, err
 	}
 	// Return once the server has the subscriptions: a caller on another
 	// connection would otherwise race them and find no responders. A
@@ -123,13 +148,105 @@ func StartService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	return s, nil
 }
 
-// Micro is the underlying micro service (info, stats).
-func (s *Service) Micro() micro.Service { return s.micro }
+// subscribe subscribes the endpoints and the $SRV verbs: each verb on the
+// subject of all services, of this service's name and of its id.
+func (s *Service) subscribe() error {
+	for _, e := range s.cfg.Endpoints {
+		if !serviceName.MatchString(e.Name) {
+			return fmt.Errorf("service %s endpoint %q: a name is letters, digits, - and _", s.cfg.Name, e.Name)
+		}
+		ep := &endpoint{Endpoint: e, stats: micro.EndpointStats{Name: e.Name, Subject: e.Subject, QueueGroup: micro.DefaultQueueGroup}}
+		sub, err := s.nc.QueueSubscribe(e.Subject, micro.DefaultQueueGroup, s.dispatch(ep))
+		if err != nil {
+			return fmt.Errorf("service %s endpoint %s: %w", s.cfg.Name, e.Name, err)
+		}
+		s.endpoints = append(s.endpoints, ep)
+		s.subs = append(s.subs, sub)
+	}
+	verbs := []struct {
+		verb  micro.Verb
+		reply func() any
+	}{{micro.PingVerb, s.ping}, {micro.InfoVerb, s.info}, {micro.StatsVerb, s.stats}}
+	for _, v := range verbs {
+		for _, who := range [][2]string{{"", ""}, {s.cfg.Name, ""}, {s.cfg.Name, s.id}} {
+			subject, err := micro.ControlSubject(v.verb, who[0], who[1])
+			if err != nil {
+				return fmt.Errorf("service %s: %w", s.cfg.Name, err)
+			}
+			sub, err := s.nc.Subscribe(subject, func(m *nats.Msg) {
+				body, _ := json.Marshal(v.reply()) // micro's wire types always encode
+				if err := m.Respond(body); err != nil {
+					s.log.Warn().Err(err).Str("subject", subject).Msg("reply not sent")
+				}
+			})
+			if err != nil {
+				return fmt.Errorf("service %s %s: %w", s.cfg.Name, subject, err)
+			}
+			s.subs = append(s.subs, sub)
+		}
+	}
+	return nil
+}
+
+// unsubscribe drains every subscription: requests already delivered are
+// still dispatched (and answered UNAVAILABLE once Stop has begun).
+func (s *Service) unsubscribe() error {
+	var errs []error
+	for _, sub := range s.subs {
+		if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, fmt.Errorf("drain %s: %w", sub.Subject, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) identity() micro.ServiceIdentity {
+	return micro.ServiceIdentity{Name: s.cfg.Name, ID: s.id, Version: s.cfg.Version, Metadata: map[string]string{}}
+}
+
+func (s *Service) ping() any {
+	return micro.Ping{ServiceIdentity: s.identity(), Type: micro.PingResponseType}
+}
+
+func (s *Service) info() any {
+	info := micro.Info{ServiceIdentity: s.identity(), Type: micro.InfoResponseType, Description: s.cfg.Description,
+		Endpoints: make([]micro.EndpointInfo, 0, len(s.endpoints))}
+	for _, ep := range s.endpoints {
+		info.Endpoints = append(info.Endpoints, micro.EndpointInfo{Name: ep.Name, Subject: ep.Subject, QueueGroup: micro.DefaultQueueGroup})
+	}
+	return info
+}
+
+func (s *Service) stats() any {
+	stats := micro.Stats{ServiceIdentity: s.identity(), Type: micro.StatsResponseType, Started: s.started,
+		Endpoints: make([]*micro.EndpointStats, 0, len(s.endpoints))}
+	for _, ep := range s.endpoints {
+		ep.mu.Lock()
+		st := ep.stats
+		ep.mu.Unlock()
+		stats.Endpoints = append(stats.Endpoints, &st)
+	}
+	return stats
+}
+
+// record counts one request of ep, answered (or dropped) after elapsed;
+// failure is its error ("" for a success).
+func (ep *endpoint) record(elapsed time.Duration, failure string) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	ep.stats.NumRequests++
+	ep.stats.ProcessingTime += elapsed
+	ep.stats.AverageProcessingTime = ep.stats.ProcessingTime / time.Duration(ep.stats.NumRequests)
+	if failure != "" {
+		ep.stats.NumErrors++
+		ep.stats.LastError = failure
+	}
+}
 
 // Stop drains the endpoints and waits for running handlers to finish.
 // Requests still delivered after it began are answered UNAVAILABLE.
 func (s *Service) Stop() error {
-	err := s.micro.Stop()
+	err := s.unsubscribe()
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
@@ -148,20 +265,23 @@ func (s *Service) begin() bool {
 	return true
 }
 
-func (s *Service) dispatch(h Handler) micro.HandlerFunc {
-	return func(mr micro.Request) {
-		if reply := mr.Reply(); reply != "" && !IsInbox(reply) {
-			s.log.Warn().Str("subject", mr.Subject()).Str("reply", reply).Msg("request dropped: its reply subject is not an inbox")
+func (s *Service) dispatch(ep *endpoint) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		delivered := time.Now()
+		if m.Reply != "" && !IsInbox(m.Reply) {
+			s.log.Warn().Str("subject", m.Subject).Str("reply", m.Reply).Msg("request dropped: its reply subject is not an inbox")
+			ep.record(time.Since(delivered), "dropped: the reply subject is not an inbox")
 			return
 		}
-		ctx, cancel, expired := requestContext(mr.Headers())
+		ctx, cancel, expired := requestContext(m.Header)
 		if expired {
 			cancel()
+			ep.record(time.Since(delivered), "dropped: the caller's deadline had passed")
 			return
 		}
 		if !s.begin() {
 			cancel()
-			if err := respondError(mr, api.Errorf(api.CodeUnavailable, "service is stopping")); err != nil {
+			if err := s.reply(ep, m, delivered, nil, nil, api.Errorf(api.CodeUnavailable, "service is stopping")); err != nil {
 				s.log.Warn().Err(err).Msg("reply not sent")
 			}
 			return
@@ -169,25 +289,25 @@ func (s *Service) dispatch(h Handler) micro.HandlerFunc {
 		s.sem <- struct{}{}
 		go func() {
 			defer func() { <-s.sem; s.wg.Done(); cancel() }()
-			s.serve(ctx, h, mr)
+			s.serve(ctx, ep, m, delivered)
 		}()
 	}
 }
 
 // requestContext derives the handler context from the Compute-Deadline
 // header (DefaultTimeout when absent) and reports a deadline already past.
-func requestContext(h micro.Headers) (context.Context, context.CancelFunc, bool) {
+func requestContext(h nats.Header) (context.Context, context.CancelFunc, bool) {
 	deadline := time.Now().Add(DefaultTimeout)
-	if ms, err := strconv.ParseInt(nats.Header(h).Get(DeadlineHeader), 10, 64); err == nil {
+	if ms, err := strconv.ParseInt(h.Get(DeadlineHeader), 10, 64); err == nil {
 		deadline = time.UnixMilli(ms)
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	return ctx, cancel, !time.Now().Before(deadline)
 }
 
-func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
-	req := &Request{Subject: mr.Subject(), Tenant: TenantOf(mr.Subject()), Data: mr.Data(),
-		RequestID: nats.Header(mr.Headers()).Get(RequestIDHeader), ReplyHeader: nats.Header{}}
+func (s *Service) serve(ctx context.Context, ep *endpoint, m *nats.Msg, delivered time.Time) {
+	req := &Request{Subject: m.Subject, Tenant: TenantOf(m.Subject), Data: m.Data,
+		RequestID: m.Header.Get(RequestIDHeader), ReplyHeader: nats.Header{}}
 	if req.RequestID == "" {
 		req.RequestID = api.NewID("req_")
 	}
@@ -197,13 +317,12 @@ func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
 	}
 	req.Log = logCtx.Logger()
 	ctx = WithRequestID(ctx, req.RequestID)
-	start := time.Now()
 
-	out, err := s.call(ctx, h, req)
+	out, err := s.call(ctx, ep.Handler, req)
 	if err != nil {
 		ce := handlerError(err)
-		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int64("elapsed_ms", time.Since(start).Milliseconds()).Msg("request failed")
-		if rErr := respondError(mr, ce); rErr != nil {
+		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int64("elapsed_ms", time.Since(delivered).Milliseconds()).Msg("request failed")
+		if rErr := s.reply(ep, m, delivered, req.ReplyHeader, nil, ce); rErr != nil {
 			req.Log.Warn().Err(rErr).Msg("reply not sent")
 		}
 		return
@@ -211,11 +330,37 @@ func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
 	if out == nil {
 		out = api.Empty{}
 	}
-	if rErr := mr.RespondJSON(out, micro.WithHeaders(micro.Headers(req.ReplyHeader))); rErr != nil {
+	if rErr := s.reply(ep, m, delivered, req.ReplyHeader, out, nil); rErr != nil {
 		req.Log.Warn().Err(rErr).Msg("reply not sent")
 		return
 	}
-	req.Log.Debug().Int64("elapsed_ms", time.Since(start).Milliseconds()).Msg("request served")
+	req.Log.Debug().Int64("elapsed_ms", time.Since(delivered).Milliseconds()).Msg("request served")
+}
+
+// reply answers m with header hdr (the handler's ReplyHeader, e.g. a
+// provider API's rate-limit state, which matters most on a 429) and out as
+// JSON or, when ce is not nil, micro's error headers (they win over hdr's)
+// and our {"error":{…}} body. It counts the request in ep's stats first,
+// so a caller asking STATS after its reply finds its request counted; a
+// reply that cannot be encoded answers INTERNAL.
+func (s *Service) reply(ep *endpoint, m *nats.Msg, delivered time.Time, hdr nats.Header, out any, ce *api.ComputeError) error {
+	msg := &nats.Msg{Header: nats.Header{}}
+	maps.Copy(msg.Header, hdr)
+	if ce == nil {
+		body, err := json.Marshal(out)
+		if err != nil {
+			ce = api.Errorf(api.CodeInternal, "reply of %s could not be encoded", ep.Name)
+		}
+		msg.Data = body
+	}
+	failure := ""
+	if ce != nil {
+		code, text, body := EncodeError(ce)
+		msg.Header[micro.ErrorHeader], msg.Header[micro.ErrorCodeHeader], msg.Data = []string{text}, []string{code}, body
+		failure = code + ":" + text
+	}
+	ep.record(time.Since(delivered), failure)
+	return m.RespondMsg(msg)
 }
 
 // handlerError is the ComputeError a handler's error answers: a foreign
@@ -228,16 +373,6 @@ func handlerError(err error) *api.ComputeError {
 		return api.Errorf(api.CodeUnavailable, "request deadline passed: %s", ce.Message)
 	}
 	return ce
-}
-
-// respondError answers ce with micro's error headers and our body. It does
-// not use mr.Error: Error records the failure in a field micro reads,
-// unlocked, once the dispatching callback returns, which races with a worker
-// goroutine. The price: `nats micro stats` does not count these errors.
-func respondError(mr micro.Request, ce *api.ComputeError) error {
-	code, text, body := EncodeError(ce)
-	hdr := micro.Headers{micro.ErrorHeader: {text}, micro.ErrorCodeHeader: {code}}
-	return mr.Respond(body, micro.WithHeaders(hdr))
 }
 
 // call runs h, turning a panic into INTERNAL. The panic value is not logged:

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -46,8 +48,8 @@ func TestWorkerPoolBoundsConcurrency(t *testing.T) {
 	}
 	// Every request has reached the service's connection and the pool is full:
 	// the other 2N requests wait for a worker.
-	waitFor(t, "all requests delivered", func() bool { return svcConn.Stats().InMsgs-before >= 3*workers })
-	waitFor(t, "a full pool", func() bool { return inFlight.Load() == workers })
+	bustest.WaitFor(t, "all requests delivered", func() bool { return svcConn.Stats().InMsgs-before >= 3*workers })
+	bustest.WaitFor(t, "a full pool", func() bool { return inFlight.Load() == workers })
 	if got := maxInFlight.Load(); got != workers {
 		t.Fatalf("max in flight with a full pool = %d, want %d", got, workers)
 	}
@@ -181,12 +183,13 @@ func TestServiceInfoAndStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := svc.Micro().Info()
+	var info micro.Info
+	askService(t, env.NC, micro.InfoVerb, "stoppable", &info)
 	var names []string
 	for _, ep := range info.Endpoints {
 		names = append(names, fmt.Sprintf("%s=%s/%s", ep.Name, ep.Subject, ep.QueueGroup))
 	}
-	if info.Name != "stoppable" || info.Version != "2.1.0" || !reflect.DeepEqual(names, []string{"hold=test.hold/q", "other=test.other/q"}) {
+	if info.Type != micro.InfoResponseType || info.Name != "stoppable" || info.Version != "2.1.0" || !reflect.DeepEqual(names, []string{"hold=test.hold/q", "other=test.other/q"}) {
 		t.Fatalf("info %s %s %v", info.Name, info.Version, names)
 	}
 	callErr := make(chan error, 1)
@@ -209,5 +212,84 @@ func TestServiceInfoAndStop(t *testing.T) {
 	err = bus.Call(testCtx(t), env.NC, "test.other", api.Empty{}, nil)
 	if ce := api.AsComputeError(err); ce.Code != api.CodeUnavailable {
 		t.Fatalf("call after Stop = %v, want UNAVAILABLE", err)
+	}
+}
+
+// askService sends verb to the service name over the bus, as `nats micro`
+// does, and decodes the reply into out (a micro.Info, micro.Stats, …).
+func askService(t *testing.T, nc *nats.Conn, verb micro.Verb, name string, out any) {
+	t.Helper()
+	subject, err := micro.ControlSubject(verb, name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := nc.Request(subject, nil, 10*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", subject, err)
+	}
+	if err := json.Unmarshal(msg.Data, out); err != nil {
+		t.Fatalf("%s answered %s: %v", subject, msg.Data, err)
+	}
+}
+
+// $SRV.STATS counts every request and every error reply of an endpoint and
+// the time until the reply, though handlers reply from worker goroutines.
+func TestServiceStats(t *testing.T) {
+	const sleep = 20 * time.Millisecond
+	env := bustest.Start(t)
+	startService(t, env.Connect(t), 4,
+		bus.Endpoint{Name: "work", Subject: "test.work", Handler: func(_ context.Context, req *bus.Request) (any, error) {
+			time.Sleep(sleep)
+			var in struct {
+				Fail string `json:"fail"`
+			}
+			if err := req.Decode(&in); err != nil {
+				return nil, err
+			}
+			if in.Fail != "" {
+				return nil, api.Errorf(api.CodeConflict, "%s", in.Fail)
+			}
+			return nil, nil
+		}},
+		bus.Endpoint{Name: "idle", Subject: "test.idle", Handler: func(context.Context, *bus.Request) (any, error) { return nil, nil }})
+
+	const ok = 3
+	for range ok {
+		if err := bus.Call(testCtx(t), env.NC, "test.work", api.Empty{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failures := []string{"first failure", "second failure"}
+	for _, msg := range failures {
+		err := bus.Call(testCtx(t), env.NC, "test.work", map[string]string{"fail": msg}, nil)
+		if !api.IsCode(err, api.CodeConflict) {
+			t.Fatalf("failing call = %v, want CONFLICT", err)
+		}
+	}
+
+	var stats micro.Stats
+	askService(t, env.NC, micro.StatsVerb, "test", &stats)
+	if stats.Type != micro.StatsResponseType || stats.Name != "test" {
+		t.Fatalf("stats %+v", stats)
+	}
+	byName := map[string]*micro.EndpointStats{}
+	for _, ep := range stats.Endpoints {
+		byName[ep.Name] = ep
+	}
+	work, idle := byName["work"], byName["idle"]
+	if work == nil || idle == nil || len(stats.Endpoints) != 2 {
+		t.Fatalf("stats endpoints %+v, want work and idle", stats.Endpoints)
+	}
+	total := ok + len(failures)
+	if work.NumRequests != total || work.NumErrors != len(failures) || work.LastError != "409:second failure" ||
+		work.Subject != "test.work" || work.QueueGroup != "q" {
+		t.Fatalf("work stats %+v, want %d requests, %d errors, last error %q", work, total, len(failures), "409:second failure")
+	}
+	// Lower bounds: every request slept in its handler before its reply.
+	if work.ProcessingTime < time.Duration(total)*sleep || work.AverageProcessingTime < sleep {
+		t.Fatalf("work processing time %s (average %s), want at least %s (%s)", work.ProcessingTime, work.AverageProcessingTime, time.Duration(total)*sleep, sleep)
+	}
+	if idle.NumRequests != 0 || idle.NumErrors != 0 || idle.ProcessingTime != 0 {
+		t.Fatalf("idle stats %+v, want none", idle)
 	}
 }

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"testing"
+
+	"better-compute.io/compute/pkg/bus/bustest"
+)
+
+// hostPort is the host:port of a URL.
+func hostPort(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// `compute up` with one of its ports taken (by another `compute up`, or by
+// anything) says so in one line and exits 1; it never panics.
+func TestUpWithAPortTaken(t *testing.T) {
+	running, _ := startTestStack(t, &bustest.LogBuffer{})
+	natsAddr := hostPort(t, running.nats.ClientURL())
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenAddr := taken.Addr().String()
+	port := func(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
+	free := "127.0.0.1:0"
+	cases := []struct {
+		name                   string
+		natsPort, hetzner, pve string
+		want                   string
+	}{
+		{"a second compute up", port(natsAddr), hostPort(t, running.hetzner.URL()), hostPort(t, running.proxmox.URL()),
+			fmt.Sprintf("error: port %s is in use: is another `compute up` running? (NATS; --nats-port picks another)", port(natsAddr))},
+		{"NATS port taken", port(takenAddr), free, free,
+			fmt.Sprintf("error: port %s is in use: is another `compute up` running? (NATS; --nats-port picks another)", port(takenAddr))},
+		{"Hetzner emulator port taken", "0", takenAddr, free,
+			fmt.Sprintf("error: port %s is in use: is another `compute up` running? (Hetzner Cloud API emulator; --hetzner-addr picks another)", port(takenAddr))},
+		{"Proxmox emulator port taken", "0", free, takenAddr,
+			fmt.Sprintf("error: port %s is in use: is another `compute up` running? (Proxmox VE API emulator; --proxmox-addr picks another)", port(takenAddr))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, status := runCompute(t, "up", "--data", t.TempDir(), "--nats-port", tc.natsPort,
+				"--hetzner-addr", tc.hetzner, "--proxmox-addr", tc.pve)
+			if status != 1 || out != tc.want+"\n" {
+				t.Fatalf("compute up: exit status %d, output:\n%s\nwant exit status 1 and the one line\n%s", status, out, tc.want)
+			}
+		})
+	}
+}
