@@ -161,7 +161,7 @@ func (s *Service) dispatch(h Handler) micro.HandlerFunc {
 		}
 		if !s.begin() {
 			cancel()
-			if err := respondError(mr, api.Errorf(api.CodeUnavailable, "service is stopping")); err != nil {
+			if err := respondError(mr, api.Errorf(api.CodeUnavailable, "service is stopping"), nil); err != nil {
 				s.log.Warn().Err(err).Msg("reply not sent")
 			}
 			return
@@ -203,7 +203,7 @@ func (s *Service) serve(ctx context.Context, h Handler, mr micro.Request) {
 	if err != nil {
 		ce := handlerError(err)
 		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int64("elapsed_ms", time.Since(start).Milliseconds()).Msg("request failed")
-		if rErr := respondError(mr, ce); rErr != nil {
+		if rErr := respondError(mr, ce, req.ReplyHeader); rErr != nil {
 			req.Log.Warn().Err(rErr).Msg("reply not sent")
 		}
 		return
@@ -230,13 +230,20 @@ func handlerError(err error) *api.ComputeError {
 	return ce
 }
 
-// respondError answers ce with micro's error headers and our body. It does
-// not use mr.Error: Error records the failure in a field micro reads,
-// unlocked, once the dispatching callback returns, which races with a worker
-// goroutine. The price: `nats micro stats` does not count these errors.
-func respondError(mr micro.Request, ce *api.ComputeError) error {
+// respondError answers ce with the handler's reply headers (e.g. the
+// provider API's rate-limit state, which matters most on a 429), micro's
+// error headers and our body. It does not use mr.Error: Error records the
+// failure in a field micro reads, unlocked, once the dispatching callback
+// returns, which races with a worker goroutine. The price: `nats micro
+// stats` does not count these errors.
+func respondError(mr micro.Request, ce *api.ComputeError, reply nats.Header) error {
 	code, text, body := EncodeError(ce)
 	hdr := micro.Headers{micro.ErrorHeader: {text}, micro.ErrorCodeHeader: {code}}
+	for k, v := range reply {
+		if _, set := hdr[k]; !set {
+			hdr[k] = v
+		}
+	}
 	return mr.Respond(body, micro.WithHeaders(hdr))
 }
 
