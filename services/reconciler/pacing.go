@@ -74,6 +74,11 @@ func (b *budgets) observer(account string) func(api.RateLimit, bool) {
 			bg.unpaced = !bg.reported
 			return
 		}
+		if rl.Remaining > 0 && bg.closed(time.Now()) {
+			// Nothing was sent since the bucket closed: this reply answers
+			// a call sent before, and does not reopen it.
+			return
+		}
 		bg.reported, bg.unpaced = true, false
 		// Passes still in flight may have calls this reply does not count
 		// yet (replies also arrive out of order): count them as spent.

@@ -59,6 +59,8 @@ func TestEmptyBudgetIsClosedUntilReset(t *testing.T) {
 	reset := now.Add(20 * time.Second)
 	b := newBudgets(0.1)
 	b.observer("hz")(api.RateLimit{Limit: 3600, Remaining: 0, RefillPerSecond: 180, ResetAt: reset}, true)
+	// A late reply to a call sent before the 429 does not reopen it.
+	b.observer("hz")(api.RateLimit{Limit: 3600, Remaining: 5, RefillPerSecond: 180, ResetAt: reset}, true)
 	for _, at := range []time.Duration{0, time.Second, 3 * time.Second, 10 * time.Second, 20*time.Second - time.Millisecond} {
 		w := b.take("hz", now.Add(at))
 		if w <= 0 || now.Add(at+w).Before(reset) {
