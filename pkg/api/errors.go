@@ -51,7 +51,38 @@ const (
 	DetailStatus = "status"
 	// DetailCode is the error code a provider API answered (PROVIDER_ERROR).
 	DetailCode = "code"
+	// DetailHolderID, DetailHolderKey and DetailHolderState describe, on a
+	// create refused because the machine name is taken, the machine that
+	// holds the name when this system manages it: its id, its idempotency
+	// key (as the provider reports it) and its state (State*); or, with
+	// only the state StateDeleted, a holder gone by the time the provider
+	// looked it up (the name is free now). See ComputeError.NameHolder.
+	DetailHolderID    = "holderId"
+	DetailHolderKey   = "holderIdempotencyKey"
+	DetailHolderState = "holderState"
 )
+
+// NameHolder is the managed machine holding a name a create asked for.
+type NameHolder struct {
+	ID             string
+	IdempotencyKey string
+	State          string
+}
+
+// WithNameHolder returns e with the DetailHolder* details of h (e is
+// modified and returned).
+func (e *ComputeError) WithNameHolder(h NameHolder) *ComputeError {
+	return e.With(DetailHolderID, h.ID).With(DetailHolderKey, h.IdempotencyKey).With(DetailHolderState, h.State)
+}
+
+// NameHolder is the machine the DetailHolder* details name, and whether
+// they name one.
+func (e *ComputeError) NameHolder() (NameHolder, bool) {
+	id, _ := e.Details[DetailHolderID].(string)
+	key, _ := e.Details[DetailHolderKey].(string)
+	state, _ := e.Details[DetailHolderState].(string)
+	return NameHolder{ID: id, IdempotencyKey: key, State: state}, id != "" || state != ""
+}
 
 // ComputeError is the error of every service call: a Code, a human message and
 // optional details (see the Detail* keys). It travels as

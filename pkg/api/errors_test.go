@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -203,5 +204,23 @@ func TestCodeTerminal(t *testing.T) {
 	}
 	if Code("SOMETHING_ELSE").Terminal() {
 		t.Error("an unknown code must not be terminal")
+	}
+}
+
+func TestNameHolderSurvivesTheWire(t *testing.T) {
+	want := NameHolder{ID: "50000001", IdempotencyKey: "inst_01", State: StateDeleting}
+	data, err := json.Marshal(ProviderError(409, "uniqueness_error", "taken").WithNameHolder(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce ComputeError
+	if err := json.Unmarshal(data, &ce); err != nil {
+		t.Fatal(err)
+	}
+	if got, named := ce.NameHolder(); !named || got != want {
+		t.Fatalf("NameHolder = %+v, %v; want %+v, true", got, named, want)
+	}
+	if _, named := ProviderError(409, "uniqueness_error", "taken").NameHolder(); named {
+		t.Fatal("a refusal without holder details names a holder")
 	}
 }

@@ -137,8 +137,10 @@ type Empty struct{}
 
 // RateLimit is a provider API's request budget as it last reported it:
 // Remaining requests now, refilled at RefillPerSecond up to Limit, full
-// again at ResetAt. Providers report it on replies; the reconciler paces
-// its calls to each account with it.
+// again at ResetAt. A Remaining of 0 closes the budget until ResetAt,
+// whatever the refill rate: an API may refuse everything until then.
+// Providers report it on replies, failures (a 429) included; the
+// reconciler paces its calls to each account with it.
 type RateLimit struct {
 	Limit           int       `json:"limit"`
 	Remaining       int       `json:"remaining"`

@@ -57,7 +57,8 @@ func TestCall(t *testing.T) {
 			}
 			return map[string]string{"hello": in.Name}, nil
 		}},
-		bus.Endpoint{Name: "limited", Subject: "test.limited", Handler: func(context.Context, *bus.Request) (any, error) {
+		bus.Endpoint{Name: "limited", Subject: "test.limited", Handler: func(_ context.Context, req *bus.Request) (any, error) {
+			req.ReplyHeader.Set("Test-Budget", "0 left")
 			return nil, api.RateLimited(1500*time.Millisecond, "slow down").With(api.DetailPath, "machine.name")
 		}},
 		bus.Endpoint{Name: "foreign", Subject: "test.foreign", Handler: func(context.Context, *bus.Request) (any, error) {
@@ -119,8 +120,11 @@ func TestCall(t *testing.T) {
 			t.Fatalf("Call = %#v, want %#v", err, want)
 		}
 	})
-	t.Run("compute error with details", func(t *testing.T) {
-		err := bus.Call(testCtx(t), env.NC, "test.limited", api.Empty{}, nil)
+	t.Run("compute error with details and reply headers", func(t *testing.T) {
+		h, err := bus.CallHeaders(testCtx(t), env.NC, "test.limited", api.Empty{}, nil)
+		if got := h.Get("Test-Budget"); got != "0 left" {
+			t.Fatalf("a failure's reply header Test-Budget = %q, want the handler's %q", got, "0 left")
+		}
 		want := &api.ComputeError{Code: api.CodeRateLimited, Message: "slow down",
 			Details: map[string]any{api.DetailRetryAfterMs: float64(1500), api.DetailPath: "machine.name"}}
 		ce := api.AsComputeError(err)

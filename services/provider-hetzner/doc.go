@@ -12,6 +12,11 @@
 //     get sees the machine come up;
 //   - power and reinstall wait for their action by polling
 //     GET /actions?id=… every poll interval on the call's clock;
+//   - a create refused for a taken name (409 uniqueness_error) names the
+//     holder (api.NameHolder) when it is a managed server, so the caller can
+//     wait for a server being deleted to give the name up;
+//   - every reply's RateLimit-* headers are reported (call.ObserveRateLimit),
+//     429s included;
 //   - 404 means absent, 429 is RATE_LIMITED with retryAfterMs from
 //     RateLimit-Reset, every other failure (including an unreachable API) is
 //     PROVIDER_ERROR with details.status and details.code.

@@ -72,6 +72,65 @@ func TestCreateNameRaceDifferentKeys(t *testing.T) {
 	}
 }
 
+// A taken name's refusal names the holder when it is a managed server
+// (its id, key and state: the caller waits for a holder being deleted),
+// and names none for a server made by another tool.
+func TestTakenNameNamesAManagedHolder(t *testing.T) {
+	e := newEnv(t)
+	old := e.create(t, "inst_04old", "w1")
+	e.clock.Advance(testActionDuration) // running
+	if err := e.client.Delete(context.Background(), e.call("inst_04old"), old.ID); err != nil {
+		t.Fatal(err)
+	}
+	foreign := e.emu.SeedServers(1, "console", nil)[0]
+	foreignName := e.emu.Servers()[1].Name
+
+	for _, tc := range []struct {
+		name       string
+		wantHolder api.NameHolder
+		wantNamed  bool
+	}{
+		{"w1", api.NameHolder{ID: old.ID, IdempotencyKey: "inst_04old", State: api.StateDeleting}, true},
+		{foreignName, api.NameHolder{}, false},
+	} {
+		_, err := e.client.Create(context.Background(), e.call("inst_04new"), api.MachineSpec{Name: tc.name, OfferID: "cx23", Image: "ubuntu-24.04"})
+		ce := providertest.WantProviderError(t, err, http.StatusConflict, "uniqueness_error")
+		holder, named := ce.NameHolder()
+		if named != tc.wantNamed || holder != tc.wantHolder {
+			t.Errorf("create %s (server %d is the console's): holder %+v, %v; want %+v, %v", tc.name, foreign, holder, named, tc.wantHolder, tc.wantNamed)
+		}
+	}
+}
+
+// A holder whose delete ends between the 409 and the lookup leaves the
+// name free: the refusal says so (holder state deleted, no id).
+func TestTakenNameFreedBeforeTheLookup(t *testing.T) {
+	var e *env
+	e = newEnv(t, WithHTTPClient(&http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusConflict {
+			e.clock.Advance(testActionDuration) // the holder's delete action ends
+		}
+		return resp, err
+	})}))
+	old := e.create(t, "inst_05old", "w1")
+	e.clock.Advance(testActionDuration)
+	if err := e.client.Delete(context.Background(), e.call("inst_05old"), old.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.client.Create(context.Background(), e.call("inst_05new"), api.MachineSpec{Name: "w1", OfferID: "cx23", Image: "ubuntu-24.04"})
+	ce := providertest.WantProviderError(t, err, http.StatusConflict, "uniqueness_error")
+	if holder, named := ce.NameHolder(); !named || holder != (api.NameHolder{State: api.StateDeleted}) {
+		t.Fatalf("holder %+v, %v; want one in state deleted, without an id", holder, named)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip implements http.RoundTripper.
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
 // Field failure 3b: two creates of the same key race: both POST, the loser
 // adopts the winner because it carries its key.
 func TestCreateRaceSameKey(t *testing.T) {

@@ -73,9 +73,14 @@ func (l labels) keySelector(key string) string {
 	return l.managedSelector() + "," + l.key + "=" + KeyLabelValue(key)
 }
 
+// isManaged reports whether server labels mark a server this system manages.
+func (l labels) isManaged(serverLabels map[string]string) bool {
+	return serverLabels[l.managed] == "true"
+}
+
 // hasKey reports whether server labels carry the idempotency key.
 func (l labels) hasKey(serverLabels map[string]string, key string) bool {
-	return serverLabels[l.managed] == "true" && serverLabels[l.key] == KeyLabelValue(key)
+	return l.isManaged(serverLabels) && serverLabels[l.key] == KeyLabelValue(key)
 }
 
 // reportedKey is the idempotency key a server reports

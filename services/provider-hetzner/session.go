@@ -41,7 +41,7 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	rec := &recorder{base: base, observe: call.ObserveRateLimit}
+	rec := &recorder{base: base, observe: call.ObserveRateLimit, clock: call.Clock}
 	hc := *c.set.httpClient
 	hc.Transport = rec
 	return &session{
@@ -117,10 +117,11 @@ func (s *session) wait(ctx context.Context, a *hcloud.Action) error {
 
 // recorder is the session's HTTP transport: it counts requests, keeps the
 // status and RateLimit-Reset of the last reply, and reports every reply's
-// rate-limit state to observe.
+// rate-limit state to observe (read on the call's clock).
 type recorder struct {
 	base    http.RoundTripper
 	observe func(api.RateLimit)
+	clock   provider.Clock
 	mu      sync.Mutex
 	calls   int
 	status  int
@@ -141,7 +142,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if secs, perr := strconv.ParseInt(resp.Header.Get("RateLimit-Reset"), 10, 64); perr == nil {
 		reset = time.Unix(secs, 0)
 	}
-	if rl, ok := rateLimitOf(resp.Header, reset); ok && r.observe != nil {
+	if rl, ok := rateLimitOf(resp.Header, reset, r.clock.Now()); ok && r.observe != nil {
 		r.observe(rl)
 	}
 	r.mu.Lock()
@@ -164,12 +165,15 @@ func (r *recorder) last() (int, time.Time) {
 	return r.status, r.reset
 }
 
-// rateLimitOf reads the project's budget from a reply: RateLimit-Limit
-// requests at most, RateLimit-Remaining left now, full again at
-// RateLimit-Reset. The refill rate follows from the two: what is missing
-// over the time until full (1 per second on Hetzner's 3600 per hour); a full
-// bucket says nothing about it, so then the hourly limit is spread evenly.
-func rateLimitOf(h http.Header, reset time.Time) (api.RateLimit, bool) {
+// rateLimitOf reads the project's budget from a reply received at now:
+// RateLimit-Limit requests at most, RateLimit-Remaining left now, full
+// again at RateLimit-Reset. The refill rate follows from the two: what is
+// missing over the time until full (1 per second on Hetzner's 3600 per
+// hour); a full bucket says nothing about it, so then the hourly limit is
+// spread evenly. An empty bucket's rate is reported all the same; the
+// caller knows that an empty bucket may stay closed until its reset (a
+// window such as "0 left, full in 20 s" refuses everything before it).
+func rateLimitOf(h http.Header, reset, now time.Time) (api.RateLimit, bool) {
 	limit, err1 := strconv.Atoi(h.Get("RateLimit-Limit"))
 	remaining, err2 := strconv.Atoi(h.Get("RateLimit-Remaining"))
 	if err1 != nil || err2 != nil || limit <= 0 || reset.IsZero() {
@@ -179,7 +183,7 @@ func rateLimitOf(h http.Header, reset time.Time) (api.RateLimit, bool) {
 	if remaining < limit {
 		// RateLimit-Reset has whole seconds: a bucket less than a second from
 		// full may say "now".
-		refill = float64(limit-remaining) / max(time.Until(reset).Seconds(), 1)
+		refill = float64(limit-remaining) / max(reset.Sub(now).Seconds(), 1)
 	}
 	return api.RateLimit{Limit: limit, Remaining: remaining, RefillPerSecond: refill, ResetAt: reset}, true
 }

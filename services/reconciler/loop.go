@@ -446,7 +446,7 @@ func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome,
 	}
 	ce := api.AsComputeError(err)
 	now := time.Now().UTC()
-	if ce.Code.Terminal() || permanentRefusal(ce) {
+	if ce.Code.Terminal() || permanentRefusal(ce) && !r.nameBeingFreed(ctx, t, ce) {
 		t.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Msg("instance failed")
 		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 			s.Phase = api.PhaseFailed

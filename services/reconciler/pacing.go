@@ -18,6 +18,13 @@ import (
 // started since that report. (golang.org/x/time/rate cannot be told the
 // provider's count, which is the authority here.) A share of the limit is
 // kept in reserve for the operator's other tools on the same project.
+//
+// Two facts of the report bound the estimate: the bucket is full at the
+// reported reset, and an empty bucket (remaining 0, e.g. on a 429) is
+// closed until that reset, whatever refill rate the report implies. A
+// window that answers "0 left, full in 20 s" does not hand out a request
+// every 20 s / limit: it refuses everything until the reset. So nothing is
+// sent to a closed account, neither new work nor a resync (see closedUntil).
 type budgets struct {
 	reserve float64
 	mu      sync.Mutex
@@ -67,6 +74,11 @@ func (b *budgets) observer(account string) func(api.RateLimit, bool) {
 			bg.unpaced = !bg.reported
 			return
 		}
+		if rl.Remaining > 0 && bg.closed(time.Now()) {
+			// Nothing was sent since the bucket closed: this reply answers
+			// a call sent before, and does not reopen it.
+			return
+		}
 		bg.reported, bg.unpaced = true, false
 		// Passes still in flight may have calls this reply does not count
 		// yet (replies also arrive out of order): count them as spent.
@@ -95,19 +107,55 @@ func (b *budgets) take(account string, now time.Time) time.Duration {
 		bg.inflight++
 		return 0
 	}
-	available := min(bg.limit, bg.remaining+bg.refill*now.Sub(bg.at).Seconds()) - bg.taken
+	available := bg.estimate(now) - bg.taken
 	floor := b.reserve * bg.limit
 	if available-1 >= floor {
 		bg.taken++
 		bg.inflight++
 		return 0
 	}
-	// The bucket is full at the reported reset, whatever the estimate says.
+	if bg.closed(now) {
+		// Wake just after the reset, spread over a second: the bucket is
+		// full then, and this pass's call is one of many.
+		return bg.resetAt.Sub(now) + time.Duration(rand.Int64N(int64(time.Second)))
+	}
 	wait := max(bg.resetAt.Sub(now), 100*time.Millisecond)
 	if bg.refill > 0 {
 		wait = min(wait, time.Duration((floor+1-available)/bg.refill*float64(time.Second)))
 	}
 	return wait + time.Duration(rand.Int64N(int64(max(wait, time.Second))))
+}
+
+// estimate is how many calls the provider's bucket holds at now: the
+// limit from the reported reset on, nothing while it is closed, else the
+// reported remaining count refilled at the reported rate.
+func (bg *budget) estimate(now time.Time) float64 {
+	switch {
+	case !now.Before(bg.resetAt):
+		return bg.limit
+	case bg.closed(now):
+		return 0
+	}
+	return min(bg.limit, bg.remaining+bg.refill*now.Sub(bg.at).Seconds())
+}
+
+// closed reports whether the last report said the bucket is empty and its
+// reset has not come yet.
+func (bg *budget) closed(now time.Time) bool {
+	return bg.reported && bg.remaining < 1 && now.Before(bg.resetAt)
+}
+
+// closedUntil returns the reset of account's bucket and true when the
+// provider last reported it empty and that reset has not come yet: no
+// call to the account may go out before it.
+func (b *budgets) closedUntil(account string, now time.Time) (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bg := b.byAcct[account]
+	if bg == nil || !bg.closed(now) {
+		return time.Time{}, false
+	}
+	return bg.resetAt, true
 }
 
 // done ends a pass that took from account's budget.

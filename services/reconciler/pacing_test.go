@@ -181,3 +181,39 @@ func TestHetznerRefusalsFailTheInstance(t *testing.T) {
 		t.Fatalf("emulator holds %d servers, want 1", n)
 	}
 }
+
+// After a 429 with RateLimit-Remaining 0 and a reset ahead, nothing more
+// goes to that account until the reset: not the rest of a resync (no get
+// per instance instead of the list), not new creates. Then they proceed.
+// Every request sent inside the closed window would be refused, so the
+// emulator's count of refused requests is the count of requests sent too
+// early: exactly the one that found the window closed.
+func TestClosedRateLimitWindowHoldsEveryCallUntilReset(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu := h.useHetzner()
+	e := emu.Emulator()
+	settledIDs := h.createMany(3, "settled")
+	h.waitPhases(settledIDs, api.PhaseRunning, time.Minute)
+
+	e.ResetCalls()
+	e.SetRateLimit(0, time.Now().Add(3*time.Second))
+	queued, err := h.rec.Resync(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := h.createMany(2, "fresh")
+	h.waitPhases(fresh, api.PhaseRunning, time.Minute)
+	if got := e.RateLimitedCalls(); got != 1 {
+		t.Fatalf("%d requests were sent inside the closed window (refused with 429), want 1; resync queued %d; calls %v",
+			got, queued, e.CallCounts())
+	}
+	before := e.CallCounts()
+	if queued, err = h.rec.Resync(context.Background()); err != nil || queued != 0 {
+		t.Fatalf("resync after the reset: %d queued, %v; want 0 queued", queued, err)
+	}
+	after := e.CallCounts()
+	if lists := after["GET /servers"] - before["GET /servers"]; lists != 1 {
+		t.Fatalf("resync after the reset sent %d GET /servers, want 1", lists)
+	}
+	t.Logf("calls with the window closed and after: %v", after)
+}

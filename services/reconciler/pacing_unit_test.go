@@ -49,3 +49,27 @@ func TestBudgetRules(t *testing.T) {
 		t.Fatalf("waited %v although the bucket is full in 2s", w)
 	}
 }
+
+// The field's reply: a 429 with RateLimit-Remaining 0 and a reset 20 s
+// ahead, from which a refill of 180 requests/s follows. Nothing is taken
+// until the reset, however fast the estimate refills; at the reset the
+// bucket is full.
+func TestEmptyBudgetIsClosedUntilReset(t *testing.T) {
+	now := time.Now()
+	reset := now.Add(20 * time.Second)
+	b := newBudgets(0.1)
+	b.observer("hz")(api.RateLimit{Limit: 3600, Remaining: 0, RefillPerSecond: 180, ResetAt: reset}, true)
+	// A late reply to a call sent before the 429 does not reopen it.
+	b.observer("hz")(api.RateLimit{Limit: 3600, Remaining: 5, RefillPerSecond: 180, ResetAt: reset}, true)
+	for _, at := range []time.Duration{0, time.Second, 3 * time.Second, 10 * time.Second, 20*time.Second - time.Millisecond} {
+		w := b.take("hz", now.Add(at))
+		if w <= 0 || now.Add(at+w).Before(reset) {
+			t.Fatalf("at +%v: wait %v, want a wait until the reset (+20s) at least", at, w)
+		}
+	}
+	for i := range 100 {
+		if w := b.take("hz", reset); w != 0 {
+			t.Fatalf("call %d at the reset waited %v: the bucket is full then", i, w)
+		}
+	}
+}

@@ -52,7 +52,10 @@ const resyncPageSize = provider.MaxListLimit
 // instances costs about 20 API requests instead of 1,000 gets. Accounts
 // whose provider cannot list (UNSUPPORTED) or whose list fails have all
 // their instances queued. Replicas resyncing in the same ResyncInterval
-// are deduplicated by message id. Errors: UNAVAILABLE (state store).
+// are deduplicated by message id. An account whose rate-limit window is
+// closed (or whose list is answered RATE_LIMITED) is left to the next
+// resync: nothing is sent to it before its reset, not a list and not a get
+// per instance. Errors: UNAVAILABLE (state store).
 func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	keys, err := bus.Keys(ctx, r.st.Instances, "")
 	if err != nil {
@@ -91,6 +94,12 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	for key, insts := range byAccount {
 		acct := accounts.byAccount[key]
 		machines, err := r.listMachines(ctx, acct)
+		if api.IsCode(err, api.CodeRateLimited) {
+			// A get per instance would spend a budget the list found spent.
+			r.log.Info().Err(err).Str("tenant", acct.TenantID).Str("account", acct.ID).Int("instances", len(insts)).
+				Msg("resync cannot list the account's machines before its rate limit resets; the next resync looks")
+			continue
+		}
 		if err != nil {
 			r.log.Info().Err(err).Str("tenant", acct.TenantID).Str("account", acct.ID).
 				Msg("resync cannot list the account's machines; queueing its instances")
@@ -162,13 +171,19 @@ func (r *Reconciler) accountOf(ctx context.Context, inst *api.Instance, cache *a
 }
 
 // listMachines reads every page of an account's machine list, paced by the
-// account's budget like any other call. Errors: the provider's (e.g.
+// account's budget like any other call; it sends nothing while the
+// account's rate-limit window is closed. Errors: RATE_LIMITED (the window
+// is closed, or the provider answered so), the provider's others (e.g.
 // UNSUPPORTED for a provider without the list capability), or ctx's.
 func (r *Reconciler) listMachines(ctx context.Context, acct *api.Account) (map[string]api.ExternalMachine, error) {
 	remote, account := r.remote(acct), acct.ProviderAccount()
 	machines := map[string]api.ExternalMachine{}
 	cursor := ""
 	for {
+		if reset, closed := r.budgets.closedUntil(acct.ID, time.Now()); closed {
+			wait := time.Until(reset)
+			return nil, api.RateLimited(wait, "the account's rate-limit budget is spent until %s", reset.UTC().Format(time.RFC3339))
+		}
 		for wait := r.budgets.take(acct.ID, time.Now()); wait > 0; wait = r.budgets.take(acct.ID, time.Now()) {
 			select {
 			case <-ctx.Done():

@@ -299,6 +299,12 @@ func (e *Emulator) updateServer(r *http.Request, raw string) reply {
 
 // deleteServer serves DELETE /servers/{id}: the server is "deleting" until
 // its delete_server action completes, then gone (its name free again).
+//
+// Guess: the reference does not say when a deleted server's name is free.
+// The emulator keeps it taken, and the server listed (GET /servers?name=
+// shows it "deleting"), until the action ends, so a create of the same
+// name meanwhile answers 409 uniqueness_error, as seen in the field (issue
+// 11: "delete w1, create w1 at once").
 func (e *Emulator) deleteServer(_ *http.Request, raw string) reply {
 	return e.withServer(raw, func(srv *server, now time.Time) reply {
 		if srv.running > 0 {

@@ -5,10 +5,12 @@ import (
 	"sync"
 )
 
-// counters counts API calls per route key. It is safe for concurrent use.
+// counters counts API calls per route key, and the calls the rate limit
+// refused. It is safe for concurrent use.
 type counters struct {
-	mu sync.Mutex
-	m  map[string]int
+	mu      sync.Mutex
+	m       map[string]int
+	limited int
 }
 
 // newCounters returns zeroed counters.
@@ -19,6 +21,23 @@ func (c *counters) add(route string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[route]++
+}
+
+// refused counts one call answered 429 by the rate limit.
+func (c *counters) refused() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.limited++
+}
+
+// RateLimitedCalls returns how many calls the rate limit refused (429
+// rate_limit_exceeded) since the last ResetCalls: the calls sent while the
+// project's budget was spent, e.g. inside a window closed by SetRateLimit.
+// Injected 429 faults are not counted here.
+func (e *Emulator) RateLimitedCalls() int {
+	e.calls.mu.Lock()
+	defer e.calls.mu.Unlock()
+	return e.calls.limited
 }
 
 // Calls returns how many calls of route the API received since the last
@@ -45,4 +64,5 @@ func (e *Emulator) ResetCalls() {
 	e.calls.mu.Lock()
 	defer e.calls.mu.Unlock()
 	clear(e.calls.m)
+	e.calls.limited = 0
 }

@@ -7,11 +7,12 @@
 // official hcloud-go client can talk to it unchanged. A control API under
 // /_emulator/ (and the matching Go methods) injects faults: failed calls,
 // latency, hung calls, dropped responses, failed actions, catalogue changes,
-// out-of-band drift and a drained rate-limit budget.
+// out-of-band drift and a rate-limit window closed until a reset.
 //
 // Actions (create, power, rebuild, delete) run for Options.ActionDuration on
 // the emulator's clock and complete lazily: their effects are applied the
-// next time any state is read, so no background goroutines are needed.
+// next time any state is read, so no background goroutines are needed. A
+// server being deleted keeps its name until its delete action ends.
 //
 // Where the real API's behaviour is not documented, the emulator makes a
 // choice; such places say "Guess:" in their comments.

@@ -130,9 +130,13 @@ func (e *Emulator) Reset() {
 	e.limiter.set(int(e.limiter.size), time.Time{}, e.clock.Now())
 }
 
-// SetRateLimit puts the rate limit bucket at remaining requests, refilling
-// so that it is full at resetAt (RateLimit-Reset); afterwards it refills at
-// the configured rate again. Use it to replay "budget empty, reset in 30 s".
+// SetRateLimit puts the rate limit bucket at remaining requests and closes
+// a window until resetAt (RateLimit-Reset): until then the bucket does not
+// refill (every request past remaining answers 429 rate_limit_exceeded),
+// at resetAt it is full, and afterwards it refills at the configured rate
+// again. A resetAt not after now leaves no window: the bucket refills at
+// the configured rate from remaining. Use it to replay "budget empty, reset
+// in 20 s" (see bucket.set for why this is a window).
 func (e *Emulator) SetRateLimit(remaining int, resetAt time.Time) {
 	e.limiter.set(remaining, resetAt, e.clock.Now())
 }

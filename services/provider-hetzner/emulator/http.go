@@ -132,6 +132,7 @@ func (e *Emulator) answer(w http.ResponseWriter, r *http.Request, rt *route, id 
 	allowed, rs := e.limiter.take(e.clock.Now())
 	rs.writeHeaders(w.Header())
 	if !allowed {
+		e.calls.refused()
 		return errorReply(http.StatusTooManyRequests, "rate_limit_exceeded", "limit of requests per hour reached", nil), rt.key, false
 	}
 	if rep, read := bufferBody(w, r); !read {

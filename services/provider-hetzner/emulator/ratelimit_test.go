@@ -69,6 +69,34 @@ func TestSetRateLimitReplay(t *testing.T) {
 	assert.Equal(t, 0, resp.Meta.Ratelimit.Remaining)
 }
 
+// A window closed by SetRateLimit (Remaining 0, reset 20 s ahead) refuses
+// every request until its reset, reporting that reset, and is full at it.
+func TestClosedWindowRefusesUntilReset(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(now)
+	e, c, _ := newTestClient(t, Options{Clock: fake})
+	ctx := testCtx(t)
+	reset := now.Add(20 * time.Second)
+
+	e.SetRateLimit(0, reset)
+	for _, at := range []time.Duration{0, time.Second, 10 * time.Second, 19 * time.Second} {
+		fake.Advance(at - fake.Now().Sub(now))
+		_, resp, err := c.Server.List(ctx, hcloud.ServerListOpts{})
+		require.True(t, hcloud.IsError(err, hcloud.ErrorCodeRateLimitExceeded), "at +%v: %v", at, err)
+		assert.Equal(t, 0, resp.Meta.Ratelimit.Remaining, "at +%v", at)
+		assert.Equal(t, reset.Unix(), resp.Meta.Ratelimit.Reset.Unix(), "at +%v", at)
+	}
+	assert.Equal(t, 4, e.RateLimitedCalls())
+
+	fake.Advance(time.Second)
+	_, resp, err := c.Server.List(ctx, hcloud.ServerListOpts{})
+	require.NoError(t, err)
+	assert.Equal(t, 3599, resp.Meta.Ratelimit.Remaining)
+	assert.Equal(t, 4, e.RateLimitedCalls())
+	e.ResetCalls()
+	assert.Equal(t, 0, e.RateLimitedCalls())
+}
+
 func TestHeadersOnEveryReply(t *testing.T) {
 	_, srv := newTestServer(t, Options{Tokens: []string{"good"}})
 	for _, tc := range []struct {

@@ -361,6 +361,31 @@ func TestDeleteServer(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
+// A server being deleted keeps its name until its delete_server action
+// ends: a create with that name answers 409 uniqueness_error meanwhile,
+// and the name lists the server as deleting.
+func TestNameHeldWhileDeleteRuns(t *testing.T) {
+	fake := clock.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	e, c, _ := newTestClient(t, Options{Clock: fake, ActionDuration: 5 * time.Second})
+	ctx := testCtx(t)
+	id := e.SeedServers(1, "w", nil)[0]
+	name := e.Servers()[0].Name
+	_, _, err := c.Server.DeleteWithResult(ctx, &hcloud.Server{ID: id})
+	require.NoError(t, err)
+
+	fake.Advance(4 * time.Second)
+	_, _, err = c.Server.Create(ctx, createOpts(name, nil))
+	require.True(t, hcloud.IsError(err, hcloud.ErrorCodeUniquenessError), "%v", err)
+	holders, _, err := c.Server.List(ctx, hcloud.ServerListOpts{Name: name})
+	require.NoError(t, err)
+	require.Len(t, holders, 1)
+	assert.Equal(t, hcloud.ServerStatusDeleting, holders[0].Status)
+
+	fake.Advance(time.Second)
+	_, _, err = c.Server.Create(ctx, createOpts(name, nil))
+	require.NoError(t, err, "the name is free once the delete action ended")
+}
+
 func TestPowerTransitions(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	e, c, _ := newTestClient(t, Options{Clock: fake, ActionDuration: time.Second})

@@ -1,0 +1,35 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// nameBeingFreed reports whether a create refused because its machine name
+// is taken waits for a name that is being given up, so the refusal is
+// transient and retried with backoff: the provider names the holder as a
+// machine this system manages (api.NameHolder), and that machine is being
+// deleted (or already gone), or it belongs to an instance of the tenant
+// being deleted (whose delete is not sent yet). A holder that is none of
+// these (another live instance, a machine made by another tool) keeps the
+// refusal permanent. A state store failure counts as transient: the next
+// pass decides.
+func (r *Reconciler) nameBeingFreed(ctx context.Context, t *target, ce *api.ComputeError) bool {
+	holder, named := ce.NameHolder()
+	switch {
+	case !named:
+		return false
+	case holder.State == api.StateDeleting || holder.State == api.StateDeleted:
+		return true
+	case holder.IdempotencyKey == t.inst.ID || !api.ValidID(api.PrefixInstance, holder.IdempotencyKey):
+		return false
+	}
+	var owner api.Instance
+	if _, err := bus.GetJSON(ctx, r.st.Instances, instanceKey(t.inst.TenantID, holder.IdempotencyKey), &owner); err != nil {
+		return !errors.Is(err, bus.ErrNotFound)
+	}
+	return owner.DeletionRequestedAt != nil
+}
