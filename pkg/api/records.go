@@ -179,8 +179,9 @@ type InstanceStatus struct {
 	Machine            *ExternalMachine `json:"machine,omitempty"`
 	Conditions         []Condition      `json:"conditions,omitempty"`
 	ObservedGeneration int64            `json:"observedGeneration"`
-	// CreateRequested is set before the provider's create is first called, so
-	// a deletion knows a machine may exist even when its id was never recorded.
+	// CreateRequested is set before the provider's create is called, so a
+	// deletion knows a machine may exist even when its id was never recorded;
+	// it is cleared when the provider refuses the create (nothing was made).
 	CreateRequested bool `json:"createRequested,omitempty"`
 	// Retries counts consecutive failed reconcile attempts (0 after a success).
 	Retries       int              `json:"retries,omitempty"`

@@ -216,6 +216,14 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 	if r.o.Hooks.AfterProviderCreate != nil {
 		r.o.Hooks.AfterProviderCreate(t.inst.ID)
 	}
+	if err != nil && createRefused(err) {
+		// The provider refused before making anything (a retry looked the
+		// key up first): no machine carries the key, so a deletion has
+		// nothing to look for and the next create is a first attempt again.
+		if werr := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.CreateRequested = false }); werr != nil {
+			return nil, werr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -360,8 +368,11 @@ func (r *Reconciler) machineVanished(ctx context.Context, t *target, m *api.Exte
 func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, error) {
 	m := t.inst.Status.Machine
 	if m == nil && t.inst.Status.CreateRequested {
-		// A create may have reached the provider without its answer being
-		// recorded: the same key finds (or makes) that machine so it is deleted.
+		// A create whose outcome is unknown (no answer recorded; a refused
+		// one clears CreateRequested) may have made a machine, or may still
+		// make it: the same key finds that machine, or takes its name first
+		// (a late create then finds ours), so it is deleted, never leaked.
+		// A delete sends no create otherwise.
 		var err error
 		if m, err = r.ensureMachine(ctx, t); err != nil {
 			if !createRefused(err) {
