@@ -51,6 +51,13 @@ const (
 	DetailStatus = "status"
 	// DetailCode is the error code a provider API answered (PROVIDER_ERROR).
 	DetailCode = "code"
+	// DetailNotExecuted (true) marks the error of a provider call that
+	// provably changed nothing: every request of it that could change
+	// something was refused by the API before acting (a lock, a conflict, a
+	// rate limit: an HTTP 4xx) or never sent (the connection was refused).
+	// Sending the call again cannot make it run twice. Absent means the
+	// call may have acted (a reply lost, a timeout, a failed action).
+	DetailNotExecuted = "notExecuted"
 )
 
 // ComputeError is the error of every service call: a Code, a human message and
@@ -159,6 +166,13 @@ func (e *ComputeError) RetryAfter() time.Duration {
 		return time.Duration(v * float64(time.Millisecond))
 	}
 	return 0
+}
+
+// NotExecuted reports whether details.notExecuted is true: the provider
+// proves the call changed nothing.
+func (e *ComputeError) NotExecuted() bool {
+	v, _ := e.Details[DetailNotExecuted].(bool)
+	return v
 }
 
 // Path is details.path ("" when absent).
