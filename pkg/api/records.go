@@ -184,7 +184,11 @@ type InstanceStatus struct {
 	// it is cleared when the provider refuses the create (nothing was made).
 	CreateRequested bool `json:"createRequested,omitempty"`
 	// Retries counts consecutive failed reconcile attempts (0 after a success).
-	Retries       int              `json:"retries,omitempty"`
+	Retries int `json:"retries,omitempty"`
+	// Polls counts the looks in a row that found the machine still on its
+	// way (booting, stopping, being deleted) since the reconciler last acted
+	// on it or a call failed; the next look waits longer with each.
+	Polls         int              `json:"polls,omitempty"`
 	LastOperation *OperationStatus `json:"lastOperation,omitempty"`
 }
 

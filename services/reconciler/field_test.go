@@ -1,9 +1,12 @@
 package reconciler
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
 )
 
 // A delete never creates (issue 11, item 2): an instance whose create
@@ -76,5 +79,42 @@ func TestRefusedOperationIsRetriedAndALostOneIsNot(t *testing.T) {
 	h.waitPhase(inst.ID, api.PhaseRunning)
 	if got := emu.Calls(reset); got != 1 {
 		t.Fatalf("%d reset requests, want 1: a reset that may have run is never sent again", got)
+	}
+}
+
+// After a run of failed creates, the looks at the booting machine follow
+// the boot (issue 11, item 7): PollInterval after the create, doubling per
+// look, not the delay the failures' passes had grown to.
+func TestLooksAfterRetriesFollowTheBoot(t *testing.T) {
+	opts := fastOptions()
+	opts.Retry = RetryPolicy{Initial: time.Millisecond, Max: time.Millisecond}
+	h := newHarness(t, opts)
+	h.rec.Stop() // the passes below are the only ones
+	h.startAPIOnly()
+	h.cloud.BootPolls = 2
+	busy := api.ProviderError(412, "resource_unavailable", "no capacity")
+	h.cloud.FailNext(provider.VerbCreate, busy, busy, busy, busy, busy)
+	inst := h.create(api.InstanceCreateRequest{})
+
+	var looks []time.Duration // the delays decided after each pass that saw the machine
+	for range 100 {
+		out, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.done {
+			break
+		}
+		if cur, err := h.get(inst.ID); err == nil && cur.Status.Machine != nil {
+			looks = append(looks, out.requeue)
+		}
+		time.Sleep(out.requeue) // what JetStream's redelivery would wait
+	}
+	want := []time.Duration{opts.PollInterval, 2 * opts.PollInterval}
+	if len(looks) != len(want) || looks[0] != want[0] || looks[1] != want[1] {
+		t.Fatalf("after 5 failed creates the booting machine was looked at again after %v, want %v", looks, want)
+	}
+	if got := h.cloud.Calls(provider.VerbCreate); got != 6 {
+		t.Fatalf("%d creates, want 6", got)
 	}
 }

@@ -38,11 +38,7 @@ func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	log := r.log.With().Str("tenant", tenant).Str("instance", id).Logger()
-	var passes uint64 = 1
-	if md, err := msg.Metadata(); err == nil {
-		passes = md.NumDelivered
-	}
-	out, err := r.reconcile(ctx, log, tenant, id, passes)
+	out, err := r.reconcile(ctx, log, tenant, id)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		_ = msg.Nak() // stopping: hand the work back now
@@ -93,15 +89,12 @@ type target struct {
 	account api.ProviderAccount
 	offerID string
 	log     zerolog.Logger
-	// passes counts the deliveries of the current work message: how many
-	// times this instance was looked at since its last change.
-	passes uint64
 }
 
 // reconcile moves one instance one step towards its desired state. A
 // returned error means the state store failed (the message is redelivered).
-func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string, passes uint64) (outcome, error) {
-	t := &target{key: instanceKey(tenant, id), log: log, passes: passes}
+func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string) (outcome, error) {
+	t := &target{key: instanceKey(tenant, id), log: log}
 	rev, err := bus.GetJSON(ctx, r.st.Instances, t.key, &t.inst)
 	if errors.Is(err, bus.ErrNotFound) {
 		return finished, nil
@@ -228,7 +221,7 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 		return nil, err
 	}
 	t.log.Info().Str("machine", m.ID).Str("state", m.State).Msg("provider create answered")
-	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.Machine = m }); err != nil {
+	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.Machine, s.Retries, s.Polls = m, 0, 0 }); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -270,6 +263,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, t *target) (outcome, err
 			return r.failed(ctx, t, err)
 		}
 		t.log.Info().Str("machine", m.ID).Str("action", action).Msg("power converged")
+		t.inst.Status.Polls = 0 // the machine starts its way from here
 		if c := condition(&t.inst, ConditionDrift); t.inst.Status.ObservedGeneration == t.inst.Generation && (c == nil || c.Status != api.ConditionTrue) {
 			// It had converged, and nobody asked for a change since: the
 			// power state was changed outside the control plane (reported
@@ -309,16 +303,18 @@ func powerAction(desired, state string) string {
 // machine has converged.
 func (r *Reconciler) observe(ctx context.Context, t *target, m *api.ExternalMachine, drift *api.Condition) (outcome, error) {
 	converged := machineMatches(t.inst.Desired.Power, m.State)
+	polls := t.inst.Status.Polls + 1
 	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 		s.Machine = m
 		s.Phase = phaseOf(s.Phase, m.State)
-		s.Retries = 0
+		s.Retries, s.Polls = 0, polls
 		resolve(s, api.ConditionProviderError)
 		if drift != nil {
 			setCondition(s, *drift)
 		}
 		if converged {
 			s.ObservedGeneration = t.inst.Generation
+			s.Polls = 0
 			resolve(s, ConditionDrift)
 		}
 	})
@@ -328,19 +324,21 @@ func (r *Reconciler) observe(ctx context.Context, t *target, m *api.ExternalMach
 	if converged {
 		return finished, nil
 	}
-	return after(r.pollDelay(t.passes)), nil
+	return after(r.pollDelay(polls)), nil
 }
 
 // maxPollDelay caps the wait between two looks at a converging machine.
 const maxPollDelay = 30 * time.Second
 
-// pollDelay is the wait before looking at a converging machine again:
-// PollInterval after the first look, doubling with every look that finds it
-// still converging (a server that boots in 10 s is not polled every 2 s),
-// at most maxPollDelay.
-func (r *Reconciler) pollDelay(passes uint64) time.Duration {
+// pollDelay is the wait before looking again at a machine that look
+// number polls (status.Polls) found still converging: PollInterval after the
+// first look since the reconciler acted on it or a call failed, doubling
+// with every further look (a server that boots in 10 s is not polled every
+// 2 s), at most maxPollDelay. It follows the machine, not the retries
+// before: a pass's work message may have been delivered many times.
+func (r *Reconciler) pollDelay(polls int) time.Duration {
 	d := r.o.PollInterval
-	for i := uint64(1); i < passes && d < maxPollDelay; i++ {
+	for i := 1; i < polls && d < maxPollDelay; i++ {
 		d *= 2
 	}
 	return min(d, max(maxPollDelay, r.o.PollInterval))
@@ -392,6 +390,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 			return r.failed(ctx, t, err)
 		}
 		if observed != nil {
+			polls := t.inst.Status.Polls + 1
 			if observed.State != api.StateDeleting {
 				cctx, cancel := r.callCtx(ctx)
 				err := t.remote.Delete(cctx, t.account, m.ID)
@@ -400,8 +399,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 					return r.failed(ctx, t, err)
 				}
 				t.log.Info().Str("machine", m.ID).Msg("machine delete requested")
+				polls = 1
 			}
-			return after(r.pollDelay(t.passes)), nil
+			if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.Retries, s.Polls = 0, polls }); err != nil {
+				return outcome{}, err
+			}
+			return after(r.pollDelay(polls)), nil
 		}
 	}
 	if err := bus.DeleteKey(ctx, r.st.Instances, t.key, t.rev); err != nil {
@@ -469,7 +472,9 @@ func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome,
 	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 		// Counted inside the CAS write: a pass that overlaps another (or a
 		// retried write) never loses an increment, so backoff keeps growing.
+		// The next look that succeeds starts the poll delay afresh.
 		s.Retries++
+		s.Polls = 0
 		delay = r.o.Retry.Delay(s.Retries, ce.RetryAfter())
 		retryAt := now.Add(delay)
 		setCondition(s, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue, Reason: string(ce.Code), Message: ce.Message, RetryAt: &retryAt})

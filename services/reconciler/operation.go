@@ -128,6 +128,7 @@ func (r *Reconciler) finishOperation(ctx context.Context, t *target, id, state, 
 		op := *s.LastOperation
 		op.State, op.Message, op.FinishedAt = state, message, &now
 		s.LastOperation = &op
+		s.Polls = 0 // the machine starts its way from here
 		if s.Phase == api.PhaseReinstalling && state != api.OperationSucceeded {
 			s.Phase = api.PhaseProvisioning
 		}

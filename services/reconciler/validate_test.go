@@ -164,11 +164,11 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestPollDelayDoublesUpToTheCap(t *testing.T) {
 	r := &Reconciler{o: Options{PollInterval: 2 * time.Second}}
 	for _, c := range []struct {
-		passes uint64
-		want   time.Duration
+		polls int
+		want  time.Duration
 	}{{0, 2 * time.Second}, {1, 2 * time.Second}, {2, 4 * time.Second}, {3, 8 * time.Second}, {4, 16 * time.Second}, {5, 30 * time.Second}, {50, 30 * time.Second}} {
-		if got := r.pollDelay(c.passes); got != c.want {
-			t.Errorf("pollDelay(%d) = %v, want %v", c.passes, got, c.want)
+		if got := r.pollDelay(c.polls); got != c.want {
+			t.Errorf("pollDelay(%d) = %v, want %v", c.polls, got, c.want)
 		}
 	}
 	slow := &Reconciler{o: Options{PollInterval: time.Minute}}
