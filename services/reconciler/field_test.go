@@ -2,11 +2,14 @@ package reconciler
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/services/provider-hetzner/emulator"
 )
 
 // A delete never creates (issue 11, item 2): an instance whose create
@@ -116,5 +119,107 @@ func TestLooksAfterRetriesFollowTheBoot(t *testing.T) {
 	}
 	if got := h.cloud.Calls(provider.VerbCreate); got != 6 {
 		t.Fatalf("%d creates, want 6", got)
+	}
+}
+
+// serverID is the emulator's id of an instance's recorded server.
+func serverID(t *testing.T, inst *api.Instance) int64 {
+	t.Helper()
+	id, err := strconv.ParseInt(inst.Status.Machine.ID, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// server is the emulator's server with id (failing when there is none).
+func server(t *testing.T, emu *emulator.Emulator, id string) emulator.ServerSnapshot {
+	t.Helper()
+	for _, s := range emu.Servers() {
+		if strconv.FormatInt(s.ID, 10) == id {
+			return s
+		}
+	}
+	t.Fatalf("no server %s", id)
+	return emulator.ServerSnapshot{}
+}
+
+// A server being deleted out of band is drift, not a deletion (issue 11,
+// item 8): the instance shows Provisioning with the Drift condition, no
+// deleting event, and is re-created once the server is gone.
+func TestServerDeletedOutOfBandIsNotShownDeleting(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu := h.useHetzner().Emulator()
+	inst := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "oob"}).ID, api.PhaseRunning)
+	deleting, err := h.env.NC.SubscribeSync(bus.Event(tenant, bus.ResourceInstances, inst.ID, "deleting"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := serverID(t, inst)
+	emu.SetServerStatus(sid, "deleting") // someone deletes it in the console
+	if _, err := h.rec.Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seen := h.waitFor(inst.ID, "the deleting server seen", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.Machine != nil && i.Status.Machine.State == api.StateDeleting
+	})
+	if c := condition(seen, ConditionDrift); seen.Status.Phase != api.PhaseProvisioning || c == nil || c.Status != api.ConditionTrue {
+		t.Fatalf("instance whose server is deleted out of band: phase %s, drift %+v; want Provisioning with Drift True", seen.Status.Phase, c)
+	}
+	emu.DeleteServerOutOfBand(sid)
+	again := h.waitFor(inst.ID, "re-created", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.Phase == api.PhaseRunning && i.Status.Machine != nil && i.Status.Machine.ID != inst.Status.Machine.ID
+	})
+	if c := condition(again, ConditionDrift); c == nil || c.Status != api.ConditionFalse {
+		t.Fatalf("drift after the re-create: %+v, want False", c)
+	}
+	if msg, err := deleting.NextMsg(100 * time.Millisecond); err == nil {
+		t.Fatalf("a deleting event was published though nobody deleted the instance: %s", msg.Data)
+	}
+}
+
+// A reinstall that fails leaves the record's image the one the machine
+// runs, and the record's machine as the provider reports it on the next
+// look (issue 11, item 8).
+func TestFailedReinstallKeepsTheImageTheMachineRuns(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu := h.useHetzner().Emulator()
+	inst := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "ri"}).ID, api.PhaseRunning)
+	emu.FailNextAction("rebuild_server", "image_broken", "the image could not be written")
+	var out api.Instance
+	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-12"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if last := h.opEnded(inst.ID, out.Desired.Operation.ID); last.State != api.OperationFailed {
+		t.Fatalf("reinstall whose action failed: %+v, want Failed", last)
+	}
+	got := h.waitPhase(inst.ID, api.PhaseRunning)
+	srv := server(t, emu, got.Status.Machine.ID)
+	if got.Image != inst.Image || srv.Image != inst.Image {
+		t.Fatalf("after the failed reinstall the record says image %q, the server runs %q; want both %q", got.Image, srv.Image, inst.Image)
+	}
+}
+
+// A reinstall requested while the server is gone is done by the re-create
+// with the reinstall's image: the fresh server is not rebuilt once more
+// (issue 11, item 8).
+func TestReinstallOfAVanishedServerIsDoneByTheRecreate(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu := h.useHetzner().Emulator()
+	inst := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "rv"}).ID, api.PhaseRunning)
+	emu.DeleteServerOutOfBand(serverID(t, inst))
+	var out api.Instance
+	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-12"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if last := h.opEnded(inst.ID, out.Desired.Operation.ID); last.State != api.OperationSucceeded {
+		t.Fatalf("reinstall of a vanished server: %+v, want Succeeded", last)
+	}
+	got := h.waitPhase(inst.ID, api.PhaseRunning)
+	if n := emu.Calls("POST /servers/{id}/actions/rebuild"); n != 0 {
+		t.Fatalf("the re-created server was rebuilt %d times, want 0 (created with the new image)", n)
+	}
+	if srv := server(t, emu, got.Status.Machine.ID); got.Image != "debian-12" || srv.Image != "debian-12" {
+		t.Fatalf("record image %q, server image %q; want debian-12", got.Image, srv.Image)
 	}
 }

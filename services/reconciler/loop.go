@@ -202,10 +202,19 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 			return nil, err
 		}
 	}
+	// A reinstall requested before the machine was (re)made is done by
+	// creating it with the reinstall's image: only on a first attempt, when
+	// no earlier create of the key can answer with a machine of the old one.
+	image, reinstall := t.inst.Image, unclaimedReinstall(&t.inst)
+	if reinstall != nil && first {
+		image = reinstall.Image
+	} else {
+		reinstall = nil
+	}
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	m, err := t.remote.CreateRequest(cctx, api.ProviderCreateRequest{Account: t.account, IdempotencyKey: t.inst.ID, FirstAttempt: first,
-		Machine: api.MachineSpec{Name: t.inst.Name, OfferID: t.offerID, Image: t.inst.Image, UserData: t.inst.UserData, SSHKeys: t.inst.SSHKeys}})
+		Machine: api.MachineSpec{Name: t.inst.Name, OfferID: t.offerID, Image: image, UserData: t.inst.UserData, SSHKeys: t.inst.SSHKeys}})
 	if r.o.Hooks.AfterProviderCreate != nil {
 		r.o.Hooks.AfterProviderCreate(t.inst.ID)
 	}
@@ -220,8 +229,16 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 	if err != nil {
 		return nil, err
 	}
-	t.log.Info().Str("machine", m.ID).Str("state", m.State).Msg("provider create answered")
-	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.Machine, s.Retries, s.Polls = m, 0, 0 }); err != nil {
+	t.log.Info().Str("machine", m.ID).Str("state", m.State).Str("image", image).Msg("provider create answered")
+	if err := r.writeRecord(ctx, t, func(i *api.Instance) {
+		i.Status.Machine, i.Status.Retries, i.Status.Polls = m, 0, 0
+		if op := unclaimedReinstall(i); reinstall != nil && op != nil && op.ID == reinstall.ID {
+			now := time.Now().UTC()
+			i.Image = reinstall.Image
+			i.Status.LastOperation = &api.OperationStatus{ID: reinstall.ID, Action: reinstall.Action, State: api.OperationSucceeded,
+				Message: "the machine was created with image " + reinstall.Image, StartedAt: now, FinishedAt: &now}
+		}
+	}); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -244,6 +261,9 @@ func (r *Reconciler) reconcileLive(ctx context.Context, t *target) (outcome, err
 		}
 		if observed == nil {
 			return r.machineVanished(ctx, t, m)
+		}
+		if observed.State == api.StateDeleting || observed.State == api.StateDeleted {
+			return r.machineGoing(ctx, t, observed)
 		}
 		m = observed
 	}
@@ -345,20 +365,62 @@ func (r *Reconciler) pollDelay(polls int) time.Duration {
 }
 
 // machineVanished handles a machine deleted out of band: it is forgotten
-// and created again with the same key on the next pass (drift repair).
+// and created again with the same key on the next pass (drift repair). No
+// create of the key is outstanding (the key's machine was found, and is
+// gone), so the next one is a first attempt.
 func (r *Reconciler) machineVanished(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
 	t.log.Warn().Str("machine", m.ID).Msg("machine disappeared out of band; recreating")
+	reported := missingReported(&t.inst)
 	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 		s.Machine = nil
+		s.CreateRequested = false
 		s.Phase = api.PhaseProvisioning
-		setCondition(s, api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: "MachineMissing",
+		setCondition(s, api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: reasonMachineMissing,
 			Message: "machine " + m.ID + " was deleted outside the control plane; recreating"})
 	})
 	if err != nil {
 		return outcome{}, err
 	}
-	r.publishEvent(&t.inst, "drift", "machine "+m.ID+" missing")
+	if !reported {
+		r.publishEvent(&t.inst, "drift", "machine "+m.ID+" missing")
+	}
 	return after(0), nil
+}
+
+// reasonMachineMissing is the Drift reason of a machine deleted (or being
+// deleted) outside the control plane.
+const reasonMachineMissing = "MachineMissing"
+
+// missingReported reports whether the instance's Drift condition already
+// says its machine is missing (its drift event was published).
+func missingReported(inst *api.Instance) bool {
+	c := condition(inst, ConditionDrift)
+	return c != nil && c.Status == api.ConditionTrue && c.Reason == reasonMachineMissing
+}
+
+// machineGoing handles a machine being deleted out of band (nobody asked
+// for the instance's deletion): the instance is Provisioning with the
+// Drift condition, its machine is watched until it is gone
+// (machineVanished then re-creates it; the key and name are the old
+// machine's until then).
+func (r *Reconciler) machineGoing(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
+	reported := missingReported(&t.inst)
+	polls := t.inst.Status.Polls + 1
+	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+		s.Machine = m
+		s.Phase = api.PhaseProvisioning
+		s.Retries, s.Polls = 0, polls
+		setCondition(s, api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: reasonMachineMissing,
+			Message: "machine " + m.ID + " is being deleted outside the control plane; recreated once it is gone"})
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	if !reported {
+		t.log.Warn().Str("machine", m.ID).Msg("machine deleted out of band; recreating once it is gone")
+		r.publishEvent(&t.inst, "drift", "machine "+m.ID+" being deleted")
+	}
+	return after(r.pollDelay(polls)), nil
 }
 
 // reconcileDelete deletes the machine (treating absence as done), waits

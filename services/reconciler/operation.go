@@ -119,9 +119,12 @@ func claimedBy(s *api.InstanceStatus, id string) bool {
 // finishOperation records operation id's outcome (state, message), only
 // while its claim is still in the record: a pass whose view is stale never
 // overwrites an outcome another pass recorded.
+// A reinstall that succeeded makes its image the instance's; one that did
+// not leaves the machine's state unknown until the next look.
 func (r *Reconciler) finishOperation(ctx context.Context, t *target, id, state, message string) error {
 	now := time.Now().UTC()
-	return r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+	return r.writeRecord(ctx, t, func(i *api.Instance) {
+		s := &i.Status
 		if !claimedBy(s, id) {
 			return
 		}
@@ -132,5 +135,25 @@ func (r *Reconciler) finishOperation(ctx context.Context, t *target, id, state, 
 		if s.Phase == api.PhaseReinstalling && state != api.OperationSucceeded {
 			s.Phase = api.PhaseProvisioning
 		}
+		if op.Action == api.ActionReinstall && state != api.OperationSucceeded && s.Machine != nil {
+			// What a reinstall left behind is unknown until the next look
+			// (a stopped VM, an old disk): the record does not claim it runs.
+			m := *s.Machine
+			m.State = api.StateUnknown
+			s.Machine = &m
+		}
+		if want := i.Desired.Operation; state == api.OperationSucceeded && want != nil && want.ID == id && want.Action == api.ActionReinstall {
+			i.Image = want.Image
+		}
 	})
+}
+
+// unclaimedReinstall is the instance's pending reinstall when no pass has
+// claimed it yet, else nil.
+func unclaimedReinstall(inst *api.Instance) *api.Operation {
+	op, last := inst.Desired.Operation, inst.Status.LastOperation
+	if op == nil || op.Action != api.ActionReinstall || last != nil && last.ID == op.ID {
+		return nil
+	}
+	return op
 }
