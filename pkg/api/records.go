@@ -222,8 +222,13 @@ type ExternalMachine struct {
 	Addresses      []string `json:"addresses"`
 }
 
-// Condition types and statuses.
+// Condition types and statuses. Ready summarises an instance: True when its
+// machine was last seen as declared; False while it is on its way or a
+// provider call failed, with the failure's code as Reason and its error as
+// Message (back to True once the machine is seen as declared again).
+// ProviderError is True while provider calls fail.
 const (
+	ConditionReady         = "Ready"
 	ConditionProviderError = "ProviderError"
 	ConditionTrue          = "True"
 	ConditionFalse         = "False"
@@ -239,6 +244,12 @@ type Condition struct {
 	Message            string     `json:"message,omitempty"`
 	LastTransitionTime time.Time  `json:"lastTransitionTime"`
 	RetryAt            *time.Time `json:"retryAt,omitempty"`
+}
+
+// Problem reports whether the condition reports a problem: True, and not
+// Ready (the summary, which is True when all is well).
+func (c Condition) Problem() bool {
+	return c.Status == ConditionTrue && c.Type != ConditionReady
 }
 
 // Event is published on compute.v1.<tenant>.events.<resource>.<id>.<type>

@@ -2,7 +2,10 @@ package reconciler
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +43,17 @@ func TestDeleteOfAFailedInstanceNeverCreates(t *testing.T) {
 	}
 }
 
+// reinstallEnded requests a reinstall of instance id with image and waits
+// until it left Executing.
+func (h *harness) reinstallEnded(id, image string) *api.OperationStatus {
+	h.t.Helper()
+	var out api.Instance
+	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: id, Image: image}, &out); err != nil {
+		h.t.Fatal(err)
+	}
+	return h.opEnded(id, out.Desired.Operation.ID)
+}
+
 // opEnded waits until operation opID of instance id left Executing.
 func (h *harness) opEnded(id, opID string) *api.OperationStatus {
 	h.t.Helper()
@@ -61,11 +75,7 @@ func TestRefusedOperationIsRetriedAndALostOneIsNot(t *testing.T) {
 
 	const rebuild, reset = "POST /servers/{id}/actions/rebuild", "POST /servers/{id}/actions/reset"
 	emu.FailNext(rebuild, 2, 423, "locked", "another action is running")
-	var out api.Instance
-	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-12"}, &out); err != nil {
-		t.Fatal(err)
-	}
-	if last := h.opEnded(inst.ID, out.Desired.Operation.ID); last.State != api.OperationSucceeded {
+	if last := h.reinstallEnded(inst.ID, "debian-12"); last.State != api.OperationSucceeded {
 		t.Fatalf("reinstall refused twice with 423 locked ended %+v, want Succeeded after the lock cleared", last)
 	}
 	if got := emu.Calls(rebuild); got != 3 {
@@ -73,6 +83,7 @@ func TestRefusedOperationIsRetriedAndALostOneIsNot(t *testing.T) {
 	}
 
 	emu.DropResponseNext(reset, 1)
+	var out api.Instance
 	if err := h.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionReset}, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -186,11 +197,7 @@ func TestFailedReinstallKeepsTheImageTheMachineRuns(t *testing.T) {
 	emu := h.useHetzner().Emulator()
 	inst := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "ri"}).ID, api.PhaseRunning)
 	emu.FailNextAction("rebuild_server", "image_broken", "the image could not be written")
-	var out api.Instance
-	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-12"}, &out); err != nil {
-		t.Fatal(err)
-	}
-	if last := h.opEnded(inst.ID, out.Desired.Operation.ID); last.State != api.OperationFailed {
+	if last := h.reinstallEnded(inst.ID, "debian-12"); last.State != api.OperationFailed {
 		t.Fatalf("reinstall whose action failed: %+v, want Failed", last)
 	}
 	got := h.waitPhase(inst.ID, api.PhaseRunning)
@@ -208,11 +215,7 @@ func TestReinstallOfAVanishedServerIsDoneByTheRecreate(t *testing.T) {
 	emu := h.useHetzner().Emulator()
 	inst := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "rv"}).ID, api.PhaseRunning)
 	emu.DeleteServerOutOfBand(serverID(t, inst))
-	var out api.Instance
-	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-12"}, &out); err != nil {
-		t.Fatal(err)
-	}
-	if last := h.opEnded(inst.ID, out.Desired.Operation.ID); last.State != api.OperationSucceeded {
+	if last := h.reinstallEnded(inst.ID, "debian-12"); last.State != api.OperationSucceeded {
 		t.Fatalf("reinstall of a vanished server: %+v, want Succeeded", last)
 	}
 	got := h.waitPhase(inst.ID, api.PhaseRunning)
@@ -221,5 +224,64 @@ func TestReinstallOfAVanishedServerIsDoneByTheRecreate(t *testing.T) {
 	}
 	if srv := server(t, emu, got.Status.Machine.ID); got.Image != "debian-12" || srv.Image != "debian-12" {
 		t.Fatalf("record image %q, server image %q; want debian-12", got.Image, srv.Image)
+	}
+}
+
+// brokenTLS fails every request with a certificate error while broken is
+// set, as a provider whose pinned CA no longer matches.
+type brokenTLS struct{ broken atomic.Bool }
+
+func (b *brokenTLS) RoundTrip(req *http.Request) (*http.Response, error) {
+	if b.broken.Load() {
+		return nil, errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority")
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// An instance whose provider calls fail does not look healthy in list
+// (issue 11, item 10): Ready turns False with the failure's code and
+// message, and True again once a call succeeds.
+func TestFailingProviderCallsShowInList(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu, err := emulator.Start(emulator.Options{ActionDuration: 10 * time.Millisecond}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emu.Close() })
+	tr := &brokenTLS{}
+	h.pool = h.addHetznerPool(emu, tr)
+	inst := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "tls"}).ID, api.PhaseRunning)
+	ready := func(i *api.Instance) *api.Condition { return condition(i, api.ConditionReady) }
+	if c := ready(inst); c == nil || c.Status != api.ConditionTrue {
+		t.Fatalf("a running instance has Ready %+v, want True", c)
+	}
+
+	tr.broken.Store(true)
+	if _, err := h.rec.Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	listed := func() *api.Instance {
+		t.Helper()
+		var page api.List[api.Instance]
+		if err := h.call("list", map[string]any{}, &page); err != nil || len(page.Items) != 1 {
+			t.Fatalf("list: %d items, %v", len(page.Items), err)
+		}
+		return &page.Items[0]
+	}
+	h.waitFor(inst.ID, "Ready False", func(i *api.Instance, err error) bool {
+		c := ready(i)
+		return err == nil && c != nil && c.Status == api.ConditionFalse
+	})
+	if c := ready(listed()); c == nil || c.Status != api.ConditionFalse || c.Reason != string(api.CodeProviderError) || c.Message == "" {
+		t.Fatalf("listed while every call fails: Ready %+v, want False with PROVIDER_ERROR and the error", c)
+	}
+
+	tr.broken.Store(false)
+	h.waitFor(inst.ID, "Ready again", func(i *api.Instance, err error) bool {
+		c := ready(i)
+		return err == nil && c != nil && c.Status == api.ConditionTrue
+	})
+	if got := listed(); got.Status.Phase != api.PhaseRunning {
+		t.Fatalf("after the calls recovered: phase %s", got.Status.Phase)
 	}
 }

@@ -336,6 +336,9 @@ func (r *Reconciler) observe(ctx context.Context, t *target, m *api.ExternalMach
 			s.ObservedGeneration = t.inst.Generation
 			s.Polls = 0
 			resolve(s, ConditionDrift)
+			setReady(s, true, "Converged", "machine "+m.ID+" is "+m.State)
+		} else {
+			setReady(s, false, "Converging", "machine "+m.ID+" is "+m.State+"; desired power "+t.inst.Desired.Power)
 		}
 	})
 	if err != nil {
@@ -370,57 +373,47 @@ func (r *Reconciler) pollDelay(polls int) time.Duration {
 // gone), so the next one is a first attempt.
 func (r *Reconciler) machineVanished(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
 	t.log.Warn().Str("machine", m.ID).Msg("machine disappeared out of band; recreating")
-	reported := missingReported(&t.inst)
-	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+	err := r.reportMissing(ctx, t, "machine "+m.ID+" was deleted outside the control plane; recreating", func(s *api.InstanceStatus) {
 		s.Machine = nil
 		s.CreateRequested = false
-		s.Phase = api.PhaseProvisioning
-		setCondition(s, api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: reasonMachineMissing,
-			Message: "machine " + m.ID + " was deleted outside the control plane; recreating"})
 	})
-	if err != nil {
-		return outcome{}, err
-	}
-	if !reported {
-		r.publishEvent(&t.inst, "drift", "machine "+m.ID+" missing")
-	}
-	return after(0), nil
+	return after(0), err
+}
+
+// machineGoing handles a machine being deleted out of band (nobody asked
+// for the instance's deletion): its machine is watched until it is gone
+// (machineVanished then re-creates it; the key and name are the old
+// machine's until then).
+func (r *Reconciler) machineGoing(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
+	polls := t.inst.Status.Polls + 1
+	err := r.reportMissing(ctx, t, "machine "+m.ID+" is being deleted outside the control plane; recreated once it is gone", func(s *api.InstanceStatus) {
+		s.Machine = m
+		s.Retries, s.Polls = 0, polls
+	})
+	return after(r.pollDelay(polls)), err
 }
 
 // reasonMachineMissing is the Drift reason of a machine deleted (or being
 // deleted) outside the control plane.
 const reasonMachineMissing = "MachineMissing"
 
-// missingReported reports whether the instance's Drift condition already
-// says its machine is missing (its drift event was published).
-func missingReported(inst *api.Instance) bool {
-	c := condition(inst, ConditionDrift)
-	return c != nil && c.Status == api.ConditionTrue && c.Reason == reasonMachineMissing
-}
-
-// machineGoing handles a machine being deleted out of band (nobody asked
-// for the instance's deletion): the instance is Provisioning with the
-// Drift condition, its machine is watched until it is gone
-// (machineVanished then re-creates it; the key and name are the old
-// machine's until then).
-func (r *Reconciler) machineGoing(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
-	reported := missingReported(&t.inst)
-	polls := t.inst.Status.Polls + 1
+// reportMissing records, with change, that the instance's machine is gone
+// or going out of band: phase Provisioning (it is re-created), Drift and
+// Ready saying so (msg). The drift event is published once, when the
+// Drift condition did not say so yet.
+func (r *Reconciler) reportMissing(ctx context.Context, t *target, msg string, change func(*api.InstanceStatus)) error {
+	c := condition(&t.inst, ConditionDrift)
+	reported := c != nil && c.Status == api.ConditionTrue && c.Reason == reasonMachineMissing
 	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
-		s.Machine = m
+		change(s)
 		s.Phase = api.PhaseProvisioning
-		s.Retries, s.Polls = 0, polls
-		setCondition(s, api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: reasonMachineMissing,
-			Message: "machine " + m.ID + " is being deleted outside the control plane; recreated once it is gone"})
+		setCondition(s, api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: reasonMachineMissing, Message: msg})
+		setReady(s, false, reasonMachineMissing, msg)
 	})
-	if err != nil {
-		return outcome{}, err
+	if err == nil && !reported {
+		r.publishEvent(&t.inst, "drift", msg)
 	}
-	if !reported {
-		t.log.Warn().Str("machine", m.ID).Msg("machine deleted out of band; recreating once it is gone")
-		r.publishEvent(&t.inst, "drift", "machine "+m.ID+" being deleted")
-	}
-	return after(r.pollDelay(polls)), nil
+	return err
 }
 
 // reconcileDelete deletes the machine (treating absence as done), waits
@@ -525,6 +518,7 @@ func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome,
 			s.Phase = api.PhaseFailed
 			s.ObservedGeneration = t.inst.Generation
 			setCondition(s, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue, Reason: string(ce.Code), Message: ce.Message})
+			setReady(s, false, string(ce.Code), ce.Message)
 		}); err != nil {
 			return outcome{}, err
 		}
@@ -540,6 +534,7 @@ func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome,
 		delay = r.o.Retry.Delay(s.Retries, ce.RetryAfter())
 		retryAt := now.Add(delay)
 		setCondition(s, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue, Reason: string(ce.Code), Message: ce.Message, RetryAt: &retryAt})
+		setReady(s, false, string(ce.Code), ce.Message)
 	}); err != nil {
 		return outcome{}, err
 	}

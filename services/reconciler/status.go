@@ -120,6 +120,15 @@ func setCondition(s *api.InstanceStatus, c api.Condition) {
 	s.Conditions = append(s.Conditions, c)
 }
 
+// setReady sets the Ready condition (see api.ConditionReady).
+func setReady(s *api.InstanceStatus, ready bool, reason, message string) {
+	status := api.ConditionFalse
+	if ready {
+		status = api.ConditionTrue
+	}
+	setCondition(s, api.Condition{Type: api.ConditionReady, Status: status, Reason: reason, Message: message})
+}
+
 // resolve sets condition typ False ("Resolved") when it is True.
 func resolve(s *api.InstanceStatus, typ string) {
 	for _, c := range s.Conditions {
@@ -147,7 +156,7 @@ func condition(inst *api.Instance, typ string) *api.Condition {
 
 func conditionMessage(s *api.InstanceStatus) string {
 	for _, c := range s.Conditions {
-		if c.Status == api.ConditionTrue {
+		if c.Problem() {
 			return c.Reason + ": " + c.Message
 		}
 	}

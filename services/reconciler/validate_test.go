@@ -108,7 +108,7 @@ func TestPhaseTable(t *testing.T) {
 		{api.PhaseReinstalling, api.StatePending, api.PhaseReinstalling},
 		{api.PhaseRunning, api.StateUnknown, api.PhaseRunning},
 		{api.PhaseRunning, api.StateError, api.PhaseFailed},
-		{api.PhaseRunning, api.StateDeleting, api.PhaseDeleting},
+		{api.PhaseRunning, api.StateDeleting, api.PhaseProvisioning}, // nobody asked: it is re-created
 		{api.PhaseRunning, api.StateRescue, api.PhaseRunning},
 	}
 	for _, c := range cases {
