@@ -281,8 +281,11 @@ const (
 	OperationExecuting = "Executing"
 	OperationSucceeded = "Succeeded"
 	OperationFailed    = "Failed"
-	// OperationUnknown marks an operation interrupted after it was sent: it is
-	// never sent again, since reset or reinstall must not run twice.
+	// OperationUnknown marks an operation that may have run without its
+	// outcome being learnt (no reply came, or the pass was interrupted after
+	// sending it): it is never sent again, since reset or reinstall must not
+	// run twice. One the provider proves it did not run
+	// (DetailNotExecuted) is sent again instead.
 	OperationUnknown = "Unknown"
 )
 
