@@ -49,8 +49,9 @@ func messages(t testing.TB) map[string][]any {
 			Action: api.ActionReinstall, Image: "debian-12", RequestedAt: now}},
 		Status: api.InstanceStatus{Phase: api.PhaseReinstalling, Machine: &machine, ObservedGeneration: 3,
 			Conditions: []api.Condition{{Type: api.ConditionProviderError, Status: api.ConditionTrue,
-				Reason: string(api.CodeRateLimited), Message: "provider rate limit", LastTransitionTime: now, RetryAt: &later}},
-			CreateRequested: true, Retries: 2,
+				Reason: string(api.CodeRateLimited), Message: "provider rate limit", LastTransitionTime: now, RetryAt: &later},
+				{Type: api.ConditionReady, Status: api.ConditionFalse, Reason: string(api.CodeRateLimited), Message: "provider rate limit", LastTransitionTime: now}},
+			CreateRequested: true, Retries: 2, Polls: 1,
 			LastOperation: &api.OperationStatus{ID: api.NewID(api.PrefixOperation), Action: api.ActionGracefulRestart,
 				State: api.OperationSucceeded, Message: "done", StartedAt: now, FinishedAt: &later}},
 		Generation: 4, Version: 9, CreatedAt: now, UpdatedAt: later, DeletionRequestedAt: &later}
@@ -137,7 +138,7 @@ func errorBodies() []any {
 		case api.CodeNotFound:
 			e = api.NotFound("pool", api.NewID(api.PrefixPool))
 		case api.CodeRateLimited:
-			e = api.RateLimited(1500*time.Millisecond, "slow down")
+			e = api.RateLimited(1500*time.Millisecond, "slow down").With(api.DetailNotExecuted, true)
 		case api.CodeProviderError:
 			e = api.ProviderError(422, "uniqueness_error", "server name is already used")
 		default:

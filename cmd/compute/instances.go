@@ -253,7 +253,7 @@ func progressLine(inst *api.Instance, getErr error) string {
 
 func conditionText(inst *api.Instance) string {
 	for _, c := range inst.Status.Conditions {
-		if c.Status == api.ConditionTrue {
+		if c.Problem() {
 			text := c.Reason + ": " + c.Message
 			if c.RetryAt != nil {
 				text += ", retry at " + c.RetryAt.Format(time.TimeOnly)

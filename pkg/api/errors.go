@@ -60,6 +60,13 @@ const (
 	DetailHolderID    = "holderId"
 	DetailHolderKey   = "holderIdempotencyKey"
 	DetailHolderState = "holderState"
+	// DetailNotExecuted (true) marks the error of a provider call that
+	// provably changed nothing: every request of it that could change
+	// something was refused by the API before acting (a lock, a conflict, a
+	// rate limit: an HTTP 4xx) or never sent (the connection was refused).
+	// Sending the call again cannot make it run twice. Absent means the
+	// call may have acted (a reply lost, a timeout, a failed action).
+	DetailNotExecuted = "notExecuted"
 )
 
 // NameHolder is the managed machine holding a name a create asked for.
@@ -190,6 +197,13 @@ func (e *ComputeError) RetryAfter() time.Duration {
 		return time.Duration(v * float64(time.Millisecond))
 	}
 	return 0
+}
+
+// NotExecuted reports whether details.notExecuted is true: the provider
+// proves the call changed nothing.
+func (e *ComputeError) NotExecuted() bool {
+	v, _ := e.Details[DetailNotExecuted].(bool)
+	return v
 }
 
 // Path is details.path ("" when absent).

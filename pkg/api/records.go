@@ -179,11 +179,16 @@ type InstanceStatus struct {
 	Machine            *ExternalMachine `json:"machine,omitempty"`
 	Conditions         []Condition      `json:"conditions,omitempty"`
 	ObservedGeneration int64            `json:"observedGeneration"`
-	// CreateRequested is set before the provider's create is first called, so
-	// a deletion knows a machine may exist even when its id was never recorded.
+	// CreateRequested is set before the provider's create is called, so a
+	// deletion knows a machine may exist even when its id was never recorded;
+	// it is cleared when the provider refuses the create (nothing was made).
 	CreateRequested bool `json:"createRequested,omitempty"`
 	// Retries counts consecutive failed reconcile attempts (0 after a success).
-	Retries       int              `json:"retries,omitempty"`
+	Retries int `json:"retries,omitempty"`
+	// Polls counts the looks in a row that found the machine still on its
+	// way (booting, stopping, being deleted) since the reconciler last acted
+	// on it or a call failed; the next look waits longer with each.
+	Polls         int              `json:"polls,omitempty"`
 	LastOperation *OperationStatus `json:"lastOperation,omitempty"`
 }
 
@@ -217,8 +222,13 @@ type ExternalMachine struct {
 	Addresses      []string `json:"addresses"`
 }
 
-// Condition types and statuses.
+// Condition types and statuses. Ready summarises an instance: True when its
+// machine was last seen as declared; False while it is on its way or a
+// provider call failed, with the failure's code as Reason and its error as
+// Message (back to True once the machine is seen as declared again).
+// ProviderError is True while provider calls fail.
 const (
+	ConditionReady         = "Ready"
 	ConditionProviderError = "ProviderError"
 	ConditionTrue          = "True"
 	ConditionFalse         = "False"
@@ -234,6 +244,12 @@ type Condition struct {
 	Message            string     `json:"message,omitempty"`
 	LastTransitionTime time.Time  `json:"lastTransitionTime"`
 	RetryAt            *time.Time `json:"retryAt,omitempty"`
+}
+
+// Problem reports whether the condition reports a problem: True, and not
+// Ready (the summary, which is True when all is well).
+func (c Condition) Problem() bool {
+	return c.Status == ConditionTrue && c.Type != ConditionReady
 }
 
 // Event is published on compute.v1.<tenant>.events.<resource>.<id>.<type>
@@ -265,8 +281,11 @@ const (
 	OperationExecuting = "Executing"
 	OperationSucceeded = "Succeeded"
 	OperationFailed    = "Failed"
-	// OperationUnknown marks an operation interrupted after it was sent: it is
-	// never sent again, since reset or reinstall must not run twice.
+	// OperationUnknown marks an operation that may have run without its
+	// outcome being learnt (no reply came, or the pass was interrupted after
+	// sending it): it is never sent again, since reset or reinstall must not
+	// run twice. One the provider proves it did not run
+	// (DetailNotExecuted) is sent again instead.
 	OperationUnknown = "Unknown"
 )
 

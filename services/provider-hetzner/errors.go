@@ -10,6 +10,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
 )
 
 // codeUnreachable is details.code of a PROVIDER_ERROR for an API that could
@@ -47,15 +48,37 @@ func mapFailure(f apiFailure, serverID string, now time.Time) *api.ComputeError 
 	return api.ProviderError(f.status, f.code, "hetzner-cloud: %s (HTTP %d, %s)", f.message, f.status, f.code)
 }
 
-// classify turns any error of an API call into a ComputeError: those
-// already are one pass through; hcloud.Error and bare error statuses are
-// mapped by mapFailure with the status and reset of the last reply (rec);
-// a call that ended with its context is UNAVAILABLE; any other failure
-// means the API was not reached: PROVIDER_ERROR status 0, code unreachable.
+// classify turns any error of an API call into a ComputeError (see
+// mapError) and marks it details.notExecuted when no request of the call
+// may have changed anything (rec.untouched): Hetzner refuses a request
+// with a 4xx before acting on it.
 func classify(ctx context.Context, err error, rec *recorder, serverID string, now time.Time) error {
 	if err == nil {
 		return nil
 	}
+	ce := mapError(ctx, err, rec, serverID, now)
+	if rec.untouched() {
+		ce.With(api.DetailNotExecuted, true)
+	}
+	return ce
+}
+
+// refusedOrUnsent reports whether a request's outcome (resp, err from the
+// transport) proves it did not act: a 4xx reply, or a connection that was
+// never made (nothing was sent).
+func refusedOrUnsent(resp *http.Response, err error) bool {
+	if err != nil {
+		return provider.Unsent(err)
+	}
+	return resp.StatusCode >= 400 && resp.StatusCode < 500
+}
+
+// mapError turns any error of an API call into a ComputeError: those
+// already are one pass through; hcloud.Error and bare error statuses are
+// mapped by mapFailure with the status and reset of the last reply (rec);
+// a call that ended with its context is UNAVAILABLE; any other failure
+// means the API was not reached: PROVIDER_ERROR status 0, code unreachable.
+func mapError(ctx context.Context, err error, rec *recorder, serverID string, now time.Time) *api.ComputeError {
 	var ce *api.ComputeError
 	if errors.As(err, &ce) {
 		return ce

@@ -126,6 +126,9 @@ type recorder struct {
 	calls   int
 	status  int
 	reset   time.Time
+	// acted is set once a request that can change something (not a GET)
+	// may have acted: it was sent and not refused with a 4xx.
+	acted bool
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -135,6 +138,11 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.status, r.reset = 0, time.Time{}
 	r.mu.Unlock()
 	resp, err := r.base.RoundTrip(req)
+	if req.Method != http.MethodGet && !refusedOrUnsent(resp, err) {
+		r.mu.Lock()
+		r.acted = true
+		r.mu.Unlock()
+	}
 	if err != nil {
 		return resp, err
 	}
@@ -149,6 +157,14 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.status, r.reset = resp.StatusCode, reset
 	r.mu.Unlock()
 	return resp, nil
+}
+
+// untouched reports whether no request of the session may have changed
+// anything (see recorder.acted).
+func (r *recorder) untouched() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.acted
 }
 
 func (r *recorder) count() int {

@@ -127,6 +127,22 @@ func httpFailure(status int, statusLine string, body []byte) *pveError {
 	return &pveError{status: status, message: msg, kind: classifyFailure(status, msg)}
 }
 
+// refusalKinds are the failures PVE answers before it acts: the API
+// handler, or the task's worker when it starts, takes the VM's lock and
+// checks the VM's existence and state before it changes anything. Guess:
+// from PVE's qemu-server handlers and workers (lock and state checks come
+// first); not verified for every endpoint.
+var refusalKinds = map[failureKind]bool{
+	kindLocked: true, kindExists: true, kindNoSuchVM: true,
+	kindNotRunning: true, kindAlreadyRunning: true, kindRunning: true,
+}
+
+// refused reports whether failure e proves its request (or task) did not
+// act: an HTTP 4xx, or a refusal kind (see refusalKinds).
+func (e *pveError) refused() bool {
+	return e.status/100 == 4 || refusalKinds[e.kind]
+}
+
 // taskFailure is a task that ended with exit status exit.
 func taskFailure(upid, exit string) *pveError {
 	return &pveError{message: exit, upid: upid, kind: classifyFailure(0, exit)}
@@ -159,6 +175,15 @@ func (e *pveError) computeError() *api.ComputeError {
 		return api.Errorf(code, "proxmox: %s", e.Error())
 	}
 	return api.ProviderError(e.status, string(e.kind), "proxmox: %s", e.Error())
+}
+
+// markNotExecuted marks err details.notExecuted when no request of the
+// call may have changed anything (rec.untouched).
+func markNotExecuted(err error, rec *recorder) error {
+	if err != nil && rec.untouched() {
+		return api.AsComputeError(err).With(api.DetailNotExecuted, true)
+	}
+	return err
 }
 
 // classify turns any error of a call into a ComputeError: those that are

@@ -85,7 +85,7 @@ func (s *session) end(ctx context.Context, errp *error) {
 			Str("op", s.op).Msg("proxmox call panicked")
 		*errp = api.Errorf(api.CodeProviderError, "proxmox: %s failed on an unexpected API reply", s.op)
 	}
-	*errp = classify(ctx, *errp)
+	*errp = markNotExecuted(classify(ctx, *errp), s.rec)
 	calls := s.rec.count()
 	if s.c.set.countCalls != nil {
 		s.c.set.countCalls(s.op, calls)

@@ -68,7 +68,11 @@ func (s *session) wait(ctx context.Context, upid, node string) error {
 		}
 		switch st.Status {
 		case taskStopped:
-			return taskOutcome(upid, st.ExitStatus)
+			err := taskOutcome(upid, st.ExitStatus)
+			if pe, ok := err.(*pveError); ok && pe.refused() {
+				s.rec.taskRefused()
+			}
+			return err
 		case taskRunning:
 		default:
 			return unexpectedReply("GET "+path, fmt.Errorf("task status %q", st.Status))

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
 )
 
 // maxErrorBody bounds how much of an error reply is read.
@@ -54,6 +55,10 @@ type recorder struct {
 	mu    sync.Mutex
 	calls int
 	fail  *pveError
+	// changes counts the requests that can change something (not a GET)
+	// and may have: sent, not refused (see pveError.refused), and not
+	// starting a task that then refused (see taskRefused).
+	changes int
 }
 
 // RoundTrip implements http.RoundTripper. A non-2xx reply's body is read
@@ -64,7 +69,13 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.fail = nil
 	r.mu.Unlock()
 	resp, err := r.base.RoundTrip(req)
+	changing := req.Method != http.MethodGet
 	if err != nil || resp.StatusCode/100 == 2 {
+		if changing && !(err != nil && provider.Unsent(err)) {
+			r.mu.Lock()
+			r.changes++
+			r.mu.Unlock()
+		}
 		return resp, err
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
@@ -73,8 +84,27 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := httpFailure(resp.StatusCode, resp.Status, body)
 	r.mu.Lock()
 	r.fail = f
+	if changing && !f.refused() {
+		r.changes++
+	}
 	r.mu.Unlock()
 	return resp, nil
+}
+
+// taskRefused records that the task a counted request started refused
+// before acting (its failure is a refusal kind).
+func (r *recorder) taskRefused() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changes = max(r.changes-1, 0)
+}
+
+// untouched reports whether no request of the session may have changed
+// anything (see recorder.changes).
+func (r *recorder) untouched() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changes == 0
 }
 
 // count is the number of requests sent so far.

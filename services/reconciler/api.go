@@ -248,7 +248,9 @@ func (r *Reconciler) power(ctx context.Context, req *bus.Request) (any, error) {
 }
 
 // reinstall answers instances.reinstall: queues a reinstall operation with
-// the new image. Errors: INVALID_INPUT, NOT_FOUND, INVALID_STATE (deleting).
+// the new image (desired.operation.image). The instance's image stays the
+// one its machine runs until the reinstall succeeded. Errors:
+// INVALID_INPUT, NOT_FOUND, INVALID_STATE (deleting).
 func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.InstanceReinstallRequest
 	if err := req.Decode(&in); err != nil {
@@ -264,7 +266,6 @@ func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, erro
 		if err := refusePendingOperation(inst); err != nil {
 			return err
 		}
-		inst.Image = in.Image
 		inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall, Image: in.Image, RequestedAt: time.Now().UTC()}
 		return nil
 	}, "reinstall")

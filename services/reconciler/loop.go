@@ -38,11 +38,7 @@ func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	log := r.log.With().Str("tenant", tenant).Str("instance", id).Logger()
-	var passes uint64 = 1
-	if md, err := msg.Metadata(); err == nil {
-		passes = md.NumDelivered
-	}
-	out, err := r.reconcile(ctx, log, tenant, id, passes)
+	out, err := r.reconcile(ctx, log, tenant, id)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		_ = msg.Nak() // stopping: hand the work back now
@@ -93,15 +89,12 @@ type target struct {
 	account api.ProviderAccount
 	offerID string
 	log     zerolog.Logger
-	// passes counts the deliveries of the current work message: how many
-	// times this instance was looked at since its last change.
-	passes uint64
 }
 
 // reconcile moves one instance one step towards its desired state. A
 // returned error means the state store failed (the message is redelivered).
-func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string, passes uint64) (outcome, error) {
-	t := &target{key: instanceKey(tenant, id), log: log, passes: passes}
+func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string) (outcome, error) {
+	t := &target{key: instanceKey(tenant, id), log: log}
 	rev, err := bus.GetJSON(ctx, r.st.Instances, t.key, &t.inst)
 	if errors.Is(err, bus.ErrNotFound) {
 		return finished, nil
@@ -209,18 +202,43 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 			return nil, err
 		}
 	}
+	// A reinstall requested before the machine was (re)made is done by
+	// creating it with the reinstall's image: only on a first attempt, when
+	// no earlier create of the key can answer with a machine of the old one.
+	image, reinstall := t.inst.Image, unclaimedReinstall(&t.inst)
+	if reinstall != nil && first {
+		image = reinstall.Image
+	} else {
+		reinstall = nil
+	}
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	m, err := t.remote.CreateRequest(cctx, api.ProviderCreateRequest{Account: t.account, IdempotencyKey: t.inst.ID, FirstAttempt: first,
-		Machine: api.MachineSpec{Name: t.inst.Name, OfferID: t.offerID, Image: t.inst.Image, UserData: t.inst.UserData, SSHKeys: t.inst.SSHKeys}})
+		Machine: api.MachineSpec{Name: t.inst.Name, OfferID: t.offerID, Image: image, UserData: t.inst.UserData, SSHKeys: t.inst.SSHKeys}})
 	if r.o.Hooks.AfterProviderCreate != nil {
 		r.o.Hooks.AfterProviderCreate(t.inst.ID)
+	}
+	if err != nil && createRefused(err) {
+		// The provider refused before making anything (a retry looked the
+		// key up first): no machine carries the key, so a deletion has
+		// nothing to look for and the next create is a first attempt again.
+		if werr := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.CreateRequested = false }); werr != nil {
+			return nil, werr
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	t.log.Info().Str("machine", m.ID).Str("state", m.State).Msg("provider create answered")
-	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.Machine = m }); err != nil {
+	t.log.Info().Str("machine", m.ID).Str("state", m.State).Str("image", image).Msg("provider create answered")
+	if err := r.writeRecord(ctx, t, func(i *api.Instance) {
+		i.Status.Machine, i.Status.Retries, i.Status.Polls = m, 0, 0
+		if op := unclaimedReinstall(i); reinstall != nil && op != nil && op.ID == reinstall.ID {
+			now := time.Now().UTC()
+			i.Image = reinstall.Image
+			i.Status.LastOperation = &api.OperationStatus{ID: reinstall.ID, Action: reinstall.Action, State: api.OperationSucceeded,
+				Message: "the machine was created with image " + reinstall.Image, StartedAt: now, FinishedAt: &now}
+		}
+	}); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -244,6 +262,9 @@ func (r *Reconciler) reconcileLive(ctx context.Context, t *target) (outcome, err
 		if observed == nil {
 			return r.machineVanished(ctx, t, m)
 		}
+		if observed.State == api.StateDeleting || observed.State == api.StateDeleted {
+			return r.machineGoing(ctx, t, observed)
+		}
 		m = observed
 	}
 	if out, done, err := r.runOperation(ctx, t, m); done || err != nil {
@@ -262,6 +283,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, t *target) (outcome, err
 			return r.failed(ctx, t, err)
 		}
 		t.log.Info().Str("machine", m.ID).Str("action", action).Msg("power converged")
+		t.inst.Status.Polls = 0 // the machine starts its way from here
 		if c := condition(&t.inst, ConditionDrift); t.inst.Status.ObservedGeneration == t.inst.Generation && (c == nil || c.Status != api.ConditionTrue) {
 			// It had converged, and nobody asked for a change since: the
 			// power state was changed outside the control plane (reported
@@ -301,17 +323,22 @@ func powerAction(desired, state string) string {
 // machine has converged.
 func (r *Reconciler) observe(ctx context.Context, t *target, m *api.ExternalMachine, drift *api.Condition) (outcome, error) {
 	converged := machineMatches(t.inst.Desired.Power, m.State)
+	polls := t.inst.Status.Polls + 1
 	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 		s.Machine = m
 		s.Phase = phaseOf(s.Phase, m.State)
-		s.Retries = 0
+		s.Retries, s.Polls = 0, polls
 		resolve(s, api.ConditionProviderError)
 		if drift != nil {
 			setCondition(s, *drift)
 		}
 		if converged {
 			s.ObservedGeneration = t.inst.Generation
+			s.Polls = 0
 			resolve(s, ConditionDrift)
+			setReady(s, true, "Converged", "machine "+m.ID+" is "+m.State)
+		} else {
+			setReady(s, false, "Converging", "machine "+m.ID+" is "+m.State+"; desired power "+t.inst.Desired.Power)
 		}
 	})
 	if err != nil {
@@ -320,39 +347,73 @@ func (r *Reconciler) observe(ctx context.Context, t *target, m *api.ExternalMach
 	if converged {
 		return finished, nil
 	}
-	return after(r.pollDelay(t.passes)), nil
+	return after(r.pollDelay(polls)), nil
 }
 
 // maxPollDelay caps the wait between two looks at a converging machine.
 const maxPollDelay = 30 * time.Second
 
-// pollDelay is the wait before looking at a converging machine again:
-// PollInterval after the first look, doubling with every look that finds it
-// still converging (a server that boots in 10 s is not polled every 2 s),
-// at most maxPollDelay.
-func (r *Reconciler) pollDelay(passes uint64) time.Duration {
+// pollDelay is the wait before looking again at a machine that look
+// number polls (status.Polls) found still converging: PollInterval after the
+// first look since the reconciler acted on it or a call failed, doubling
+// with every further look (a server that boots in 10 s is not polled every
+// 2 s), at most maxPollDelay. It follows the machine, not the retries
+// before: a pass's work message may have been delivered many times.
+func (r *Reconciler) pollDelay(polls int) time.Duration {
 	d := r.o.PollInterval
-	for i := uint64(1); i < passes && d < maxPollDelay; i++ {
+	for i := 1; i < polls && d < maxPollDelay; i++ {
 		d *= 2
 	}
 	return min(d, max(maxPollDelay, r.o.PollInterval))
 }
 
 // machineVanished handles a machine deleted out of band: it is forgotten
-// and created again with the same key on the next pass (drift repair).
+// and created again with the same key on the next pass (drift repair). No
+// create of the key is outstanding (the key's machine was found, and is
+// gone), so the next one is a first attempt.
 func (r *Reconciler) machineVanished(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
 	t.log.Warn().Str("machine", m.ID).Msg("machine disappeared out of band; recreating")
-	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+	err := r.reportMissing(ctx, t, "machine "+m.ID+" was deleted outside the control plane; recreating", func(s *api.InstanceStatus) {
 		s.Machine = nil
-		s.Phase = api.PhaseProvisioning
-		setCondition(s, api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: "MachineMissing",
-			Message: "machine " + m.ID + " was deleted outside the control plane; recreating"})
+		s.CreateRequested = false
 	})
-	if err != nil {
-		return outcome{}, err
+	return after(0), err
+}
+
+// machineGoing handles a machine being deleted out of band (nobody asked
+// for the instance's deletion): its machine is watched until it is gone
+// (machineVanished then re-creates it; the key and name are the old
+// machine's until then).
+func (r *Reconciler) machineGoing(ctx context.Context, t *target, m *api.ExternalMachine) (outcome, error) {
+	polls := t.inst.Status.Polls + 1
+	err := r.reportMissing(ctx, t, "machine "+m.ID+" is being deleted outside the control plane; recreated once it is gone", func(s *api.InstanceStatus) {
+		s.Machine = m
+		s.Retries, s.Polls = 0, polls
+	})
+	return after(r.pollDelay(polls)), err
+}
+
+// reasonMachineMissing is the Drift reason of a machine deleted (or being
+// deleted) outside the control plane.
+const reasonMachineMissing = "MachineMissing"
+
+// reportMissing records, with change, that the instance's machine is gone
+// or going out of band: phase Provisioning (it is re-created), Drift and
+// Ready saying so (msg). The drift event is published once, when the
+// Drift condition did not say so yet.
+func (r *Reconciler) reportMissing(ctx context.Context, t *target, msg string, change func(*api.InstanceStatus)) error {
+	c := condition(&t.inst, ConditionDrift)
+	reported := c != nil && c.Status == api.ConditionTrue && c.Reason == reasonMachineMissing
+	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+		change(s)
+		s.Phase = api.PhaseProvisioning
+		setCondition(s, api.Condition{Type: ConditionDrift, Status: api.ConditionTrue, Reason: reasonMachineMissing, Message: msg})
+		setReady(s, false, reasonMachineMissing, msg)
+	})
+	if err == nil && !reported {
+		r.publishEvent(&t.inst, "drift", msg)
 	}
-	r.publishEvent(&t.inst, "drift", "machine "+m.ID+" missing")
-	return after(0), nil
+	return err
 }
 
 // reconcileDelete deletes the machine (treating absence as done), waits
@@ -360,8 +421,11 @@ func (r *Reconciler) machineVanished(ctx context.Context, t *target, m *api.Exte
 func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, error) {
 	m := t.inst.Status.Machine
 	if m == nil && t.inst.Status.CreateRequested {
-		// A create may have reached the provider without its answer being
-		// recorded: the same key finds (or makes) that machine so it is deleted.
+		// A create whose outcome is unknown (no answer recorded; a refused
+		// one clears CreateRequested) may have made a machine, or may still
+		// make it: the same key finds that machine, or takes its name first
+		// (a late create then finds ours), so it is deleted, never leaked.
+		// A delete sends no create otherwise.
 		var err error
 		if m, err = r.ensureMachine(ctx, t); err != nil {
 			if !createRefused(err) {
@@ -381,6 +445,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 			return r.failed(ctx, t, err)
 		}
 		if observed != nil {
+			polls := t.inst.Status.Polls + 1
 			if observed.State != api.StateDeleting {
 				cctx, cancel := r.callCtx(ctx)
 				err := t.remote.Delete(cctx, t.account, m.ID)
@@ -389,8 +454,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 					return r.failed(ctx, t, err)
 				}
 				t.log.Info().Str("machine", m.ID).Msg("machine delete requested")
+				polls = 1
 			}
-			return after(r.pollDelay(t.passes)), nil
+			if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.Retries, s.Polls = 0, polls }); err != nil {
+				return outcome{}, err
+			}
+			return after(r.pollDelay(polls)), nil
 		}
 	}
 	if err := bus.DeleteKey(ctx, r.st.Instances, t.key, t.rev); err != nil {
@@ -452,6 +521,7 @@ func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome,
 			s.Phase = api.PhaseFailed
 			s.ObservedGeneration = t.inst.Generation
 			setCondition(s, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue, Reason: string(ce.Code), Message: ce.Message})
+			setReady(s, false, string(ce.Code), ce.Message)
 		}); err != nil {
 			return outcome{}, err
 		}
@@ -461,10 +531,13 @@ func (r *Reconciler) failed(ctx context.Context, t *target, err error) (outcome,
 	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 		// Counted inside the CAS write: a pass that overlaps another (or a
 		// retried write) never loses an increment, so backoff keeps growing.
+		// The next look that succeeds starts the poll delay afresh.
 		s.Retries++
+		s.Polls = 0
 		delay = r.o.Retry.Delay(s.Retries, ce.RetryAfter())
 		retryAt := now.Add(delay)
 		setCondition(s, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue, Reason: string(ce.Code), Message: ce.Message, RetryAt: &retryAt})
+		setReady(s, false, string(ce.Code), ce.Message)
 	}); err != nil {
 		return outcome{}, err
 	}

@@ -32,7 +32,11 @@ func (r *Reconciler) operationLease(inst *api.Instance) time.Duration {
 // another) may still be running it, and reconcile leaves the instance alone.
 // An operation still Executing after that was interrupted after it may have been sent: it
 // becomes Unknown and is never sent again (a reset or reinstall must not
-// run twice). done reports that this pass ends here (with out).
+// run twice). A call that failed is sent again (claimed anew after the
+// backoff) only when the provider proves it did not run
+// (details.notExecuted: a lock, a conflict, a 429, a refused connection);
+// one that got no reply is Unknown; any other failure is Failed.
+// done reports that this pass ends here (with out).
 func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.ExternalMachine) (out outcome, done bool, err error) {
 	op := t.inst.Desired.Operation
 	last := t.inst.Status.LastOperation
@@ -78,8 +82,12 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 	if callErr == nil {
 		return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationSucceeded, "")
 	}
-	if api.IsCode(callErr, api.CodeRateLimited) {
-		// Refused before it ran: release the claim and wait for the reset.
+	ce := api.AsComputeError(callErr)
+	switch {
+	case ce.NotExecuted() && !ce.Code.Terminal() && !permanentRefusal(ce) && ce.Code != api.CodeNotFound:
+		// The provider proves it did not run (423 locked, 409 conflict,
+		// 429, a refused connection) and it can pass later: release the
+		// claim and send the same operation again after the backoff.
 		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 			if claimedBy(s, op.ID) {
 				s.LastOperation = last
@@ -89,8 +97,18 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 		}
 		out, err := r.failed(ctx, t, callErr)
 		return out, true, err
+	case !ce.NotExecuted() && noReply(ce):
+		return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationUnknown, "no reply, it may have run; not repeated: "+ce.Error())
 	}
-	return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationFailed, api.AsComputeError(callErr).Error())
+	return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationFailed, ce.Error())
+}
+
+// noReply reports whether a call's error says no reply came: it ended
+// with its deadline (UNAVAILABLE) or the API was not reached or hung up
+// (PROVIDER_ERROR with status 0).
+func noReply(ce *api.ComputeError) bool {
+	status, _ := ce.APIStatus()
+	return ce.Code == api.CodeUnavailable || ce.Code == api.CodeProviderError && status == 0
 }
 
 // claimedBy reports whether the status still holds operation id's claim.
@@ -101,17 +119,41 @@ func claimedBy(s *api.InstanceStatus, id string) bool {
 // finishOperation records operation id's outcome (state, message), only
 // while its claim is still in the record: a pass whose view is stale never
 // overwrites an outcome another pass recorded.
+// A reinstall that succeeded makes its image the instance's; one that did
+// not leaves the machine's state unknown until the next look.
 func (r *Reconciler) finishOperation(ctx context.Context, t *target, id, state, message string) error {
 	now := time.Now().UTC()
-	return r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+	return r.writeRecord(ctx, t, func(i *api.Instance) {
+		s := &i.Status
 		if !claimedBy(s, id) {
 			return
 		}
 		op := *s.LastOperation
 		op.State, op.Message, op.FinishedAt = state, message, &now
 		s.LastOperation = &op
+		s.Polls = 0 // the machine starts its way from here
 		if s.Phase == api.PhaseReinstalling && state != api.OperationSucceeded {
 			s.Phase = api.PhaseProvisioning
 		}
+		if op.Action == api.ActionReinstall && state != api.OperationSucceeded && s.Machine != nil {
+			// What a reinstall left behind is unknown until the next look
+			// (a stopped VM, an old disk): the record does not claim it runs.
+			m := *s.Machine
+			m.State = api.StateUnknown
+			s.Machine = &m
+		}
+		if want := i.Desired.Operation; state == api.OperationSucceeded && want != nil && want.ID == id && want.Action == api.ActionReinstall {
+			i.Image = want.Image
+		}
 	})
+}
+
+// unclaimedReinstall is the instance's pending reinstall when no pass has
+// claimed it yet, else nil.
+func unclaimedReinstall(inst *api.Instance) *api.Operation {
+	op, last := inst.Desired.Operation, inst.Status.LastOperation
+	if op == nil || op.Action != api.ActionReinstall || last != nil && last.ID == op.ID {
+		return nil
+	}
+	return op
 }

@@ -92,7 +92,7 @@ func TestStalePassNeverOverwritesAnOutcome(t *testing.T) {
 	hold := h.cloud.HoldNext(provider.VerbGet)
 	done := make(chan error, 1)
 	go func() {
-		_, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID, 1)
+		_, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID)
 		done <- err
 	}()
 	<-hold.Held

@@ -454,7 +454,7 @@ func TestConcurrentPassesRunAnOperationOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID, 1)
+			_, _ = h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID)
 		}()
 	}
 	wg.Wait()
@@ -498,7 +498,7 @@ func TestExecutingOperationClaimIsALease(t *testing.T) {
 	}
 
 	claim(time.Now().UTC())
-	if _, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID, 1); err != nil {
+	if _, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := state(); got != api.OperationExecuting {
@@ -506,7 +506,7 @@ func TestExecutingOperationClaimIsALease(t *testing.T) {
 	}
 
 	claim(time.Now().UTC().Add(-h.opts.CallTimeout - claimMargin - time.Second))
-	if _, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID, 1); err != nil {
+	if _, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, inst.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := state(); got != api.OperationUnknown {

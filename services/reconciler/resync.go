@@ -126,7 +126,7 @@ func settled(inst *api.Instance) bool {
 		return false
 	}
 	for _, c := range s.Conditions {
-		if c.Status == api.ConditionTrue {
+		if c.Problem() {
 			return false
 		}
 	}

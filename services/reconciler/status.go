@@ -28,11 +28,18 @@ func isStoreError(err error) bool {
 // and applies change to the fresh record, so no concurrent write is lost.
 // It publishes an event when the phase changes.
 func (r *Reconciler) writeStatus(ctx context.Context, t *target, change func(*api.InstanceStatus)) error {
+	return r.writeRecord(ctx, t, func(i *api.Instance) { change(&i.Status) })
+}
+
+// writeRecord is writeStatus for a change that also records what the
+// machine now is outside the status: its image, after a reinstall or a
+// create that used a reinstall's image.
+func (r *Reconciler) writeRecord(ctx context.Context, t *target, change func(*api.Instance)) error {
 	for attempt := 0; ; attempt++ {
 		before := t.inst.Status.Phase
 		next := t.inst
 		next.Status = cloneStatus(t.inst.Status)
-		change(&next.Status)
+		change(&next)
 		if next.DeletionRequestedAt != nil && next.Status.Phase != api.PhaseFailed {
 			next.Status.Phase = api.PhaseDeleting
 		}
@@ -67,12 +74,14 @@ func cloneStatus(s api.InstanceStatus) api.InstanceStatus {
 // phaseTable maps a machine state to the instance phase ("" keeps the
 // current phase: the machine is in a state that says nothing new).
 var phaseTable = map[string]string{
-	api.StatePending:  api.PhaseProvisioning,
-	api.StateRunning:  api.PhaseRunning,
-	api.StateStopped:  api.PhaseStopped,
-	api.StateRescue:   api.PhaseRunning,
-	api.StateDeleting: api.PhaseDeleting,
-	api.StateDeleted:  api.PhaseDeleting,
+	api.StatePending: api.PhaseProvisioning,
+	api.StateRunning: api.PhaseRunning,
+	api.StateStopped: api.PhaseStopped,
+	api.StateRescue:  api.PhaseRunning,
+	// A machine going away that nobody asked to delete is re-created
+	// (machineGoing); a deletion's phase is Deleting whatever the state.
+	api.StateDeleting: api.PhaseProvisioning,
+	api.StateDeleted:  api.PhaseProvisioning,
 	api.StateError:    api.PhaseFailed,
 	api.StateUnknown:  "",
 }
@@ -111,6 +120,15 @@ func setCondition(s *api.InstanceStatus, c api.Condition) {
 	s.Conditions = append(s.Conditions, c)
 }
 
+// setReady sets the Ready condition (see api.ConditionReady).
+func setReady(s *api.InstanceStatus, ready bool, reason, message string) {
+	status := api.ConditionFalse
+	if ready {
+		status = api.ConditionTrue
+	}
+	setCondition(s, api.Condition{Type: api.ConditionReady, Status: status, Reason: reason, Message: message})
+}
+
 // resolve sets condition typ False ("Resolved") when it is True.
 func resolve(s *api.InstanceStatus, typ string) {
 	for _, c := range s.Conditions {
@@ -138,7 +156,7 @@ func condition(inst *api.Instance, typ string) *api.Condition {
 
 func conditionMessage(s *api.InstanceStatus) string {
 	for _, c := range s.Conditions {
-		if c.Status == api.ConditionTrue {
+		if c.Problem() {
 			return c.Reason + ": " + c.Message
 		}
 	}

@@ -108,7 +108,7 @@ func TestPhaseTable(t *testing.T) {
 		{api.PhaseReinstalling, api.StatePending, api.PhaseReinstalling},
 		{api.PhaseRunning, api.StateUnknown, api.PhaseRunning},
 		{api.PhaseRunning, api.StateError, api.PhaseFailed},
-		{api.PhaseRunning, api.StateDeleting, api.PhaseDeleting},
+		{api.PhaseRunning, api.StateDeleting, api.PhaseProvisioning}, // nobody asked: it is re-created
 		{api.PhaseRunning, api.StateRescue, api.PhaseRunning},
 	}
 	for _, c := range cases {
@@ -164,11 +164,11 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestPollDelayDoublesUpToTheCap(t *testing.T) {
 	r := &Reconciler{o: Options{PollInterval: 2 * time.Second}}
 	for _, c := range []struct {
-		passes uint64
-		want   time.Duration
+		polls int
+		want  time.Duration
 	}{{0, 2 * time.Second}, {1, 2 * time.Second}, {2, 4 * time.Second}, {3, 8 * time.Second}, {4, 16 * time.Second}, {5, 30 * time.Second}, {50, 30 * time.Second}} {
-		if got := r.pollDelay(c.passes); got != c.want {
-			t.Errorf("pollDelay(%d) = %v, want %v", c.passes, got, c.want)
+		if got := r.pollDelay(c.polls); got != c.want {
+			t.Errorf("pollDelay(%d) = %v, want %v", c.polls, got, c.want)
 		}
 	}
 	slow := &Reconciler{o: Options{PollInterval: time.Minute}}
