@@ -43,6 +43,51 @@ func TestDeleteOfAFailedInstanceNeverCreates(t *testing.T) {
 	}
 }
 
+// A delete never creates, also when the create's outcome is unknown
+// (issue 11, item 2): the deletion finds a machine the lost create made by
+// its key in the account's list, or, when none carries it, drops the
+// record once no create sent before the deletion can land; neither sends a
+// POST /servers.
+func TestDeleteAfterAnUnknownCreateNeverCreates(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lose   func(*emulator.Emulator)
+		leaves int // servers the lost create made
+	}{
+		{"reply lost after the server was made", func(e *emulator.Emulator) { e.DropResponseNext("POST /servers", 1) }, 1},
+		{"server error, nothing made", func(e *emulator.Emulator) {
+			e.FailNext("POST /servers", 1, http.StatusInternalServerError, "server_error", "try again")
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := fastOptions()
+			opts.CallTimeout = time.Second
+			opts.Retry = RetryPolicy{Initial: time.Hour, Max: time.Hour} // the live path waits; only the delete acts
+			h := newHarness(t, opts)
+			emu := h.useHetzner().Emulator()
+			tc.lose(emu)
+			inst := h.create(api.InstanceCreateRequest{Name: "lost"})
+			h.waitFor(inst.ID, "a failed create", func(i *api.Instance, err error) bool {
+				return err == nil && i.Status.Retries > 0 && i.Status.CreateRequested && i.Status.Machine == nil
+			})
+			if n := len(emu.Servers()); n != tc.leaves {
+				t.Fatalf("the lost create left %d servers, want %d", n, tc.leaves)
+			}
+			emu.ResetCalls()
+			if err := h.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
+				t.Fatal(err)
+			}
+			h.waitGone(inst.ID)
+			if got := emu.Calls("POST /servers"); got != 0 {
+				t.Fatalf("the delete sent %d POST /servers, want 0", got)
+			}
+			if n := len(emu.Servers()); n != 0 {
+				t.Fatalf("emulator holds %d servers after the delete, want 0", n)
+			}
+		})
+	}
+}
+
 // reinstallEnded requests a reinstall of instance id with image and waits
 // until it left Executing.
 func (h *harness) reinstallEnded(id, image string) *api.OperationStatus {

@@ -421,21 +421,14 @@ func (r *Reconciler) reportMissing(ctx context.Context, t *target, msg string, c
 func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, error) {
 	m := t.inst.Status.Machine
 	if m == nil && t.inst.Status.CreateRequested {
-		// A create whose outcome is unknown (no answer recorded; a refused
-		// one clears CreateRequested) may have made a machine, or may still
-		// make it: the same key finds that machine, or takes its name first
-		// (a late create then finds ours), so it is deleted, never leaked.
-		// A delete sends no create otherwise.
-		var err error
-		if m, err = r.ensureMachine(ctx, t); err != nil {
-			if !createRefused(err) {
-				return r.failed(ctx, t, err)
-			}
-			// Not a first attempt, so the provider looked the key up before
-			// refusing: no machine exists, the record can go.
-			t.log.Info().Str("code", string(api.CodeOf(err))).Msg("create refused while deleting: no machine to delete")
-			m = nil
+		found, wait, err := r.findUnrecorded(ctx, t)
+		if err != nil {
+			return r.failed(ctx, t, err)
 		}
+		if wait > 0 {
+			return after(wait), nil
+		}
+		m = found
 	}
 	if m != nil {
 		cctx, cancel := r.callCtx(ctx)
