@@ -30,9 +30,9 @@ func TestSecretStoreFlag(t *testing.T) {
 	}
 }
 
-// COMPUTE_SECRET_STORES is the flag's default, space-separated.
+// COMPUTE_SECRETS_STORES is the flag's default, space-separated.
 func TestSecretStoresFromEnv(t *testing.T) {
-	t.Setenv("COMPUTE_SECRET_STORES", "secret  env:root,ops")
+	t.Setenv("COMPUTE_SECRETS_STORES", "secret  env:root,ops")
 	c := &serviceConfig{}
 	serviceFlags(&cobra.Command{}, c)
 	if err := c.parseSecretStores(); err != nil {

@@ -13,41 +13,17 @@ import (
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/services/accounts"
+	hetzner "better-compute.io/compute/services/provider-hetzner"
 )
 
-// noMachines is a provider client that lists no offers and makes no
-// machines: the tests below only create accounts.
-type noMachines struct{}
-
-func (noMachines) ListOffers(context.Context, *provider.Call, api.OfferQuery) ([]api.Offer, error) {
-	return []api.Offer{}, nil
-}
-
-func (noMachines) Create(context.Context, *provider.Call, api.MachineSpec) (*api.ExternalMachine, error) {
-	return nil, api.Errorf(api.CodeUnsupported, "no machines here")
-}
-
-func (noMachines) Get(context.Context, *provider.Call, string) (*api.ExternalMachine, error) {
-	return nil, nil
-}
-
-func (noMachines) Delete(context.Context, *provider.Call, string) error {
-	return api.NotFound("machine", "")
-}
-
-// withAccounts serves the accounts service and a provider "fake" whose
-// manifest has one required secret field, token, on h's bus.
+// withAccounts serves the accounts service and provider-hetzner (whose
+// manifest has one required secret field, token) on h's bus. Creating an
+// account asks the provider only for its manifest: no API is called.
 func (h *harness) withAccounts(t *testing.T) {
 	t.Helper()
-	def, err := provider.Define(provider.Definition{ID: "fake", Version: "1.0.0", Provides: []string{api.KindVPS},
-		Manifest: []api.ManifestField{{Name: "token", Type: provider.TypeSecret, Required: true}},
-		New:      func(provider.BuildContext) (provider.Client, error) { return noMachines{}, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	provNC := h.env.Connect(t)
-	prov, err := provider.Serve(provNC, def, provider.ServeOptions{Logger: log})
+	prov, err := provider.Serve(provNC, hetzner.Definition(), provider.ServeOptions{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +38,14 @@ func (h *harness) withAccounts(t *testing.T) {
 	t.Cleanup(func() { _ = acc.Stop() })
 }
 
-// createAccount creates an account of the fake provider for tenant with
+// createAccount creates a hetzner-cloud account for tenant with
 // config {"token": ref}.
 func (h *harness) createAccount(t *testing.T, tenant, ref string) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return bus.Call(ctx, h.env.NC, bus.Command(tenant, bus.ResourceAccounts, "create"),
-		api.AccountCreateRequest{Provider: "fake", Name: "a", Config: map[string]any{"token": ref}}, nil)
+		api.AccountCreateRequest{Provider: hetzner.ProviderID, Name: "a", Config: map[string]any{"token": ref}}, nil)
 }
 
 // With the default configuration only secret:// resolves: env:// and
