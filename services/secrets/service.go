@@ -57,10 +57,11 @@ type service struct {
 // list,delete} and compute.internal.secrets.{resolve,check,rekey}.
 //
 // Errors (plain, at start-up): no keyring; a store configuration
-// checkStores refuses; vault listed without Options.Vault; the keyring lacks a key id that
-// sealed stored values (and was not retired by a rekey), or holds other
-// material under that id (wrong key file or COMPUTE_SEAL_KEY); the current
-// key was retired by a rekey; the store cannot be read.
+// ParseStores would refuse; vault listed without Options.Vault; the keyring
+// lacks a key id that sealed stored values (and was not retired by a
+// rekey), or holds other material under that id (wrong key file or
+// COMPUTE_SEAL_KEY); the current key was retired by a rekey; the store
+// cannot be read.
 func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if o.Keyring == nil {
 		return nil, errors.New("secrets: Options.Keyring is required")
