@@ -75,7 +75,7 @@ func checkOutcome(t *testing.T, verb string, err error, code api.Code, path stri
 	wantError(t, err, code, path, "resolve-value-5d1e", "env-value-91c2")
 }
 
-func TestEnvTenantsOption(t *testing.T) {
+func TestEnvStoreTenants(t *testing.T) {
 	t.Setenv(envVarName, "env-value-91c2")
 	for _, tc := range []struct {
 		name    string
