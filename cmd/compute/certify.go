@@ -64,7 +64,7 @@ func certifyCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.config, "config", "", "account config as JSON, secret references only (live runs)")
 	f.StringVar(&o.offer, "offer", "", "offer id create accepts (default: the fake's)")
 	f.StringVar(&o.image, "image", "", "image create accepts (default: the fake's)")
-	f.StringVar(&o.accountTenant, "account-tenant", "root", "tenant of the account (live runs; env:// references resolve for root)")
+	f.StringVar(&o.accountTenant, "account-tenant", "root", "tenant of the account (live runs; env:// references resolve for the tenants of the secrets service's --secret-store env, default root)")
 	f.StringVar(&o.prefix, "prefix", "", "prefix of machine names and idempotency keys (default random)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the run's random choices (default from the clock)")
 	f.IntVar(&o.scaleMachines, "scale-machines", conformance.DefaultScaleMachines, "inventory of the scale lane")

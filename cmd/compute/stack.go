@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/egress"
@@ -28,10 +30,10 @@ import (
 // and `compute serve`.
 type serviceConfig struct {
 	sealKeyFile     string
-	envTenants      []string
+	secretStores    []string              // --secret-store values
+	stores          []secrets.StoreConfig // parsed from secretStores by parseSecretStores
 	vaultAddr       string
 	vaultTokenFile  string
-	vaultTenants    []string
 	hetznerEndpoint string
 	snippetsDir     string
 	snippetsStorage string
@@ -55,6 +57,34 @@ func (c *serviceConfig) parseEgress() error {
 	return nil
 }
 
+// parseSecretStores reads --secret-store before anything starts, so a bad
+// value stops the command with INVALID_CONFIG naming the flag.
+func (c *serviceConfig) parseSecretStores() error {
+	stores, err := secrets.ParseStores(c.secretStores)
+	if err != nil {
+		return api.InvalidConfig("--secret-store", "--secret-store: %v", err)
+	}
+	c.stores = stores
+	return nil
+}
+
+// vaultStore returns the vault:// store when c.stores lists vault, else
+// nil. Errors: INVALID_CONFIG naming --secret-store, for the Vault settings
+// NewVaultStore refuses.
+func (c *serviceConfig) vaultStore() (secrets.Store, error) {
+	if !slices.ContainsFunc(c.stores, func(s secrets.StoreConfig) bool { return s.Scheme == api.SchemeVault }) {
+		if c.vaultAddr != "" {
+			c.log.Warn().Msg("--vault-addr (VAULT_ADDR) is set but --secret-store does not list vault: vault:// references do not resolve")
+		}
+		return nil, nil
+	}
+	vs, err := secrets.NewVaultStore(secrets.VaultConfig{Address: c.vaultAddr, TokenFile: c.vaultTokenFile, Token: os.Getenv("VAULT_TOKEN")})
+	if err != nil {
+		return nil, api.InvalidConfig("--secret-store", "--secret-store vault: %v (configure it with --vault-addr and --vault-token-file or VAULT_TOKEN)", err)
+	}
+	return vs, nil
+}
+
 // stopper is a running service.
 type stopper interface{ Stop() error }
 
@@ -69,16 +99,11 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 		if err != nil {
 			return nil, err
 		}
-		var stores []secrets.Store
-		if c.vaultAddr != "" {
-			vs, err := secrets.NewVaultStore(secrets.VaultConfig{Address: c.vaultAddr, TokenFile: c.vaultTokenFile,
-				Token: os.Getenv("VAULT_TOKEN"), Tenants: c.vaultTenants})
-			if err != nil {
-				return nil, err
-			}
-			stores = append(stores, vs)
+		vault, err := c.vaultStore()
+		if err != nil {
+			return nil, err
 		}
-		return secrets.Start(nc, st, secrets.Options{Keyring: kr, EnvTenants: c.envTenants, Stores: stores, Logger: c.log})
+		return secrets.Start(nc, st, secrets.Options{Keyring: kr, Stores: c.stores, Vault: vault, Logger: c.log})
 	},
 	"accounts": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
 		return accounts.Start(nc, st, accounts.Options{Logger: c.log})

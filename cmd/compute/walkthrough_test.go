@@ -78,7 +78,7 @@ func startTestStack(t *testing.T, logs *bustest.LogBuffer) (*stack, string) {
 	t.Helper()
 	dir := t.TempDir()
 	s, err := startStack(upOptions{dataDir: dir, natsHost: "127.0.0.1", hetznerAddr: "127.0.0.1:0", proxmoxAddr: "127.0.0.1:0",
-		services: serviceConfig{log: zerolog.New(logs).Level(zerolog.DebugLevel), envTenants: []string{"root"}, resyncInterval: -1}})
+		services: serviceConfig{log: zerolog.New(logs).Level(zerolog.DebugLevel), resyncInterval: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

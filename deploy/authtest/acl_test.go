@@ -153,7 +153,7 @@ func TestTenantIsolation(t *testing.T) {
 		}
 		wantCode(t, "account with globex's secret", create(g.secret.Ref), api.CodeAccessDenied, "config.token")
 		wantCode(t, "account with the platform's environment", create("env://HOME"), api.CodeAccessDenied, "config.token")
-		wantCode(t, "account with a vault reference (no vault store)", create("vault://kv/platform/hetzner#token"), api.CodeInvalidConfig, "config.token")
+		wantCode(t, "account with a vault reference (no vault store)", create("vault://kv/platform/hetzner#token"), api.CodeInvalidInput, "config.token")
 		wantCode(t, "update to globex's secret", acme.call(bus.ResourceAccounts, "update", api.AccountUpdateRequest{ID: a.account.ID,
 			Version: a.account.Version, Config: map[string]any{"token": g.secret.Ref}}, nil), api.CodeAccessDenied, "config.token")
 		wantCode(t, "body naming globex", acme.call(bus.ResourceInstances, "list", map[string]any{"tenantId": "globex"}, nil), api.CodeAccessDenied, "tenantId")

@@ -105,7 +105,11 @@ func startStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	nc := s.serviceConn(t, "secrets", "_INBOX_svc_secrets")
-	sec, err := secrets.Start(nc, s.openStores(t, nc), secrets.Options{Keyring: kr, Logger: log})
+	// env:// configured explicitly (for root, as before stores became
+	// configuration), so the tests show a tenant refused the platform's
+	// environment by the store's tenant list.
+	stores := []secrets.StoreConfig{{Scheme: api.SchemeSecret}, {Scheme: api.SchemeEnv}}
+	sec, err := secrets.Start(nc, s.openStores(t, nc), secrets.Options{Keyring: kr, Stores: stores, Logger: log})
 	started(t, "secrets", sec, err)
 	nc = s.serviceConn(t, "provider-hetzner", "_INBOX_svc_provider-hetzner")
 	def := hetzner.Definition(hetzner.WithEndpoint(s.emu.URL()), hetzner.WithPollInterval(10*time.Millisecond))

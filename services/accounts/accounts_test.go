@@ -170,7 +170,7 @@ func TestAccountCreateRefused(t *testing.T) {
 		{"option of wrong type", tenant, body(fakeProviderID, "a", tok("location", 5)), api.CodeInvalidConfig, "config.location"},
 		{"other tenant's secret", tenant, body(fakeProviderID, "a", map[string]any{"token": secretT2}), api.CodeAccessDenied, "config.token"},
 		{"missing secret", tenant, body(fakeProviderID, "a", map[string]any{"token": secretMissing}), api.CodeNotFound, "config.token"},
-		{"scheme without store", tenant, body(fakeProviderID, "a", map[string]any{"token": "vault://kv/hcloud#token"}), api.CodeInvalidConfig, "config.token"},
+		{"scheme without store", tenant, body(fakeProviderID, "a", map[string]any{"token": "vault://kv/hcloud#token"}), api.CodeInvalidInput, "config.token"},
 		{"nested other tenant's secret", tenant, body(fakeProviderID, "a", tok("nested", map[string]any{"apiKey": secretT2})), api.CodeAccessDenied, "config.nested.apiKey"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -136,15 +136,15 @@ func serveSecretsCheck(t *testing.T, nc *nats.Conn) {
 }
 
 // checkRef is ACCESS_DENIED for another tenant's secret, NOT_FOUND for an
-// unknown one, INVALID_CONFIG for vault:// (no store here), nil for env://
-// and known secrets.
+// unknown one, INVALID_INPUT for vault:// (no store configured here), nil
+// for env:// (configured) and known secrets.
 func checkRef(in api.SecretResolveRequest) *api.ComputeError {
 	ref, err := api.ParseSecretRef(in.Ref)
 	switch {
 	case err != nil:
 		return api.AsComputeError(err)
 	case ref.Scheme == api.SchemeVault:
-		return api.Errorf(api.CodeInvalidConfig, "no vault store is configured")
+		return api.InvalidInput("ref", "no secret store is configured for vault:// references")
 	case ref.Scheme == api.SchemeSecret && ref.Tenant != in.TenantID:
 		return api.Errorf(api.CodeAccessDenied, "secret of another tenant")
 	case ref.Scheme == api.SchemeSecret && in.Ref != secretT1 && in.Ref != secretT2:

@@ -43,7 +43,7 @@ func secretRefs(path string, v any) []refAt {
 // checkSecrets asks the secrets service (compute.internal.secrets.check)
 // whether every secret reference in config resolves for tenant, without
 // receiving any value. Errors: the secrets service's error (ACCESS_DENIED for
-// another tenant's reference, NOT_FOUND for a missing secret, INVALID_CONFIG
+// another tenant's reference, NOT_FOUND for a missing secret, INVALID_INPUT
 // for a scheme without a store, UNAVAILABLE) with details.path set to the
 // reference's config path.
 func (s *service) checkSecrets(ctx context.Context, tenant string, config map[string]any) error {

@@ -13,12 +13,16 @@
 //	compute.internal.secrets.check    api.SecretResolveRequest -> api.Empty (same checks, no value)
 //	compute.internal.secrets.rekey    RekeyRequest -> RekeyReply (admin only, see rekey)
 //
-// A broker routes each reference to the Store of its scheme: secret:// to the
-// sealed local store (KV bucket compute_secrets, key <tenant>.<secretId>,
+// A broker routes each reference to the Store of its scheme, for the
+// schemes configured (Options.Stores, ParseStores; by default secret://
+// only, a configured list replaces the default): secret:// to the sealed
+// local store (KV bucket compute_secrets, key <tenant>.<secretId>,
 // AES-256-GCM via package seal, the reference bound as additional data),
 // env:// to the service's environment and vault:// to HashiCorp Vault KV v2
-// (NewVaultStore), both for operator-listed tenants only (default "root"):
-// the platform's environment and Vault token are not the tenants'.
+// (NewVaultStore), both for the tenants their StoreConfig lists (default
+// "root"): the platform's environment and Vault token are not the tenants'.
+// A scheme without a store is INVALID_INPUT at check and UNSUPPORTED at
+// resolve.
 //
 // Besides tenant records the bucket holds one key check record per seal key
 // id (key _keycheck.<keyId>, never a valid tenant prefix), written before

@@ -67,9 +67,11 @@ func TestStartRefusesBadOptions(t *testing.T) {
 		want string
 	}{
 		{"no keyring", func(o *Options) { o.Keyring = nil }, "Keyring is required"},
-		{"bad env tenant", func(o *Options) { o.EnvTenants = []string{"Root"} }, `env tenant "Root"`},
-		{"scheme served twice", func(o *Options) { o.Stores = []Store{fakeStore{scheme: "env"}} }, "two stores serve env://"},
-		{"unknown scheme", func(o *Options) { o.Stores = []Store{fakeStore{scheme: "ftp"}} }, `"ftp" is not a secret reference scheme`},
+		{"bad env tenant", func(o *Options) { o.Stores = []StoreConfig{{Scheme: "env", Tenants: []string{"Root"}}} }, `tenant "Root"`},
+		{"no env tenant", func(o *Options) { o.Stores = []StoreConfig{{Scheme: "env", Tenants: []string{}}} }, "tenant list is empty"},
+		{"scheme listed twice", func(o *Options) { o.Stores = []StoreConfig{{Scheme: "env"}, {Scheme: "env"}} }, "env is listed twice"},
+		{"unknown scheme", func(o *Options) { o.Stores = []StoreConfig{{Scheme: "ftp"}} }, `"ftp": unknown scheme`},
+		{"vault without a store", func(o *Options) { o.Stores = []StoreConfig{{Scheme: "vault"}} }, "no vault store is configured"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := h.options(testKeyring(t, "k1", 1))
@@ -81,20 +83,18 @@ func TestStartRefusesBadOptions(t *testing.T) {
 	}
 }
 
-// fakeStore serves one scheme with a fixed value for tenant "acme".
-type fakeStore struct{ scheme string }
+// fakeStore answers a fixed value for every vault:// reference.
+type fakeStore struct{}
 
-func (f fakeStore) Scheme() string { return f.scheme }
-
-func (f fakeStore) Resolve(_ context.Context, tenant string, ref api.SecretRef) (string, error) {
-	if tenant != "acme" {
-		return "", api.Errorf(api.CodeAccessDenied, "no")
-	}
+func (fakeStore) Resolve(_ context.Context, _ string, ref api.SecretRef) (string, error) {
 	return "store-value-for-" + ref.Field, nil
 }
 
-func TestExtraStoreServesItsScheme(t *testing.T) {
-	h := startHarness(t, func(o *Options) { o.Stores = []Store{fakeStore{scheme: api.SchemeVault}} })
+// Options.Vault serves vault://, for the tenants its StoreConfig lists.
+func TestVaultOptionServesItsScheme(t *testing.T) {
+	h := startHarness(t, func(o *Options) {
+		o.Stores, o.Vault = []StoreConfig{{Scheme: api.SchemeVault, Tenants: []string{"acme"}}}, fakeStore{}
+	})
 	v, err := h.resolve(t, "acme", "vault://kv/team/hetzner#token")
 	if err != nil || v != "store-value-for-token" {
 		t.Fatalf("vault:// through the configured store: err %v, value matches %v", err, v == "store-value-for-token")

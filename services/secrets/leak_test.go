@@ -49,7 +49,7 @@ func bucketValues(t *testing.T, js jetstream.JetStream) map[string][]byte {
 
 func TestValuesNeverStoredNorLogged(t *testing.T) {
 	t.Setenv(envVarName, "leak-env-value-4")
-	h := startHarness(t)
+	h := startHarness(t, envStores)
 	values := []string{"leak-plain-value-1", "leak-idem-value-2", "leak-conflict-value-3", "leak-env-value-4"}
 
 	plain := h.put(t, "acme", api.SecretPutRequest{Name: "a", Value: values[0]})

@@ -96,8 +96,6 @@ func (s *localStore) sealInto(rec *record, tenant, id string, plain []byte) {
 	rec.KeyID, rec.Nonce, rec.Ciphertext = sealed.KeyID, sealed.Nonce, sealed.Ciphertext
 }
 
-func (s *localStore) Scheme() string { return api.SchemeSecret }
-
 // Resolve answers the value of secret://<tenant>/<id>. Errors: ACCESS_DENIED
 // when the reference names another tenant (checked before any read), and
 // those of open.

@@ -57,7 +57,8 @@ func idempotencyKey(tenant, key string) string {
 	return tenant + ".secrets-put." + hex.EncodeToString(sum[:])
 }
 
-// put stores a secret (secrets.put). Errors: INVALID_INPUT naming the field,
+// put stores a secret (secrets.put). Errors: UNSUPPORTED when the store
+// configuration leaves secret:// out, INVALID_INPUT naming the field,
 // ACCESS_DENIED (tenantId of another tenant), CONFLICT (idempotency key used
 // with another value), UNAVAILABLE, INTERNAL.
 //
@@ -78,6 +79,10 @@ func idempotencyKey(tenant, key string) string {
 // again under the same id: the caller sent the value again and is owed the
 // reference it was promised.
 func (s *service) put(ctx context.Context, req *bus.Request) (any, error) {
+	if _, ok := s.broker[api.SchemeSecret]; !ok {
+		return nil, api.Errorf(api.CodeUnsupported, "no secret:// store is configured (this service serves %s): secrets.put stores nothing here",
+			s.broker.schemes())
+	}
 	var in api.SecretPutRequest
 	if err := req.Decode(&in); err != nil {
 		return nil, err

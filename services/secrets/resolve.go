@@ -8,9 +8,11 @@ import (
 )
 
 // resolve answers a reference's value to a service
-// (compute.internal.secrets.resolve). Errors: those of lookup.
+// (compute.internal.secrets.resolve). Errors: those of lookup, UNSUPPORTED
+// (path ref, details.scheme) for a scheme without a configured store: the
+// deployment cannot resolve it.
 func (s *service) resolve(ctx context.Context, req *bus.Request) (any, error) {
-	value, err := s.lookup(ctx, req, "secret resolved")
+	value, err := s.lookup(ctx, req, api.CodeUnsupported, "secret resolved")
 	if err != nil {
 		return nil, err
 	}
@@ -19,9 +21,11 @@ func (s *service) resolve(ctx context.Context, req *bus.Request) (any, error) {
 
 // check runs every check of resolve but answers only success
 // (compute.internal.secrets.check), so accounts can validate references
-// without ever holding a value. Errors: those of lookup.
+// without ever holding a value. Errors: those of lookup, INVALID_INPUT
+// (path ref, details.scheme) for a scheme without a configured store: the
+// reference in the request cannot be used here.
 func (s *service) check(ctx context.Context, req *bus.Request) (any, error) {
-	if _, err := s.lookup(ctx, req, "secret checked"); err != nil {
+	if _, err := s.lookup(ctx, req, api.CodeInvalidInput, "secret checked"); err != nil {
 		return nil, err
 	}
 	return api.Empty{}, nil
@@ -29,9 +33,9 @@ func (s *service) check(ctx context.Context, req *bus.Request) (any, error) {
 
 // lookup decodes a resolve request and resolves it through the broker,
 // logging event on success (never the value). Errors: INVALID_INPUT (body,
-// tenantId, ref), INVALID_CONFIG (path ref: no store for the scheme),
-// ACCESS_DENIED, NOT_FOUND, UNAVAILABLE, INTERNAL.
-func (s *service) lookup(ctx context.Context, req *bus.Request, event string) (string, error) {
+// tenantId, ref), unconfigured (path ref: no store for the scheme),
+// INVALID_CONFIG, ACCESS_DENIED, NOT_FOUND, UNAVAILABLE, INTERNAL.
+func (s *service) lookup(ctx context.Context, req *bus.Request, unconfigured api.Code, event string) (string, error) {
 	var in api.SecretResolveRequest
 	if err := req.Decode(&in); err != nil {
 		return "", err
@@ -44,7 +48,7 @@ func (s *service) lookup(ctx context.Context, req *bus.Request, event string) (s
 	case in.Ref == "":
 		return "", api.InvalidInput("ref", "ref is required")
 	}
-	value, err := s.broker.resolve(ctx, in.TenantID, in.Ref)
+	value, err := s.broker.resolve(ctx, in.TenantID, in.Ref, unconfigured)
 	if err != nil {
 		return "", err
 	}

@@ -12,9 +12,15 @@ import (
 
 const envVarName = "SECRETS_TEST_ENV_CREDENTIAL"
 
+// envStores is today's env:// rule made explicit: secret:// and env:// for
+// root.
+func envStores(o *Options) {
+	o.Stores = []StoreConfig{{Scheme: api.SchemeSecret}, {Scheme: api.SchemeEnv}}
+}
+
 func TestResolveAndCheck(t *testing.T) {
 	t.Setenv(envVarName, "env-value-91c2")
-	h := startHarness(t)
+	h := startHarness(t, envStores)
 	s := h.put(t, "acme", api.SecretPutRequest{Name: "tok", Value: "resolve-value-5d1e"})
 
 	value, err := h.resolve(t, "acme", s.Ref)
@@ -39,7 +45,6 @@ func TestResolveAndCheck(t *testing.T) {
 		{"env for a tenant, unset variable", "acme", "env://SECRETS_TEST_UNSET", api.CodeAccessDenied, ""},
 		{"env of the service's own configuration", "root", "env://COMPUTE_SEAL_KEY", api.CodeAccessDenied, ""},
 		{"env unset", "root", "env://SECRETS_TEST_UNSET", api.CodeNotFound, ""},
-		{"vault without store", "acme", "vault://kv/team/hetzner#token", api.CodeInvalidConfig, "ref"},
 		{"missing secret", "acme", missing, api.CodeNotFound, ""},
 		{"malformed secret ref", "acme", "secret://acme/not-an-id", api.CodeInvalidInput, "ref"},
 		{"unknown scheme", "acme", "http://example", api.CodeInvalidInput, "ref"},
@@ -70,18 +75,18 @@ func checkOutcome(t *testing.T, verb string, err error, code api.Code, path stri
 	wantError(t, err, code, path, "resolve-value-5d1e", "env-value-91c2")
 }
 
-func TestEnvTenantsOption(t *testing.T) {
+func TestEnvStoreTenants(t *testing.T) {
 	t.Setenv(envVarName, "env-value-91c2")
 	for _, tc := range []struct {
 		name    string
 		tenants []string
 		allowed map[string]bool
 	}{
+		{"root by default", nil, map[string]bool{"acme": false, "root": true}},
 		{"listed tenant only", []string{"acme"}, map[string]bool{"acme": true, "root": false}},
-		{"none", []string{}, map[string]bool{"acme": false, "root": false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := startHarness(t, func(o *Options) { o.EnvTenants = tc.tenants })
+			h := startHarness(t, func(o *Options) { o.Stores = []StoreConfig{{Scheme: api.SchemeEnv, Tenants: tc.tenants}} })
 			for tenant, allowed := range tc.allowed {
 				_, err := h.resolve(t, tenant, "env://"+envVarName)
 				if allowed {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/services/secrets/seal"
 )
@@ -30,14 +29,15 @@ type Options struct {
 	// Keyring seals and opens secret:// values (required): see
 	// seal.LoadKeyring, seal.EnsureKeyFile and seal.KeyringFromEnv.
 	Keyring *seal.Keyring
-	// EnvTenants are the tenants allowed to resolve env:// references. nil
-	// means ["root"]; an empty non-nil slice allows no tenant.
-	EnvTenants []string
-	// Stores serve further schemes (NewVaultStore for vault://). secret://
-	// (sealed, local) and env:// are always served; a scheme served twice
-	// fails Start. A reference whose scheme has no store resolves to
-	// INVALID_CONFIG.
-	Stores []Store
+	// Stores are the schemes that resolve (ParseStores reads them from
+	// --secret-store values). Empty means DefaultStores, secret:// only; a
+	// list replaces the default. A reference of a scheme not listed is
+	// INVALID_INPUT at check and UNSUPPORTED at resolve; without secret,
+	// secrets.put is UNSUPPORTED.
+	Stores []StoreConfig
+	// Vault is the vault:// store (NewVaultStore): required when Stores
+	// lists vault, unused otherwise.
+	Vault Store
 	// Logger receives one line per event; never a secret value.
 	Logger zerolog.Logger
 	// Workers bounds concurrent requests (default 64).
@@ -56,21 +56,21 @@ type service struct {
 // bucket and serves the micro service "secrets": compute.v1.*.secrets.{put,
 // list,delete} and compute.internal.secrets.{resolve,check,rekey}.
 //
-// Errors (plain, at start-up): no keyring; an invalid env tenant; a store
-// scheme that is unknown or served twice; the keyring lacks a key id that
-// sealed stored values (and was not retired by a rekey), or holds other
-// material under that id (wrong key file or COMPUTE_SEAL_KEY); the current
-// key was retired by a rekey; the store cannot be read.
+// Errors (plain, at start-up): no keyring; a store configuration
+// ParseStores would refuse; vault listed without Options.Vault; the keyring
+// lacks a key id that sealed stored values (and was not retired by a
+// rekey), or holds other material under that id (wrong key file or
+// COMPUTE_SEAL_KEY); the current key was retired by a rekey; the store
+// cannot be read.
 func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if o.Keyring == nil {
 		return nil, errors.New("secrets: Options.Keyring is required")
 	}
-	envTenants, err := operatorTenants(o.EnvTenants, "env")
-	if err != nil {
-		return nil, fmt.Errorf("secrets: %w", err)
+	if len(o.Stores) == 0 {
+		o.Stores = DefaultStores
 	}
 	local := &localStore{kv: st.Secrets, keys: o.Keyring}
-	b, err := newBroker(append([]Store{local, envStore{tenants: envTenants}}, o.Stores...))
+	b, err := newBroker(o.Stores, map[string]Store{api.SchemeSecret: local, api.SchemeEnv: envStore{}, api.SchemeVault: o.Vault})
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
@@ -95,7 +95,10 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Logger.Info().Str("service", ServiceName).Str("key_id", o.Keyring.Current()).Strs("schemes", slices.Sorted(maps.Keys(b))).
-		Strs("env_tenants", slices.Sorted(maps.Keys(envTenants))).Msg("secrets service started")
+	stores := make([]string, len(o.Stores))
+	for i, c := range o.Stores {
+		stores[i] = c.String()
+	}
+	o.Logger.Info().Str("service", ServiceName).Str("key_id", o.Keyring.Current()).Strs("stores", stores).Msg("secrets service started")
 	return svc, nil
 }

@@ -3,54 +3,81 @@ package secrets
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"better-compute.io/compute/pkg/api"
 )
 
-// Store resolves the secret references of one scheme. The service serves
-// secret:// and env:// itself; Options.Stores adds stores for other schemes
-// (a Vault store for vault://).
+// Store resolves the secret references of one scheme. The service builds
+// the secret:// and env:// stores itself; Options.Vault is the vault://
+// store.
 type Store interface {
-	// Scheme is the reference scheme served: "secret", "env" or "vault".
-	Scheme() string
 	// Resolve returns the value ref (of Scheme) names, read on behalf of
-	// tenant (a valid tenant id). It decides whether tenant may read ref.
-	// Errors: ACCESS_DENIED, NOT_FOUND, UNAVAILABLE, INTERNAL; messages never
-	// quote a value.
+	// tenant (a valid tenant id the broker allowed). ref is of the store's scheme. Errors: ACCESS_DENIED,
+	// NOT_FOUND, UNAVAILABLE, INTERNAL; messages never quote a value.
 	Resolve(ctx context.Context, tenant string, ref api.SecretRef) (string, error)
 }
 
-// broker routes a reference to the store of its scheme.
-type broker map[string]Store
+// route is the store of one configured scheme and, for env:// and
+// vault://, the tenants allowed to use it (nil for secret://: the store
+// itself binds each secret to its tenant).
+type route struct {
+	store   Store
+	tenants map[string]bool
+}
 
-// newBroker indexes stores by scheme. Errors: a scheme api.ParseSecretRef
-// does not know (no reference could reach it), a scheme served twice.
-func newBroker(stores []Store) (broker, error) {
+// broker routes a reference to the store of its scheme; a scheme not
+// configured has no route.
+type broker map[string]route
+
+// newBroker routes each configured scheme to its store in stores (by
+// scheme; a nil store is one not given). Errors (plain): a configuration
+// checkStores refuses, a configured scheme without a store.
+func newBroker(configs []StoreConfig, stores map[string]Store) (broker, error) {
+	if err := checkStores(configs); err != nil {
+		return nil, err
+	}
 	b := broker{}
-	for _, s := range stores {
-		scheme := s.Scheme()
-		if !api.LooksLikeSecretRef(scheme + "://") {
-			return nil, fmt.Errorf("store scheme %q is not a secret reference scheme (secret, env, vault)", scheme)
+	for _, c := range configs {
+		s := stores[c.Scheme]
+		if s == nil {
+			return nil, fmt.Errorf("store %q: no %s store is configured (Options.Vault)", c.Scheme, c.Scheme)
 		}
-		if _, dup := b[scheme]; dup {
-			return nil, fmt.Errorf("two stores serve %s:// references", scheme)
+		rt := route{store: s}
+		if c.Scheme != api.SchemeSecret {
+			rt.tenants = map[string]bool{}
+			for _, t := range c.tenantList() {
+				rt.tenants[t] = true
+			}
 		}
-		b[scheme] = s
+		b[c.Scheme] = rt
 	}
 	return b, nil
 }
 
-// resolve parses ref and asks the store of its scheme. Errors: INVALID_INPUT
-// (path ref) for a malformed reference, INVALID_CONFIG (path ref) for a
-// scheme without a configured store, and those of Store.Resolve.
-func (b broker) resolve(ctx context.Context, tenant, ref string) (string, error) {
+// schemes lists the configured schemes, sorted: "env, secret".
+func (b broker) schemes() string { return strings.Join(slices.Sorted(maps.Keys(b)), ", ") }
+
+// resolve parses ref and asks the store of its scheme. Errors:
+// INVALID_INPUT (path ref) for a malformed reference; unconfigured (path
+// ref, details.scheme) for a scheme without a configured store;
+// ACCESS_DENIED for a tenant the store's configuration does not list
+// (checked before the store is asked, so others cannot probe it); those of
+// Store.Resolve.
+func (b broker) resolve(ctx context.Context, tenant, ref string, unconfigured api.Code) (string, error) {
 	r, err := api.ParseSecretRef(ref)
 	if err != nil {
 		return "", api.InvalidInput("ref", "ref: %s", api.AsComputeError(err).Message)
 	}
-	s, ok := b[r.Scheme]
-	if !ok {
-		return "", api.InvalidConfig("ref", "no secret store is configured for %s:// references", r.Scheme)
+	rt, ok := b[r.Scheme]
+	switch {
+	case !ok:
+		return "", api.Errorf(unconfigured, "no secret store is configured for %s:// references (this service serves %s)",
+			r.Scheme, b.schemes()).With(api.DetailPath, "ref").With("scheme", r.Scheme)
+	case rt.tenants != nil && !rt.tenants[tenant]:
+		return "", api.Errorf(api.CodeAccessDenied, "tenant %q may not read %s:// references", tenant, r.Scheme)
 	}
-	return s.Resolve(ctx, tenant, r)
+	return rt.store.Resolve(ctx, tenant, r)
 }

@@ -30,10 +30,6 @@ type VaultConfig struct {
 	// Agent's file sink takes effect without a restart. One is required;
 	// TokenFile wins.
 	Token, TokenFile string
-	// Tenants may resolve vault:// references: nil means ["root"], an empty
-	// non-nil slice allows no tenant. The token reads whatever its policy
-	// allows, so only operator tenants may name paths.
-	Tenants []string
 	// Timeout bounds one read (default DefaultVaultTimeout); the caller's
 	// deadline applies too.
 	Timeout time.Duration
@@ -41,10 +37,10 @@ type VaultConfig struct {
 
 // vaultStore serves vault://<mount>/<path>#<field> from HashiCorp Vault's
 // KV version 2 secrets engine (GET /v1/<mount>/data/<path>, the field of
-// the latest version's data).
+// the latest version's data). The token reads whatever its policy allows,
+// so the broker lets only the tenants of its StoreConfig reach it.
 type vaultStore struct {
 	client    *vault.Client
-	tenants   map[string]bool
 	tokenFile string
 	timeout   time.Duration
 	mu        sync.Mutex
@@ -52,16 +48,12 @@ type vaultStore struct {
 }
 
 // NewVaultStore returns the Store of vault:// references, for
-// Options.Stores. It does not contact Vault: an unreachable Vault fails the
+// Options.Vault. It does not contact Vault: an unreachable Vault fails the
 // resolves (UNAVAILABLE), not the start. Errors (plain): no address, no
-// token, an unreadable token file, an invalid tenant, a malformed address.
+// token, an unreadable token file, a malformed address.
 func NewVaultStore(c VaultConfig) (Store, error) {
 	if c.Address == "" {
 		return nil, errors.New("vault: an address is required")
-	}
-	tenants, err := operatorTenants(c.Tenants, "vault")
-	if err != nil {
-		return nil, fmt.Errorf("vault: %w", err)
 	}
 	cfg := vault.DefaultConfig()
 	if cfg.Error != nil {
@@ -75,7 +67,7 @@ func NewVaultStore(c VaultConfig) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vault: %w", err)
 	}
-	s := &vaultStore{client: client, tenants: tenants, tokenFile: c.TokenFile, timeout: c.Timeout}
+	s := &vaultStore{client: client, tokenFile: c.TokenFile, timeout: c.Timeout}
 	if s.timeout <= 0 {
 		s.timeout = DefaultVaultTimeout
 	}
@@ -92,19 +84,13 @@ func NewVaultStore(c VaultConfig) (Store, error) {
 	return s, nil
 }
 
-func (*vaultStore) Scheme() string { return api.SchemeVault }
-
 // Resolve reads the latest version of <mount>/<path> and answers its field.
-// Errors: ACCESS_DENIED for a tenant not listed (checked before any request)
-// and when Vault denies the token (401, 403); NOT_FOUND for a missing or
+// Errors: ACCESS_DENIED when Vault denies the token (401, 403); NOT_FOUND for a missing or
 // deleted path (404) or a missing field; INVALID_CONFIG (path ref) for a
 // field that is not a non-empty string; UNAVAILABLE when Vault cannot be
 // reached, is sealed or overloaded (429, 5xx), or the token file cannot be
 // read; INTERNAL for any other answer. Messages never quote a value.
-func (s *vaultStore) Resolve(ctx context.Context, tenant string, ref api.SecretRef) (string, error) {
-	if !s.tenants[tenant] {
-		return "", api.Errorf(api.CodeAccessDenied, "tenant %q may not read vault:// references", tenant)
-	}
+func (s *vaultStore) Resolve(ctx context.Context, _ string, ref api.SecretRef) (string, error) {
 	if err := s.refreshToken(); err != nil {
 		return "", err
 	}
