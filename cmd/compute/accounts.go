@@ -48,7 +48,7 @@ func accountsCmd(g *globals) *cobra.Command {
 			"made only on that version (CONFLICT otherwise); without it, a write that meets another\n" +
 			"change (CONFLICT) reads the account again and re-applies the change, up to " + strconv.Itoa(updateAttempts) + " times.",
 		Example: `  compute accounts update pacct_01… --set location=nbg1`,
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			nc, err := g.connect()
 			if err != nil {
@@ -67,7 +67,7 @@ func accountsCmd(g *globals) *cobra.Command {
 	offers := &cobra.Command{
 		Use:   "offers ID",
 		Short: "List the offers (server types, sizes) the account's provider can create",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.request(bus.ResourceAccounts, "offers", api.AccountOffersRequest{ID: args[0], Query: q}, nil)
 		},

@@ -74,7 +74,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	power := &cobra.Command{
 		Use:   "power ID ACTION",
 		Short: "Power action: on, off, graceful-off, reset, cycle, graceful-restart, nmi",
-		Args:  cobra.ExactArgs(2),
+		Args:  exactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.request(bus.ResourceInstances, "power", api.InstancePowerRequest{ID: args[0], Action: args[1]}, nil)
 		},
@@ -82,7 +82,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	reinstall := &cobra.Command{
 		Use:   "reinstall ID IMAGE",
 		Short: "Reinstall an instance with another image (keeps its id)",
-		Args:  cobra.ExactArgs(2),
+		Args:  exactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.request(bus.ResourceInstances, "reinstall", api.InstanceReinstallRequest{ID: args[0], Image: args[1]}, nil)
 		},
@@ -91,7 +91,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	del := &cobra.Command{
 		Use:   "delete ID",
 		Short: "Delete an instance: its machine, then its record",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if !waitDelete {
 				return g.request(bus.ResourceInstances, "delete", api.IDRequest{ID: args[0]}, nil)
@@ -112,7 +112,7 @@ func instancesCmd(g *globals) *cobra.Command {
 		Long: "Waits until the instance is running (or --for stopped|deleted), printing a progress line per\n" +
 			"change on stderr and the instance on stdout at the end. Ctrl-C stops only the waiting (exit\n" +
 			"status 130): the instance goes on, and the line printed says how to wait again.",
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if _, ok := waitGoals[until]; !ok {
 				return fmt.Errorf("--for %q: want running, stopped or deleted", until)
@@ -186,7 +186,7 @@ func (g *globals) wait(id, until string, maxWait time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	interrupted := func() error {
-		return &exitError{status: 130, msg: fmt.Sprintf("interrupted: instance %s goes on; wait again with: compute instances wait %s --for %s", id, id, until)}
+		return &exitError{status: 130, msg: fmt.Sprintf("interrupted: instance %s goes on; wait again with: %s instances wait %s --for %s", id, selfName(), id, until)}
 	}
 	nc, err := g.connect()
 	if err != nil {

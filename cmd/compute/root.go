@@ -165,3 +165,23 @@ func (g *globals) print(v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// exactArgs is exactArgs(n) with an error that names the arguments
+// missing or extra by the command's usage line ("instances wait ID").
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == n {
+			return nil
+		}
+		return fmt.Errorf("usage: %s (%d argument(s) wanted, %d given)", cmd.UseLine(), n, len(args))
+	}
+}
+
+// selfName is how the user ran this binary (e.g. bin/compute), for hints
+// that name a command to run next.
+func selfName() string {
+	if len(os.Args) > 0 && os.Args[0] != "" && !strings.Contains(os.Args[0], "go-build") {
+		return os.Args[0]
+	}
+	return "compute"
+}

@@ -24,7 +24,7 @@ func secretsCmd(g *globals) *cobra.Command {
 		Long: "Reads the value from standard input (trailing newline removed; on a terminal it prompts for\n" +
 			"the value and does not echo it) or from the environment variable named by --from-env, so it\n" +
 			"never appears in shell history, on the screen or in the process list.",
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			value, err := readSecretValue(cmd.InOrStdin(), fromEnv, args[0])
 			if err != nil {
@@ -128,7 +128,7 @@ func idCmd(g *globals, resource, verb, short string) *cobra.Command {
 	return &cobra.Command{
 		Use:   verb + " ID",
 		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.request(resource, verb, api.IDRequest{ID: args[0]}, nil)
 		},

@@ -164,7 +164,7 @@ func upCmd(g *globals) *cobra.Command {
 			}
 			defer s.Close()
 			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
-				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.nats.ClientURL())
+				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.nats.ClientURL(), selfName())
 			sig := waitForSignal()
 			o.services.log.Info().Str("signal", sig.String()).Msg("stopping")
 			return nil
@@ -189,7 +189,7 @@ compute is up.
 
 Talk to it from another terminal (see README.md for the whole walkthrough):
   export COMPUTE_NATS_URL=%s COMPUTE_TENANT=demo
-  printf %%s my-hetzner-token | go run ./cmd/compute secrets put hcloud   # the emulator takes any token
+  printf %%s my-hetzner-token | %s secrets put hcloud   # the emulator takes any token
   nats req compute.v1.demo.instances.list '{}'
 
 Ctrl-C stops everything; state survives in the data directory (the emulators'
