@@ -58,7 +58,7 @@ func (s *session) configure(ctx context.Context, vm located, want vmSpec, runnin
 		if !isKind(err, kindLocked) || round == maxConfigureRounds {
 			return err
 		}
-		if err := provider.Sleep(ctx, s.call.Clock, s.c.set.pollInterval); err != nil {
+		if err := provider.Sleep(ctx, s.call.Clock, s.c.timing.poll); err != nil {
 			return err
 		}
 		vm.cfg = nil

@@ -176,8 +176,9 @@ func (s *session) runningNow(ctx context.Context, vm located, r vmResource) (boo
 // polls every poll interval until the clone ends (at most the task
 // timeout). nil when there is no such VM (a failed clone is removed).
 func (s *session) settled(ctx context.Context, node string, vmid int) (*located, error) {
-	deadline := s.call.Clock.Now().Add(s.c.set.taskTimeout)
-	for range s.c.set.maxPolls() {
+	timing := s.c.timing
+	deadline := s.call.Clock.Now().Add(timing.timeout)
+	for range timing.maxPolls() {
 		cfg, err := s.readConfig(ctx, node, vmid)
 		if isKind(err, kindNoSuchVM) {
 			return nil, nil
@@ -191,11 +192,11 @@ func (s *session) settled(ctx context.Context, node string, vmid int) (*located,
 		if !s.call.Clock.Now().Before(deadline) {
 			break
 		}
-		if err := provider.Sleep(ctx, s.call.Clock, s.c.set.pollInterval); err != nil {
+		if err := provider.Sleep(ctx, s.call.Clock, timing.poll); err != nil {
 			return nil, err
 		}
 	}
-	return nil, api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: VM %d is still being cloned after %s", vmid, s.c.set.taskTimeout)
+	return nil, api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: VM %d is still being cloned after %s", vmid, timing.timeout)
 }
 
 // findTemplate resolves an image, a template's VMID or name, among guests:
