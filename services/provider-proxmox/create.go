@@ -34,7 +34,9 @@ const maxClaimRounds = 8
 // target = the pinned node) and its task waited for. PVE lets one clone
 // into a VMID through; a create that loses ("config file already exists")
 // starts over, finds the winner's clone and, when it carries the key,
-// finishes it too. Then configure, which waits for the start task so that
+// finishes it too. Then configure (which tags the VM last: until then
+// list and get do not show it, and only the key in its description makes
+// it this key's), which waits for the start task so that
 // a start still in flight never reads as stopped (PVE shows no lock during
 // qmstart, and the reconciler would answer "stopped" with a power-on that
 // collides with it); this costs a few task polls and makes a failed start
