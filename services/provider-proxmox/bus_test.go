@@ -21,8 +21,8 @@ func TestThroughBus(t *testing.T) {
 	defer cancel()
 
 	desc, err := r.Describe(ctx)
-	if err != nil || desc.ID != ProviderID || len(desc.Manifest) != 12 || len(desc.ConfigSchema) == 0 {
-		t.Fatalf("describe = %+v, %v", desc, err)
+	if err != nil || desc.Extension != "provider" || desc.ID != ProviderID || len(desc.Manifest) != 12 || len(desc.ConfigSchema) == 0 {
+		t.Fatalf("describe = extension %q, id %q, %d fields, %d schema bytes; %v", desc.Extension, desc.ID, len(desc.Manifest), len(desc.ConfigSchema), err)
 	}
 	offers, err := r.Offers(ctx, acct, api.OfferQuery{MinVcpu: 8})
 	if err != nil || len(offers) != 1 || offers[0].ID != "large" || !offers[0].Available {

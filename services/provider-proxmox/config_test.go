@@ -26,7 +26,7 @@ func TestDefinition(t *testing.T) {
 		strings.Join(desc.Capabilities, ",") != "power,reinstall,list" || len(desc.ConfigSchema) == 0 {
 		t.Fatalf("description = %+v", desc)
 	}
-	cfg, err := provider.ValidateConfig(d.Manifest, validConfig())
+	cfg, err := provider.ValidateConfig(d.Manifest(), validConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func Manifest() []api.ManifestField {
 // details.path naming the field ("config.url", "config.caCert",
 // "config.sizes[1].vcpu", "config.taskPollMs", "options.taskPollInterval", …) for an unusable
 // config or option, and INVALID_INPUT for a plain value in tokenSecret.
-func Definition(opts ...Option) *provider.Definition {
+func Definition(opts ...Option) *provider.Defined {
 	s := newSettings(opts)
 	return provider.MustDefine(provider.Definition{
 		ID:           ProviderID,
