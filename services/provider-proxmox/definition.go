@@ -69,9 +69,13 @@ const (
 // (10 requests a second per wait, the most a pveproxy should see) to a
 // minute, timeouts from a second to a day.
 const (
-	MinTaskPollMs    = 100
-	MaxTaskPollMs    = 60_000
+	// MinTaskPollMs is the smallest taskPollMs.
+	MinTaskPollMs = 100
+	// MaxTaskPollMs is the largest taskPollMs.
+	MaxTaskPollMs = 60_000
+	// MinTaskTimeoutMs is the smallest taskTimeoutMs.
 	MinTaskTimeoutMs = 1_000
+	// MaxTaskTimeoutMs is the largest taskTimeoutMs.
 	MaxTaskTimeoutMs = 86_400_000
 )
 
