@@ -27,6 +27,9 @@ func defDescribe(c *check) {
 	if err := bus.Decode(raw, &d); err != nil {
 		c.Fatalf("describe reply is not a well-typed description: %v", err)
 	}
+	if d.Extension != provider.Extension {
+		c.Errorf("describe answers extension %q, want %q", d.Extension, provider.Extension)
+	}
 	if d.ID != c.r.s.ProviderID {
 		c.Errorf("describe answers id %q on the subjects of provider %q", d.ID, c.r.s.ProviderID)
 	}

@@ -94,7 +94,7 @@ var hooks = []struct {
 // its canonical lines with testdata/registry.golden).
 var registry = []Behaviour{
 	{ID: "def.describe", Area: AreaDefinition, Profiles: core, run: defDescribe,
-		Title: "describe answers a valid definition: id, semantic version, provides, capabilities and manifest"},
+		Title: "describe answers a valid definition: extension provider, id, semantic version, provides, capabilities and manifest"},
 	{ID: "def.config-schema", Area: AreaDefinition, Profiles: core, run: defConfigSchema,
 		Title: "the config schema compiles as JSON Schema 2020-12, accepts the account config and refuses unknown or missing fields"},
 	{ID: "def.define-refuses", Area: AreaDefinition, Profiles: core, run: defDefineRefuses,

@@ -86,7 +86,7 @@ func TestSecretForms(t *testing.T) {
 // TestDefineRefusesTable: provider.Define refuses each broken variant of
 // a valid definition with INVALID_CONFIG and the path the table names.
 func TestDefineRefusesTable(t *testing.T) {
-	base := *memory.Definition(memory.NewCloud())
+	base := memory.Definition(memory.NewCloud()).Definition()
 	cases := brokenDefinitions(base)
 	if len(cases) != 15 {
 		t.Fatalf("%d broken variants of a definition with capabilities and fields, want 15", len(cases))

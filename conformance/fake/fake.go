@@ -40,7 +40,7 @@ const Tenant = "root"
 // and image create accepts, the account config around the token
 // reference, the hooks, and how to stop the emulator.
 type backend struct {
-	def       *provider.Definition
+	def       *provider.Defined
 	profiles  []string
 	offerID   string
 	image     string
@@ -155,7 +155,7 @@ func Start(ctx context.Context, providerID string, o Options) (env *Env, err err
 		return nil, err
 	}
 	env.Subject = conformance.Subject{
-		ProviderID: be.def.ID, NC: nc,
+		ProviderID: be.def.ID(), NC: nc,
 		Account: api.ProviderAccount{ID: api.NewID(api.PrefixAccount), TenantID: Tenant, Version: 1, Config: be.config(ref)},
 		OfferID: be.offerID, Image: be.image, Profiles: slices.Clone(be.profiles),
 		PowerObservable: true, SecretValues: []string{token}, Logs: func() []byte { return []byte(logs.String()) },
@@ -205,11 +205,11 @@ func (e *Env) startSecrets(ctx context.Context, dir, token string, log zerolog.L
 }
 
 // wrapped is def whose clients wrap wraps (def itself when wrap is nil).
-func wrapped(def *provider.Definition, wrap func(provider.Client) provider.Client) *provider.Definition {
+func wrapped(def *provider.Defined, wrap func(provider.Client) provider.Client) *provider.Defined {
 	if wrap == nil {
 		return def
 	}
-	d := *def
+	d := def.Definition()
 	d.New = func(bc provider.BuildContext) (provider.Client, error) {
 		c, err := def.New(bc)
 		if err != nil {
@@ -217,5 +217,5 @@ func wrapped(def *provider.Definition, wrap func(provider.Client) provider.Clien
 		}
 		return wrap(c), nil
 	}
-	return &d
+	return provider.MustDefine(d)
 }

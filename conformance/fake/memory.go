@@ -22,7 +22,7 @@ func memoryBackend(token string, _ zerolog.Logger) (*backend, error) {
 	cloud := memory.NewCloud()
 	layer := newFaultLayer()
 	base := memory.Definition(cloud)
-	def := *base
+	def := base.Definition()
 	def.New = func(bc provider.BuildContext) (provider.Client, error) {
 		c, err := base.New(bc)
 		if err != nil {
@@ -39,7 +39,7 @@ func memoryBackend(token string, _ zerolog.Logger) (*backend, error) {
 		return nil, err
 	}
 	return &backend{
-		def: &def, offerID: memory.Offers[0].ID, image: "debian-12",
+		def: provider.MustDefine(def), offerID: memory.Offers[0].ID, image: "debian-12",
 		profiles: []string{conformance.ProfileCore, conformance.ProfileFaults, conformance.ProfileDurable,
 			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale},
 		config:    func(ref string) map[string]any { return map[string]any{"token": ref} },

@@ -19,7 +19,7 @@ import (
 // implements conformance.Service.
 type service struct {
 	url string
-	def *provider.Definition
+	def *provider.Defined
 	log zerolog.Logger
 
 	mu  sync.Mutex
@@ -41,7 +41,7 @@ func (s *service) Kill(ctx context.Context) error {
 	defer probe.Close()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		_, err := probe.RequestWithContext(pctx, bus.ProviderCall(s.def.ID, provider.VerbDescribe), []byte("{}"))
+		_, err := probe.RequestWithContext(pctx, bus.ProviderCall(s.def.ID(), provider.VerbDescribe), []byte("{}"))
 		cancel()
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
@@ -65,7 +65,7 @@ func (s *service) Restart(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.killLocked()
-	nc, err := bus.Connect(bus.ConnectOptions{URL: s.url, Name: "provider-" + s.def.ID})
+	nc, err := bus.Connect(bus.ConnectOptions{URL: s.url, Name: "provider-" + s.def.ID()})
 	if err != nil {
 		return err
 	}

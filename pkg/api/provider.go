@@ -35,9 +35,11 @@ type ManifestField struct {
 	Item        *ManifestField  `json:"item,omitempty"`
 }
 
-// ProviderDescription answers describe: the definition without its code, the
-// manifest, and the same manifest as a JSON Schema (2020-12) document.
+// ProviderDescription answers describe: the kind of extension ("provider"),
+// the definition without its code, the manifest, and the same manifest as a
+// JSON Schema (2020-12) document.
 type ProviderDescription struct {
+	Extension    string          `json:"extension"`
 	ID           string          `json:"id"`
 	Version      string          `json:"version"`
 	Provides     []string        `json:"provides"`

@@ -27,10 +27,15 @@ type BuildContext struct {
 	Account api.ProviderAccount
 }
 
+// Extension is what describe answers as extension: the kind of Better
+// Compute extension every provider is.
+const Extension = "provider"
+
 // Definition describes a provider: its id (lower-case letters, digits,
 // hyphens), semantic version, what it provides (vps, metal), its account
 // config manifest, its capabilities (power, reinstall, list) and a
-// constructor building a Client for one account.
+// constructor building a Client for one account. It is what Define is
+// given; what it returns, and Serve serves, is a Defined.
 type Definition struct {
 	ID           string
 	Version      string
@@ -46,10 +51,19 @@ var (
 	fieldNamePattern  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]{0,63}$`)
 )
 
-// Define validates d and returns it. Errors: INVALID_CONFIG with details.path
-// naming the first offending part ("id", "version", "provides[1]",
-// "manifest.sizes.item.vcpu", "capabilities[0]", "new").
-func Define(d Definition) (*Definition, error) {
+// Defined is a definition Define accepted, frozen: it holds its own deep
+// copy of the Definition, and its accessors return copies, so nothing a
+// caller holds (what it gave Define, what an accessor or Describe
+// returned) can change what Serve answers.
+type Defined struct {
+	d Definition
+}
+
+// Define validates d and returns a frozen copy of it. Errors:
+// INVALID_CONFIG with details.path naming the first offending part ("id",
+// "version", "provides[1]", "manifest.sizes.item.vcpu", "capabilities[0]",
+// "new").
+func Define(d Definition) (*Defined, error) {
 	switch {
 	case !providerIDPattern.MatchString(d.ID):
 		return nil, api.InvalidConfig("id", "provider id %q must be lower-case letters, digits and hyphens, starting with a letter", d.ID)
@@ -69,14 +83,14 @@ func Define(d Definition) (*Definition, error) {
 	if err := checkFields("manifest", d.Manifest); err != nil {
 		return nil, err
 	}
-	return &d, nil
+	return &Defined{d: cloneDefinition(d)}, nil
 }
 
 // MustDefine is Define for a definition made of constants, as a provider's
 // Definition function builds it: it panics (naming d.ID and Define's
 // INVALID_CONFIG error) when Define refuses d, which is a bug of the caller
 // that any test calling that function catches.
-func MustDefine(d Definition) *Definition {
+func MustDefine(d Definition) *Defined {
 	out, err := Define(d)
 	if err != nil {
 		panic(fmt.Sprintf("%s: invalid provider definition: %v", d.ID, err))
@@ -84,19 +98,103 @@ func MustDefine(d Definition) *Definition {
 	return out
 }
 
-// Has reports whether d claims capability c.
-func (d *Definition) Has(c string) bool { return slices.Contains(d.Capabilities, c) }
+// ID is the provider's id.
+func (d *Defined) ID() string { return d.d.ID }
 
-// Describe is d without its code, as the describe subject answers it.
-func (d *Definition) Describe() api.ProviderDescription {
-	return api.ProviderDescription{ID: d.ID, Version: d.Version, Provides: d.Provides,
-		Capabilities: d.Capabilities, Manifest: d.Manifest, ConfigSchema: ConfigSchema(d.Manifest)}
+// Version is the provider's semantic version.
+func (d *Defined) Version() string { return d.d.Version }
+
+// Provides is a copy of what the provider provides.
+func (d *Defined) Provides() []string { return slices.Clone(d.d.Provides) }
+
+// Capabilities is a copy of the capabilities the provider claims.
+func (d *Defined) Capabilities() []string { return slices.Clone(d.d.Capabilities) }
+
+// Manifest is a deep copy of the account config manifest.
+func (d *Defined) Manifest() []api.ManifestField { return cloneFields(d.d.Manifest) }
+
+// New builds a client for one account with the definition's constructor.
+func (d *Defined) New(bc BuildContext) (Client, error) { return d.d.New(bc) }
+
+// Definition is a deep copy of the definition, to derive another from
+// (e.g. one whose constructor wraps this one's) and give it to Define.
+func (d *Defined) Definition() Definition { return cloneDefinition(d.d) }
+
+// Has reports whether d claims capability c.
+func (d *Defined) Has(c string) bool { return slices.Contains(d.d.Capabilities, c) }
+
+// Describe is d without its code, as the describe subject answers it:
+// extension Extension, and copies of everything else.
+func (d *Defined) Describe() api.ProviderDescription {
+	return api.ProviderDescription{Extension: Extension, ID: d.d.ID, Version: d.d.Version, Provides: d.Provides(),
+		Capabilities: d.Capabilities(), Manifest: d.Manifest(), ConfigSchema: ConfigSchema(d.d.Manifest)}
+}
+
+// cloneDefinition is a deep copy of d (the constructor is shared).
+func cloneDefinition(d Definition) Definition {
+	d.Provides, d.Capabilities, d.Manifest = slices.Clone(d.Provides), slices.Clone(d.Capabilities), cloneFields(d.Manifest)
+	return d
+}
+
+// cloneFields is a deep copy of fields (nil stays nil).
+func cloneFields(fields []api.ManifestField) []api.ManifestField {
+	if fields == nil {
+		return nil
+	}
+	out := make([]api.ManifestField, len(fields))
+	for i, f := range fields {
+		out[i] = cloneField(f)
+	}
+	return out
+}
+
+// cloneField is a deep copy of f: its options, bounds, members, item and
+// default.
+func cloneField(f api.ManifestField) api.ManifestField {
+	f.Options, f.Fields, f.Default = slices.Clone(f.Options), cloneFields(f.Fields), cloneValue(f.Default)
+	f.Min, f.Max = clonePtr(f.Min), clonePtr(f.Max)
+	if f.Item != nil {
+		item := cloneField(*f.Item)
+		f.Item = &item
+	}
+	return f
+}
+
+// clonePtr is a pointer to a copy of *p (nil stays nil).
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// cloneValue is a deep copy of a JSON-like value: lists ([]any, []string)
+// and objects (map[string]any) are copied, scalars returned as they are.
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	case []string:
+		return slices.Clone(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cloneValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // checkClient verifies that a built client implements every claimed
 // capability's interface (INVALID_CONFIG naming the capability otherwise).
-func (d *Definition) checkClient(c Client) error {
-	for i, capability := range d.Capabilities {
+func (d *Defined) checkClient(c Client) error {
+	for i, capability := range d.d.Capabilities {
 		ok := true
 		switch capability {
 		case CapabilityPower:
@@ -107,7 +205,7 @@ func (d *Definition) checkClient(c Client) error {
 			_, ok = c.(Lister)
 		}
 		if !ok {
-			return api.InvalidConfig(fmt.Sprintf("capabilities[%d]", i), "provider %s claims %q but its client does not implement it", d.ID, capability)
+			return api.InvalidConfig(fmt.Sprintf("capabilities[%d]", i), "provider %s claims %q but its client does not implement it", d.d.ID, capability)
 		}
 	}
 	return nil

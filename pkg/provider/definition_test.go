@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func TestDefineAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Define: %v", err)
 	}
-	if got.ID != d.ID || got.Version != d.Version || !reflect.DeepEqual(got.Manifest, d.Manifest) {
+	if got.ID() != d.ID || got.Version() != d.Version || !reflect.DeepEqual(got.Manifest(), d.Manifest) {
 		t.Fatalf("Define returned %+v", got)
 	}
 	if !got.Has(provider.CapabilityPower) || got.Has(provider.CapabilityReinstall) {
@@ -53,7 +54,7 @@ func TestDefineAccepts(t *testing.T) {
 
 func TestMustDefine(t *testing.T) {
 	d := validDefinition()
-	if got := provider.MustDefine(d); got.ID != d.ID || got.Version != d.Version {
+	if got := provider.MustDefine(d); got.ID() != d.ID || got.Version() != d.Version {
 		t.Fatalf("MustDefine returned %+v", got)
 	}
 	d.Version = "one"
@@ -155,5 +156,47 @@ func TestDefineRefusals(t *testing.T) {
 				t.Fatalf("Define = %v, %#v; want %#v", got, err, want)
 			}
 		})
+	}
+}
+
+// TestDefinitionFrozen: Define keeps its own copy of the definition, so
+// neither changing what was passed to it nor changing what its accessors
+// or Describe returned changes what describe answers; describe answers
+// extension "provider".
+func TestDefinitionFrozen(t *testing.T) {
+	d := validDefinition()
+	got, err := provider.Define(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(got.Describe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ID, d.Provides[0], d.Capabilities[0] = "other", api.KindMetal, provider.CapabilityReinstall
+	d.Manifest[0].Name, d.Manifest[1].Options[0], *d.Manifest[2].Min = "changed", "hel1", 3
+	d.Manifest[4].Item.Fields[0].Name, d.Manifest[5].Fields[0].Type = "ram", provider.TypeInt
+	d.New = nil
+	got.Provides()[0], got.Capabilities()[0] = "gpu", "snapshot"
+	m := got.Manifest()
+	m[1].Options[1], *m[2].Max, m[4].Item.Fields[0].Name, m[6].Default = "x", 9, "disk", true
+	desc := got.Describe()
+	desc.Provides[0], desc.Capabilities[1], desc.Manifest[1].Options[0], *desc.Manifest[2].Min = "x", "y", "z", 4
+	desc.Manifest[4].Item.Fields[0].Name = "mem"
+	after, err := json.Marshal(got.Describe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(want) {
+		t.Fatalf("describe changed after the mutations:\n got %s\nwant %s", after, want)
+	}
+	if got.ID() != "tiny-2" || !got.Has(provider.CapabilityPower) {
+		t.Fatalf("accessors changed: id %q, power %v", got.ID(), got.Has(provider.CapabilityPower))
+	}
+	if desc := got.Describe(); desc.Extension != provider.Extension || provider.Extension != "provider" {
+		t.Fatalf("describe extension = %q, want %q", desc.Extension, "provider")
+	}
+	if c, err := got.New(provider.BuildContext{}); c != nil || err != nil {
+		t.Fatalf("the constructor changed: %v, %v", c, err)
 	}
 }

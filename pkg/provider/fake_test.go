@@ -152,7 +152,7 @@ func (c *fullClient) List(_ context.Context, call *provider.Call, cursor string,
 
 // tinyProvider defines a provider called id claiming capabilities, whose
 // constructor counts builds and returns a client from client.
-func tinyProvider(t *testing.T, id string, capabilities []string, client func(*tinyState) provider.Client) (*provider.Definition, *tinyState) {
+func tinyProvider(t *testing.T, id string, capabilities []string, client func(*tinyState) provider.Client) (*provider.Defined, *tinyState) {
 	t.Helper()
 	st := &tinyState{machines: map[string]*api.ExternalMachine{}}
 	d, err := provider.Define(provider.Definition{ID: id, Version: "0.1.0", Provides: []string{api.KindVPS},
@@ -185,12 +185,12 @@ func (f fakeSecrets) Resolve(_ context.Context, ref string) (string, error) {
 }
 
 // serve runs d on its own connection until the test ends.
-func serve(t *testing.T, nc *nats.Conn, d *provider.Definition) {
+func serve(t *testing.T, nc *nats.Conn, d *provider.Defined) {
 	t.Helper()
 	svc, err := provider.Serve(nc, d, provider.ServeOptions{Logger: zerolog.Nop(), Workers: 4,
 		Resolver: func(tenant string) provider.SecretResolver { return fakeSecrets{tenant: tenant} }})
 	if err != nil {
-		t.Fatalf("serve %s: %v", d.ID, err)
+		t.Fatalf("serve %s: %v", d.ID(), err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
 }

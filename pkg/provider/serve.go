@@ -56,7 +56,7 @@ type ServeOptions struct {
 
 // server is one provider served on the bus.
 type server struct {
-	def   *Definition
+	def   *Defined
 	nc    *nats.Conn
 	opts  ServeOptions
 	mu    sync.Mutex
@@ -79,7 +79,7 @@ type cachedClient struct {
 // client is built once per account id and version (a failed build is not
 // cached). A panicking client answers PROVIDER_ERROR. Resolved secret values
 // are redacted from every error message.
-func Serve(nc *nats.Conn, d *Definition, o ServeOptions) (*bus.Service, error) {
+func Serve(nc *nats.Conn, d *Defined, o ServeOptions) (*bus.Service, error) {
 	if o.Clock == nil {
 		o.Clock = SystemClock{}
 	}
@@ -87,16 +87,16 @@ func Serve(nc *nats.Conn, d *Definition, o ServeOptions) (*bus.Service, error) {
 		o.Resolver = func(tenant string) SecretResolver { return busResolver{nc: nc, tenant: tenant} }
 	}
 	s := &server{def: d, nc: nc, opts: o, cache: map[string]cachedClient{}}
-	eps := []bus.Endpoint{{Name: VerbDescribe, Subject: bus.ProviderCall(d.ID, VerbDescribe), Handler: s.describe}}
+	eps := []bus.Endpoint{{Name: VerbDescribe, Subject: bus.ProviderCall(d.ID(), VerbDescribe), Handler: s.describe}}
 	for verb, h := range map[string]callHandler{
 		VerbOffers: s.offers, VerbCreate: s.create, VerbGet: s.get, VerbDelete: s.delete,
 		VerbPower: s.power, VerbReinstall: s.reinstall, VerbList: s.list,
 	} {
-		eps = append(eps, bus.Endpoint{Name: verb, Subject: bus.ProviderCall(d.ID, verb), Handler: s.wrap(h)})
+		eps = append(eps, bus.Endpoint{Name: verb, Subject: bus.ProviderCall(d.ID(), verb), Handler: s.wrap(h)})
 	}
 	slices.SortFunc(eps, func(a, b bus.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	return bus.StartService(nc, bus.ServiceConfig{
-		Name: "provider-" + d.ID, Version: d.Version, Description: "provider " + d.ID,
+		Name: "provider-" + d.ID(), Version: d.Version(), Description: "provider " + d.ID(),
 		Endpoints: eps, Workers: o.Workers, Logger: o.Logger,
 	})
 }
@@ -126,7 +126,7 @@ func (s *server) wrap(h callHandler) bus.Handler {
 		case !api.ValidTenant(acct.TenantID):
 			return nil, api.InvalidInput("account.tenantId", "account.tenantId must be a valid tenant id")
 		}
-		cfg, err := ValidateConfig(s.def.Manifest, acct.Config)
+		cfg, err := ValidateConfig(s.def.d.Manifest, acct.Config)
 		if err != nil {
 			return nil, prefixPath(err, "account.")
 		}
@@ -137,11 +137,11 @@ func (s *server) wrap(h callHandler) bus.Handler {
 		}
 		resolver := &redactingResolver{inner: s.opts.Resolver(acct.TenantID)}
 		call := &Call{Account: acct, Clock: s.opts.Clock, Secrets: resolver, observed: &observedRateLimit{},
-			Log: req.Log.With().Str("tenant", acct.TenantID).Str("account", acct.ID).Str("provider", s.def.ID).Logger()}
+			Log: req.Log.With().Str("tenant", acct.TenantID).Str("account", acct.ID).Str("provider", s.def.ID()).Logger()}
 		defer func() {
 			if p := recover(); p != nil {
 				call.Log.Error().Str("panic_type", fmt.Sprintf("%T", p)).Bytes("stack", debug.Stack()).Msg("provider client panicked")
-				out, err = nil, api.Errorf(api.CodeProviderError, "provider %s failed unexpectedly (request %s)", s.def.ID, req.RequestID)
+				out, err = nil, api.Errorf(api.CodeProviderError, "provider %s failed unexpectedly (request %s)", s.def.ID(), req.RequestID)
 			}
 			if err != nil {
 				err = resolver.redact(providerError(err))
@@ -167,7 +167,7 @@ func (s *server) client(acct api.ProviderAccount) (Client, error) {
 	if err != nil {
 		ce := api.AsComputeError(err)
 		if ce.Code == api.CodeInternal {
-			ce = api.Errorf(api.CodeInvalidConfig, "build %s client: %s", s.def.ID, ce.Message)
+			ce = api.Errorf(api.CodeInvalidConfig, "build %s client: %s", s.def.ID(), ce.Message)
 		}
 		return nil, ce
 	}
@@ -244,7 +244,7 @@ func (s *server) power(ctx context.Context, req *bus.Request, c Client, call *Ca
 	}
 	p, ok := c.(Powerer)
 	if !ok || !s.def.Has(CapabilityPower) {
-		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support power actions", s.def.ID)
+		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support power actions", s.def.ID())
 	}
 	return nil, p.Power(ctx, call, in.ID, in.Action)
 }
@@ -259,7 +259,7 @@ func (s *server) reinstall(ctx context.Context, req *bus.Request, c Client, call
 	}
 	r, ok := c.(Reinstaller)
 	if !ok || !s.def.Has(CapabilityReinstall) {
-		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support reinstall", s.def.ID)
+		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support reinstall", s.def.ID())
 	}
 	return r.Reinstall(ctx, call, in.ID, in.Image)
 }
@@ -277,7 +277,7 @@ func (s *server) list(ctx context.Context, req *bus.Request, c Client, call *Cal
 	}
 	l, ok := c.(Lister)
 	if !ok || !s.def.Has(CapabilityList) {
-		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support list", s.def.ID)
+		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support list", s.def.ID())
 	}
 	items, next, err := l.List(ctx, call, in.Cursor, in.Limit)
 	if err != nil {

@@ -195,7 +195,7 @@ func TestServeCapabilities(t *testing.T) {
 	// Implements Power but does not claim it: still UNSUPPORTED.
 	modest, _ := tinyProvider(t, "modest", nil, fullTiny)
 	nc := env.Connect(t)
-	for _, d := range []*provider.Definition{bare, liar, modest} {
+	for _, d := range []*provider.Defined{bare, liar, modest} {
 		serve(t, nc, d)
 	}
 	ctx, acct := testCtx(t), account("pacct_1", 1)

@@ -49,7 +49,7 @@ func Manifest() []api.ManifestField {
 // The constructor answers INVALID_CONFIG (details.path "options.<name>")
 // when an option is unusable (a malformed endpoint or label prefix, a
 // non-positive poll interval); it makes no API call.
-func Definition(opts ...Option) *provider.Definition {
+func Definition(opts ...Option) *provider.Defined {
 	s := newSettings(opts)
 	return provider.MustDefine(provider.Definition{
 		ID:           ProviderID,

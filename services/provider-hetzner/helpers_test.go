@@ -38,7 +38,7 @@ type env struct {
 	srv    *emulator.Server
 	emu    *emulator.Emulator
 	clock  *clock.Fake // the emulator's clock and the calls': waits advance it
-	def    *provider.Definition
+	def    *provider.Defined
 	client *client
 	log    *bustest.LogBuffer
 }

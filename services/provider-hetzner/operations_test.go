@@ -25,14 +25,14 @@ func TestDefinition(t *testing.T) {
 		strings.Join(desc.Capabilities, ",") != "power,reinstall,list" {
 		t.Fatalf("description = %+v", desc)
 	}
-	cfg, err := provider.ValidateConfig(d.Manifest, map[string]any{FieldToken: testTokenRef})
+	cfg, err := provider.ValidateConfig(d.Manifest(), map[string]any{FieldToken: testTokenRef})
 	if err != nil || cfg[FieldLocation] != DefaultLocation {
 		t.Fatalf("config with defaults = %v, %v; want location %s", cfg, err, DefaultLocation)
 	}
-	if _, err := provider.ValidateConfig(d.Manifest, map[string]any{}); api.AsComputeError(err).Path() != "config.token" {
+	if _, err := provider.ValidateConfig(d.Manifest(), map[string]any{}); api.AsComputeError(err).Path() != "config.token" {
 		t.Errorf("missing token: %v, want INVALID_CONFIG at config.token", err)
 	}
-	if _, err := provider.ValidateConfig(d.Manifest, map[string]any{FieldToken: testTokenRef, FieldLocation: "mars1"}); api.AsComputeError(err).Path() != "config.location" {
+	if _, err := provider.ValidateConfig(d.Manifest(), map[string]any{FieldToken: testTokenRef, FieldLocation: "mars1"}); api.AsComputeError(err).Path() != "config.location" {
 		t.Errorf("unknown location: %v, want INVALID_CONFIG at config.location", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider/providertest"
+	"better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
 // TestThroughBus serves the provider on an embedded NATS server against
@@ -20,8 +21,8 @@ func TestThroughBus(t *testing.T) {
 	defer cancel()
 
 	desc, err := r.Describe(ctx)
-	if err != nil || desc.ID != ProviderID || len(desc.Manifest) != 10 || len(desc.ConfigSchema) == 0 {
-		t.Fatalf("describe = %+v, %v", desc, err)
+	if err != nil || desc.Extension != "provider" || desc.ID != ProviderID || len(desc.Manifest) != 12 || len(desc.ConfigSchema) == 0 {
+		t.Fatalf("describe = extension %q, id %q, %d fields, %d schema bytes; %v", desc.Extension, desc.ID, len(desc.Manifest), len(desc.ConfigSchema), err)
 	}
 	offers, err := r.Offers(ctx, acct, api.OfferQuery{MinVcpu: 8})
 	if err != nil || len(offers) != 1 || offers[0].ID != "large" || !offers[0].Available {
@@ -76,5 +77,42 @@ func TestThroughBus(t *testing.T) {
 		FieldSizes: acct.Config[FieldSizes]}
 	if _, err := r.Offers(ctx, bad, api.OfferQuery{}); !api.IsCode(err, api.CodeInvalidInput) || strings.Contains(err.Error(), "plain-value") {
 		t.Fatalf("plain token secret: %v", err)
+	}
+}
+
+// TestAccountTaskPollThroughBus: an account's taskPollMs sets how often a
+// create polls its tasks. The same create (emulated task durations on the
+// fake clock) polls each task ceil(duration/poll) times, at least once:
+// fewer status requests with a longer interval. An unusable value is
+// refused over the bus naming account.config.taskPollMs.
+func TestAccountTaskPollThroughBus(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	durations := realisticDurations()
+	createTasks := []string{"qmclone", "qmconfig", "resize", "qmstart"}
+	for _, pollMs := range []int{1000, 5000} {
+		e := newEnv(t, withDurations)
+		r := providertest.Serve(t, e.def, e.clock, testSecrets)
+		acct := e.acct
+		acct.Config[FieldTaskPollMs] = pollMs
+		e.emu.ResetCalls()
+		if _, err := r.Create(ctx, acct, "inst_poll", spec("inst_poll")); err != nil {
+			t.Fatalf("poll %d ms: create: %v", pollMs, err)
+		}
+		want := 0
+		poll := time.Duration(pollMs) * time.Millisecond
+		for _, typ := range createTasks {
+			want += max(1, int((durations[typ]+poll-1)/poll))
+		}
+		if got := e.emu.Calls(emulator.RouteTaskStatus); got != want {
+			t.Errorf("poll %d ms: %d task status requests, want %d", pollMs, got, want)
+		}
+		if pollMs == 1000 {
+			acct.Config[FieldTaskPollMs] = 50
+			_, err := r.Offers(ctx, acct, api.OfferQuery{})
+			if ce := providertest.WantCode(t, err, api.CodeInvalidConfig); ce.Path() != "account.config."+FieldTaskPollMs {
+				t.Errorf("taskPollMs 50: path %q, want account.config.%s", ce.Path(), FieldTaskPollMs)
+			}
+		}
 	}
 }

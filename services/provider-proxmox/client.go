@@ -17,6 +17,7 @@ import (
 type client struct {
 	set     *settings
 	cfg     *accountConfig
+	timing  taskTiming // the account's, else the options
 	tokenID pve.ApiTokenID
 	http    *http.Client
 	nodes   nodeCache
@@ -32,11 +33,15 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
+	timing, err := cfg.timing(s.timing)
+	if err != nil {
+		return nil, err
+	}
 	hc, err := accountHTTPClient(s.httpClient, cfg.CACert)
 	if err != nil {
 		return nil, err
 	}
-	return &client{set: s, cfg: cfg, tokenID: tokenID, http: hc}, nil
+	return &client{set: s, cfg: cfg, timing: timing, tokenID: tokenID, http: hc}, nil
 }
 
 // Get returns a VM of this system by VMID, or nil, nil when there is no

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	pve "github.com/Telmate/proxmox-api-go/proxmox"
 
@@ -35,6 +36,10 @@ type accountConfig struct {
 	Sizes   []sizeConfig `json:"sizes"`
 	Storage string       `json:"storage"`
 	Bridge  string       `json:"bridge"`
+	// TaskPollMs and TaskTimeoutMs are 0 when absent (the manifest's
+	// minimums are above 0).
+	TaskPollMs    int `json:"taskPollMs"`
+	TaskTimeoutMs int `json:"taskTimeoutMs"`
 }
 
 // apiPath is how every API base URL ends.
@@ -154,6 +159,28 @@ func validateSizes(sizes []sizeConfig) error {
 		seen[sz.Name] = true
 	}
 	return nil
+}
+
+// timing is the account's task timing: its taskPollMs and taskTimeoutMs
+// over def (the provider's options). Errors: INVALID_CONFIG naming
+// config.taskPollMs (or config.taskTimeoutMs when only it is set) when the
+// poll interval is above the timeout.
+func (c *accountConfig) timing(def taskTiming) (taskTiming, error) {
+	t := def
+	if c.TaskPollMs != 0 {
+		t.poll = time.Duration(c.TaskPollMs) * time.Millisecond
+	}
+	if c.TaskTimeoutMs != 0 {
+		t.timeout = time.Duration(c.TaskTimeoutMs) * time.Millisecond
+	}
+	if t.poll > t.timeout {
+		field := FieldTaskPollMs
+		if c.TaskPollMs == 0 {
+			field = FieldTaskTimeoutMs
+		}
+		return t, api.InvalidConfig("config."+field, "the task poll interval (%s) must not be above the task timeout (%s)", t.poll, t.timeout)
+	}
+	return t, nil
 }
 
 // size returns the configured size called name.

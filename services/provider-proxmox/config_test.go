@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
@@ -25,7 +26,7 @@ func TestDefinition(t *testing.T) {
 		strings.Join(desc.Capabilities, ",") != "power,reinstall,list" || len(desc.ConfigSchema) == 0 {
 		t.Fatalf("description = %+v", desc)
 	}
-	cfg, err := provider.ValidateConfig(d.Manifest, validConfig())
+	cfg, err := provider.ValidateConfig(d.Manifest(), validConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +84,14 @@ func TestConfigValidation(t *testing.T) {
 		{"config.storage", api.CodeInvalidConfig, func(c map[string]any) { c[FieldStorage] = "local lvm" }},
 		{"config.bridge", api.CodeInvalidConfig, func(c map[string]any) { c[FieldBridge] = "vmbr0,firewall=1" }},
 		{"config.colour", api.CodeInvalidConfig, func(c map[string]any) { c["colour"] = "blue" }},
+		{"config.taskPollMs", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTaskPollMs] = 99 }},
+		{"config.taskPollMs", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTaskPollMs] = 60001 }},
+		{"config.taskPollMs", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTaskPollMs] = "1000" }},
+		{"config.taskPollMs", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTaskPollMs] = 1500.5 }},
+		{"config.taskPollMs", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTaskPollMs], c[FieldTaskTimeoutMs] = 5000, 2000 }},
+		{"config.taskTimeoutMs", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTaskTimeoutMs] = 999 }},
+		{"config.taskTimeoutMs", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTaskTimeoutMs] = 86400001 }},
+		{"config.taskTimeoutMs", api.CodeInvalidConfig, func(c map[string]any) { c[FieldTaskTimeoutMs] = -1 }},
 	}
 	for _, tc := range cases {
 		cfg := validConfig()
@@ -94,6 +103,49 @@ func TestConfigValidation(t *testing.T) {
 		}
 		if strings.Contains(ce.Message, "00000000-1111") {
 			t.Errorf("%s: the message quotes the plain secret: %s", tc.path, ce.Message)
+		}
+	}
+}
+
+// TestTaskTiming: an account's taskPollMs and taskTimeoutMs override the
+// provider's options, which are the defaults (1 s and 10 min unless set);
+// a poll interval above the effective timeout is refused naming the
+// account field that made it so.
+func TestTaskTiming(t *testing.T) {
+	cases := []struct {
+		name          string
+		opts          []Option
+		config        map[string]any
+		poll, timeout time.Duration
+		errPath       string
+	}{
+		{name: "defaults", poll: time.Second, timeout: 10 * time.Minute},
+		{name: "options", opts: []Option{WithTaskPollInterval(2 * time.Second), WithTaskTimeout(time.Minute)}, poll: 2 * time.Second, timeout: time.Minute},
+		{name: "config over options", opts: []Option{WithTaskPollInterval(2 * time.Second)},
+			config: map[string]any{FieldTaskPollMs: 250, FieldTaskTimeoutMs: 1000}, poll: 250 * time.Millisecond, timeout: time.Second},
+		{name: "bounds", config: map[string]any{FieldTaskPollMs: 100, FieldTaskTimeoutMs: 86400000}, poll: 100 * time.Millisecond, timeout: 24 * time.Hour},
+		{name: "poll equals timeout", config: map[string]any{FieldTaskPollMs: 60000, FieldTaskTimeoutMs: 60000}, poll: time.Minute, timeout: time.Minute},
+		{name: "config timeout below the option's poll", opts: []Option{WithTaskPollInterval(5 * time.Second)},
+			config: map[string]any{FieldTaskTimeoutMs: 2000}, errPath: "config.taskTimeoutMs"},
+	}
+	for _, tc := range cases {
+		cfg := validConfig()
+		for k, v := range tc.config {
+			cfg[k] = v
+		}
+		c, err := Definition(tc.opts...).New(provider.BuildContext{Account: api.ProviderAccount{ID: "pacct_x", TenantID: testTenant, Config: cfg}})
+		if tc.errPath != "" {
+			if ce := providertest.WantCode(t, err, api.CodeInvalidConfig); ce.Path() != tc.errPath {
+				t.Errorf("%s: path %q (%s), want %s", tc.name, ce.Path(), ce.Message, tc.errPath)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := c.(*client).timing; got.poll != tc.poll || got.timeout != tc.timeout {
+			t.Errorf("%s: timing %+v, want poll %s timeout %s", tc.name, got, tc.poll, tc.timeout)
 		}
 	}
 }

@@ -33,21 +33,27 @@ type vmSpec struct {
 // same key).
 const maxConfigureRounds = 8
 
-// configure brings vm to want and starts it. Every step is skipped when
-// the config already has it, so a create interrupted at any point is
-// finished by the next one with the key:
+// configure brings vm to want, starts it and then tags it. Every step is
+// skipped when the config already has it, so a create interrupted at any
+// point is finished by the next one with the key:
 //
 //  1. GET …/config (unless vm.cfg was just read); the description must
 //     still hold want.key;
 //  2. the user-data snippet is written (once per call, when there is user
 //     data) and one POST …/config (a qmconfig task) sets what differs of
-//     cores (sockets 1), memory (MiB), ipconfig0=ip=dhcp, net0's bridge,
-//     cicustom user=<volume> and the tags (want.tags or the template's,
-//     plus better-compute);
+//     cores (sockets 1), memory (MiB), ipconfig0=ip=dhcp, net0's bridge
+//     and cicustom user=<volume>;
 //  3. PUT …/resize grows the boot disk to want.diskGiB (absolute size;
 //     skipped when the disk is already that large: never shrunk);
 //  4. POST …/status/start, unless running says the VM runs; "already
-//     running" is success.
+//     running" is success;
+//  5. PUT …/config (synchronous, one request; PVE applies tags to a
+//     running VM at once) sets the tags: want.tags or the clone's (the
+//     template's), plus better-compute. Last, so that list and get never
+//     show a VM of this system that is not configured, resized and
+//     started: until then only the key in its description (written by
+//     the clone itself) makes it this key's, for the create that resumes
+//     it (see Create and the package doc).
 //
 // Each task is waited for. Lock errors (another call is configuring or
 // starting the same VM) make it start over after a poll interval, at most
@@ -58,7 +64,7 @@ func (s *session) configure(ctx context.Context, vm located, want vmSpec, runnin
 		if !isKind(err, kindLocked) || round == maxConfigureRounds {
 			return err
 		}
-		if err := provider.Sleep(ctx, s.call.Clock, s.c.set.pollInterval); err != nil {
+		if err := provider.Sleep(ctx, s.call.Clock, s.c.timing.poll); err != nil {
 			return err
 		}
 		vm.cfg = nil
@@ -99,11 +105,13 @@ func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, r
 			return err
 		}
 	}
-	if running {
-		return nil
+	if !running {
+		if err := s.startTask(ctx, http.MethodPost, path+"/status/start", nil); err != nil && !isKind(err, kindAlreadyRunning) {
+			return err
+		}
 	}
-	if err := s.startTask(ctx, http.MethodPost, path+"/status/start", nil); err != nil && !isKind(err, kindAlreadyRunning) {
-		return err
+	if tags, ok := tagUpdate(cfg, want); ok {
+		return s.startTask(ctx, http.MethodPut, path+"/config", map[string]any{"tags": tags})
 	}
 	return nil
 }
@@ -132,14 +140,19 @@ func configUpdate(cfg vmConfig, want *vmSpec, bridge string) map[string]any {
 			u["cicustom"] = ci
 		}
 	}
+	return u
+}
+
+// tagUpdate is the tag list that makes cfg's VM one of this system's
+// (want.tags, else cfg's, plus better-compute), and whether it differs
+// from cfg's.
+func tagUpdate(cfg vmConfig, want *vmSpec) (string, bool) {
 	tags := cfg["tags"]
 	if want.tags != "" {
 		tags = want.tags
 	}
-	if t := withTag(tags, ManagedTag); !slices.Equal(parseTags(t), parseTags(cfg["tags"])) {
-		u["tags"] = t
-	}
-	return u
+	t := withTag(tags, ManagedTag)
+	return t, !slices.Equal(parseTags(t), parseTags(cfg["tags"]))
 }
 
 // volumePattern is a PVE volume id a cicustom part can name.

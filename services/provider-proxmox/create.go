@@ -34,7 +34,9 @@ const maxClaimRounds = 8
 // target = the pinned node) and its task waited for. PVE lets one clone
 // into a VMID through; a create that loses ("config file already exists")
 // starts over, finds the winner's clone and, when it carries the key,
-// finishes it too. Then configure, which waits for the start task so that
+// finishes it too. Then configure (which tags the VM last: until then
+// list and get do not show it, and only the key in its description makes
+// it this key's), which waits for the start task so that
 // a start still in flight never reads as stopped (PVE shows no lock during
 // qmstart, and the reconciler would answer "stopped" with a power-on that
 // collides with it); this costs a few task polls and makes a failed start
@@ -176,8 +178,9 @@ func (s *session) runningNow(ctx context.Context, vm located, r vmResource) (boo
 // polls every poll interval until the clone ends (at most the task
 // timeout). nil when there is no such VM (a failed clone is removed).
 func (s *session) settled(ctx context.Context, node string, vmid int) (*located, error) {
-	deadline := s.call.Clock.Now().Add(s.c.set.taskTimeout)
-	for range s.c.set.maxPolls() {
+	timing := s.c.timing
+	deadline := s.call.Clock.Now().Add(timing.timeout)
+	for range timing.maxPolls() {
 		cfg, err := s.readConfig(ctx, node, vmid)
 		if isKind(err, kindNoSuchVM) {
 			return nil, nil
@@ -191,11 +194,11 @@ func (s *session) settled(ctx context.Context, node string, vmid int) (*located,
 		if !s.call.Clock.Now().Before(deadline) {
 			break
 		}
-		if err := provider.Sleep(ctx, s.call.Clock, s.c.set.pollInterval); err != nil {
+		if err := provider.Sleep(ctx, s.call.Clock, timing.poll); err != nil {
 			return nil, err
 		}
 	}
-	return nil, api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: VM %d is still being cloned after %s", vmid, s.c.set.taskTimeout)
+	return nil, api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: VM %d is still being cloned after %s", vmid, timing.timeout)
 }
 
 // findTemplate resolves an image, a template's VMID or name, among guests:

@@ -148,3 +148,60 @@ func TestCreateAmbiguousTemplateName(t *testing.T) {
 		t.Fatalf("message %q does not name both templates", ce.Message)
 	}
 }
+
+// TestCreateTagsLast: the better-compute tag is the last change a create
+// makes, after configuration, resize and start succeed. A create that ends
+// at any step before (as a crash there would leave the clone) leaves a
+// clone that list does not show and get answers absent; the retry with the
+// key finds the clone by the key in its description, finishes it and
+// tags it: one VM, running, listed once.
+func TestCreateTagsLast(t *testing.T) {
+	cases := []struct {
+		name  string
+		fault func(*emulator.Emulator)
+	}{
+		{"config task fails", func(emu *emulator.Emulator) {
+			emu.InjectTaskFault(emulator.TaskFault{Type: "qmconfig", ExitStatus: "got timeout"})
+		}},
+		{"resize refused", func(emu *emulator.Emulator) {
+			emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteResize, Message: "got timeout"})
+		}},
+		{"start refused", func(emu *emulator.Emulator) {
+			emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteStart, Message: "got timeout"})
+		}},
+		{"start task fails", func(emu *emulator.Emulator) {
+			emu.InjectTaskFault(emulator.TaskFault{Type: "qmstart", ExitStatus: "start failed: QEMU exited with code 1"})
+		}},
+		{"tag refused after start", func(emu *emulator.Emulator) {
+			emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPut, Message: "got timeout"})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, withDurations)
+			tc.fault(e.emu)
+			if _, err := e.client.Create(context.Background(), e.call("inst_last"), spec("inst_last")); err == nil {
+				t.Fatal("create succeeded despite the fault")
+			}
+			half := e.machines()
+			if len(half) != 1 || hasTag(strings.Join(half[0].Tags, ";"), ManagedTag) {
+				t.Fatalf("after the failed step: %+v, want one untagged clone", half)
+			}
+			id := strconv.Itoa(half[0].VMID)
+			if page := e.mustList(t); len(page) != 0 {
+				t.Fatalf("list shows %+v while the clone is half made", page)
+			}
+			if got := e.mustGet(t, id); got != nil {
+				t.Fatalf("get answers %+v for the half-made clone, want absent", got)
+			}
+			m := e.create(t, "inst_last")
+			done := e.machines()
+			if m.ID != id || len(done) != 1 || !hasTag(strings.Join(done[0].Tags, ";"), ManagedTag) || done[0].Status != emulator.StatusRunning {
+				t.Fatalf("retry made %s; machines %+v; want the clone %s finished, tagged and running", m.ID, done, id)
+			}
+			if page := e.mustList(t); len(page) != 1 || page[0].ID != id {
+				t.Fatalf("list after the retry = %+v, want only %s", page, id)
+			}
+		})
+	}
+}

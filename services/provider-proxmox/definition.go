@@ -38,6 +38,15 @@ const (
 	FieldStorage = "storage"
 	// FieldBridge is the bridge the first NIC (net0) is attached to.
 	FieldBridge = "bridge"
+	// FieldTaskPollMs is how often task waits poll the task status, in
+	// milliseconds (MinTaskPollMs to MaxTaskPollMs, at most the task
+	// timeout); absent: the provider's WithTaskPollInterval, else
+	// DefaultTaskPollInterval.
+	FieldTaskPollMs = "taskPollMs"
+	// FieldTaskTimeoutMs bounds one task wait, in milliseconds
+	// (MinTaskTimeoutMs to MaxTaskTimeoutMs); absent: the provider's
+	// WithTaskTimeout, else DefaultTaskTimeout.
+	FieldTaskTimeoutMs = "taskTimeoutMs"
 )
 
 // Config defaults.
@@ -56,6 +65,20 @@ const (
 	DefaultRegion = "proxmox"
 )
 
+// Bounds of the task timing fields, in milliseconds: polls from 100 ms
+// (10 requests a second per wait, the most a pveproxy should see) to a
+// minute, timeouts from a second to a day.
+const (
+	// MinTaskPollMs is the smallest taskPollMs.
+	MinTaskPollMs = 100
+	// MaxTaskPollMs is the largest taskPollMs.
+	MaxTaskPollMs = 60_000
+	// MinTaskTimeoutMs is the smallest taskTimeoutMs.
+	MinTaskTimeoutMs = 1_000
+	// MaxTaskTimeoutMs is the largest taskTimeoutMs.
+	MaxTaskTimeoutMs = 86_400_000
+)
+
 // Bounds of the manifest's numbers.
 const (
 	minVMID      = 100
@@ -67,7 +90,8 @@ const (
 
 // Manifest is the account config of proxmox: url, tokenId, tokenSecret
 // (secret reference), sizes (required); caCert, node, vmidMin, vmidMax,
-// storage, bridge (optional, with defaults).
+// storage, bridge (optional, with defaults); taskPollMs, taskTimeoutMs
+// (optional; absent, the provider's options decide).
 func Manifest() []api.ManifestField {
 	i := func(v int64) *int64 { return &v }
 	sizeFields := []api.ManifestField{
@@ -98,6 +122,10 @@ func Manifest() []api.ManifestField {
 			Description: "Storage the disks of full clones are written to"},
 		{Name: FieldBridge, Type: provider.TypeString, Default: DefaultBridge,
 			Description: "Bridge of the first network device (net0)"},
+		{Name: FieldTaskPollMs, Type: provider.TypeInt, Min: i(MinTaskPollMs), Max: i(MaxTaskPollMs),
+			Description: "How often a task wait polls the task status, in ms (at most taskTimeoutMs); default 1000"},
+		{Name: FieldTaskTimeoutMs, Type: provider.TypeInt, Min: i(MinTaskTimeoutMs), Max: i(MaxTaskTimeoutMs),
+			Description: "How long one task wait may last, in ms; default 600000 (10 min)"},
 	}
 }
 
@@ -107,9 +135,9 @@ func Manifest() []api.ManifestField {
 //
 // The constructor makes no API call. It answers INVALID_CONFIG with
 // details.path naming the field ("config.url", "config.caCert",
-// "config.sizes[1].vcpu", "options.taskPollInterval", …) for an unusable
+// "config.sizes[1].vcpu", "config.taskPollMs", "options.taskPollInterval", …) for an unusable
 // config or option, and INVALID_INPUT for a plain value in tokenSecret.
-func Definition(opts ...Option) *provider.Definition {
+func Definition(opts ...Option) *provider.Defined {
 	s := newSettings(opts)
 	return provider.MustDefine(provider.Definition{
 		ID:           ProviderID,

@@ -28,10 +28,22 @@
 //     delete, power and reinstall refuse other VMs with ACCESS_DENIED, get
 //     answers them absent and list skips them, so shared clusters are safe;
 //     templates are never machines;
+//   - the tag is the last change of a create (and of a reinstall): set
+//     after configuration, resize and start succeed, so list and get
+//     never show a half-configured clone as a machine. Until then the key
+//     line alone makes the clone its key's, for the create with that key
+//     only: the clone request writes it (PVE's clone takes a description,
+//     not tags), so from the moment the VM exists a retried create finds
+//     it in the key's slots, finishes it and tags it. The reconciler
+//     deletes an instance whose create answer it never recorded by
+//     creating with the key first, so a crash at any step of a create
+//     leaves neither a duplicate nor a leaked VM;
 //   - every task (clone, config, resize, start, stop, shutdown, reset,
 //     reboot, destroy) is waited for by polling its UPID every task poll
 //     interval on the call's clock, within the task timeout and the call's
-//     context; OK and "WARNINGS: N" are success, any other exit status is
+//     context; both are account config (taskPollMs, taskTimeoutMs) over
+//     the provider's options (WithTaskPollInterval, WithTaskTimeout). OK
+//     and "WARNINGS: N" are success, any other exit status is
 //     PROVIDER_ERROR with the exit status as details.code;
 //   - no request is ever repeated by the provider (the reconciler owns
 //     retries), so reset and reboot are never sent twice;

@@ -1,6 +1,7 @@
 package proxmox
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ type env struct {
 	srv      *emulator.Server
 	emu      *emulator.Emulator
 	clock    *clock.Fake // the emulator's clock and the calls': waits advance it
-	def      *provider.Definition
+	def      *provider.Defined
 	client   *client
 	acct     api.ProviderAccount
 	log      *bustest.LogBuffer
@@ -179,4 +180,15 @@ func (e *env) seed(t testing.TB, tags, desc string, vmids ...int) {
 			t.Fatalf("seed VM %d: %v, %v", id, got, err)
 		}
 	}
+}
+
+// mustList lists the account's machines (one page of up to 10) and fails
+// the test on error.
+func (e *env) mustList(t testing.TB) []api.ExternalMachine {
+	t.Helper()
+	items, _, err := e.client.List(context.Background(), e.call(""), "", 10)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	return items
 }

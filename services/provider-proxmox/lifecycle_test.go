@@ -39,9 +39,9 @@ func lifecycleCosts(tb testing.TB, e *env, key string) map[string]stepCost {
 func TestLifecycleCalls(t *testing.T) {
 	want := map[string]stepCost{
 		// cluster list, template config, clone + 20 polls, config, POST
-		// config + 1 poll, resize + 2 polls, start + 3 polls; then get:
-		// config, status, agent.
-		providertest.StepCreateToRunning: {36, 26 * time.Second},
+		// config + 1 poll, resize + 2 polls, start + 3 polls, PUT config
+		// (the tag, last); then get: config, status, agent.
+		providertest.StepCreateToRunning: {37, 26 * time.Second},
 		// config, stop + 2 polls.
 		providertest.StepPowerOff: {4, 2 * time.Second},
 		// config, start + 3 polls.
@@ -49,8 +49,8 @@ func TestLifecycleCalls(t *testing.T) {
 		// config, cluster list, template config, DELETE (refused:
 		// running), stop + 2 polls, DELETE + 5 polls, clone + 20 polls,
 		// config, POST config + 1 poll, resize + 2 polls (the 8 GiB
-		// template to the kept 20), start + 3 polls.
-		providertest.StepReinstall: {44, 33 * time.Second},
+		// template to the kept 20), start + 3 polls, PUT config (tags).
+		providertest.StepReinstall: {45, 33 * time.Second},
 		// config, DELETE (refused: running), stop + 2 polls, DELETE + 5 polls.
 		providertest.StepDelete: {11, 7 * time.Second},
 	}

@@ -313,13 +313,26 @@ func TestConfigUpdate(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if strings.Join(keys, ",") != "cicustom,cores,ipconfig0,memory,net0,sockets,tags" ||
-		u["tags"] != "base;better-compute" || u["cicustom"] != "user=local:snippets/u.yaml,network=local:snippets/n.yaml" || u["sockets"] != 1 {
+	if strings.Join(keys, ",") != "cicustom,cores,ipconfig0,memory,net0,sockets" || u["cicustom"] != "user=local:snippets/u.yaml,network=local:snippets/n.yaml" || u["sockets"] != 1 {
 		t.Fatalf("update of a fresh clone = %v", u)
 	}
 	done := vmConfig{"cores": "2", "sockets": "1", "memory": "4096", "ipconfig0": "ip=dhcp", "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0",
 		"tags": "base;better-compute", "cicustom": "user=local:snippets/u.yaml,network=local:snippets/n.yaml"}
 	if u := configUpdate(done, want, "vmbr0"); len(u) != 0 {
 		t.Fatalf("update of a configured VM = %v, want none", u)
+	}
+	tagCases := []struct {
+		have, keep, want string
+		change           bool
+	}{
+		{"base", "", "base;better-compute", true},
+		{"", "", "better-compute", true},
+		{"Better-Compute,base", "", "base;better-compute", false},
+		{"base", "prod;better-compute", "better-compute;prod", true},
+	}
+	for _, tc := range tagCases {
+		if got, change := tagUpdate(vmConfig{"tags": tc.have}, &vmSpec{tags: tc.keep}); got != tc.want || change != tc.change {
+			t.Errorf("tagUpdate(%q, keep %q) = %q, %v; want %q, %v", tc.have, tc.keep, got, change, tc.want, tc.change)
+		}
 	}
 }

@@ -74,16 +74,17 @@ func WithEgressPolicy(p egress.Policy) Option {
 }
 
 // WithTaskPollInterval sets how often task waits poll the task status
-// (default DefaultTaskPollInterval; must be positive). It is measured on
-// the call's clock.
+// (default DefaultTaskPollInterval; must be positive) for accounts whose
+// config sets no taskPollMs. It is measured on the call's clock.
 func WithTaskPollInterval(d time.Duration) Option {
-	return func(s *settings) { s.pollInterval = d }
+	return func(s *settings) { s.timing.poll = d }
 }
 
 // WithTaskTimeout sets how long one task wait may last on the call's clock
-// (default DefaultTaskTimeout; must be positive).
+// (default DefaultTaskTimeout; must be positive) for accounts whose config
+// sets no taskTimeoutMs.
 func WithTaskTimeout(d time.Duration) Option {
-	return func(s *settings) { s.taskTimeout = d }
+	return func(s *settings) { s.timing.timeout = d }
 }
 
 // WithCallCounter reports the HTTP requests of every call to f (for
@@ -92,15 +93,25 @@ func WithCallCounter(f CallCounter) Option {
 	return func(s *settings) { s.countCalls = f }
 }
 
+// taskTiming is how task waits poll: every poll, for at most timeout.
+type taskTiming struct {
+	poll, timeout time.Duration
+}
+
+// maxPolls bounds the polls of one wait whatever the clock does.
+func (t taskTiming) maxPolls() int {
+	return int(t.timeout/t.poll) + 2
+}
+
 // settings are the options of one Definition, shared by its clients.
 type settings struct {
-	snippets     SnippetWriter
-	httpClient   *http.Client
-	pollInterval time.Duration
-	taskTimeout  time.Duration
-	countCalls   CallCounter
-	egress       *egress.Policy
-	egressErr    error
+	snippets   SnippetWriter
+	httpClient *http.Client
+	// timing is the default of accounts that set no task timing.
+	timing     taskTiming
+	countCalls CallCounter
+	egress     *egress.Policy
+	egressErr  error
 }
 
 // defaultMaxIdleConnsPerHost keeps enough connections to the cluster open
@@ -112,9 +123,8 @@ func newSettings(opts []Option) *settings {
 	tr := egress.Policy{}.Transport(nil)
 	tr.MaxIdleConnsPerHost = defaultMaxIdleConnsPerHost
 	s := &settings{
-		httpClient:   &http.Client{Timeout: DefaultHTTPTimeout, Transport: tr},
-		pollInterval: DefaultTaskPollInterval,
-		taskTimeout:  DefaultTaskTimeout,
+		httpClient: &http.Client{Timeout: DefaultHTTPTimeout, Transport: tr},
+		timing:     taskTiming{poll: DefaultTaskPollInterval, timeout: DefaultTaskTimeout},
 	}
 	for _, o := range opts {
 		o(s)
@@ -134,17 +144,12 @@ func newSettings(opts []Option) *settings {
 // validate reports the first unusable option: INVALID_CONFIG naming it.
 func (s *settings) validate() error {
 	switch {
-	case s.pollInterval <= 0:
+	case s.timing.poll <= 0:
 		return api.InvalidConfig("options.taskPollInterval", "the task poll interval must be positive")
-	case s.taskTimeout <= 0:
+	case s.timing.timeout <= 0:
 		return api.InvalidConfig("options.taskTimeout", "the task timeout must be positive")
 	case s.egressErr != nil:
 		return api.InvalidConfig("options.egressPolicy", "%v", s.egressErr)
 	}
 	return nil
-}
-
-// maxPolls bounds the polls of one wait whatever the clock does.
-func (s *settings) maxPolls() int {
-	return int(s.taskTimeout/s.pollInterval) + 2
 }

@@ -14,8 +14,8 @@ import (
 // destroyed as Delete does, the template full-cloned into the VMID with
 // the old name and description (so the key
 // and offer stay), then configured as create does with the old cores,
-// memory, boot disk size (at least), tags and cloud-init user-data volume,
-// and started. It returns the machine (state pending). It is not idempotent:
+// memory, boot disk size (at least), tags (set last, after the start) and
+// cloud-init user-data volume, and started. It returns the machine (state pending). It is not idempotent:
 // the reconciler never repeats it after an ambiguous outcome. If it is
 // interrupted after the destroy, get answers absent and the reconciler's
 // create with the same key makes the VM again.

@@ -49,7 +49,7 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 	// The TLS config of hc (the pinned CA) is the one used: Telmate
 	// ignores its tls argument when given an HTTP client. Its task timeout
 	// is unused (tasks are waited for by wait).
-	tc, err := pve.NewClient(c.cfg.URL, &hc, "", nil, "", int(c.set.taskTimeout.Seconds()), false)
+	tc, err := pve.NewClient(c.cfg.URL, &hc, "", nil, "", int(c.timing.timeout.Seconds()), false)
 	if err != nil {
 		return nil, api.ProviderError(0, "client", "proxmox: build the API client: %v", err)
 	}

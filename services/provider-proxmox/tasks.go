@@ -55,11 +55,11 @@ func (s *session) waitReply(ctx context.Context, what string, data json.RawMessa
 // task_timeout when the task still runs after the task timeout (it is left
 // running); UNAVAILABLE when ctx ends first; those of the status request.
 func (s *session) wait(ctx context.Context, upid, node string) error {
-	set := s.c.set
-	deadline := s.call.Clock.Now().Add(set.taskTimeout)
+	timing := s.c.timing
+	deadline := s.call.Clock.Now().Add(timing.timeout)
 	path := "/nodes/" + url.PathEscape(node) + "/tasks/" + url.PathEscape(upid) + "/status"
-	for range set.maxPolls() {
-		if err := provider.Sleep(ctx, s.call.Clock, set.pollInterval); err != nil {
+	for range timing.maxPolls() {
+		if err := provider.Sleep(ctx, s.call.Clock, timing.poll); err != nil {
 			return err
 		}
 		var st taskStatus
@@ -81,7 +81,7 @@ func (s *session) wait(ctx context.Context, upid, node string) error {
 			break
 		}
 	}
-	return api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: task %s still running after %s", upid, set.taskTimeout)
+	return api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: task %s still running after %s", upid, timing.timeout)
 }
 
 // taskOutcome is nil for a successful exit status (OK, or WARNINGS: N),

@@ -198,7 +198,7 @@ var Offers = []api.Offer{
 // Definition is the memory provider over cloud: provides vps, claims power,
 // reinstall and list; its manifest has a required token (secret) that every
 // call resolves, as a real provider would.
-func Definition(cloud *Cloud) *provider.Definition {
+func Definition(cloud *Cloud) *provider.Defined {
 	return provider.MustDefine(provider.Definition{
 		ID: ProviderID, Version: "1.0.0", Provides: []string{api.KindVPS},
 		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList},

@@ -9,8 +9,8 @@ import (
 
 // Serve serves def on a fresh embedded NATS server (bustest.Start), its
 // calls on clock and resolving every tenant's secrets with secrets, stops
-// the service when the test ends, and returns a Remote for def.ID.
-func Serve(t testing.TB, def *provider.Definition, clock provider.Clock, secrets provider.SecretResolver) provider.Remote {
+// the service when the test ends, and returns a Remote for def.ID().
+func Serve(t testing.TB, def *provider.Defined, clock provider.Clock, secrets provider.SecretResolver) provider.Remote {
 	t.Helper()
 	nats := bustest.Start(t)
 	svc, err := provider.Serve(nats.NC, def, provider.ServeOptions{
@@ -21,5 +21,5 @@ func Serve(t testing.TB, def *provider.Definition, clock provider.Clock, secrets
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	return provider.Remote{NC: nats.NC, ID: def.ID}
+	return provider.Remote{NC: nats.NC, ID: def.ID()}
 }
