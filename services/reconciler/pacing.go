@@ -20,11 +20,17 @@ import (
 // kept in reserve for the operator's other tools on the same project.
 //
 // Two facts of the report bound the estimate: the bucket is full at the
-// reported reset, and an empty bucket (remaining 0, e.g. on a 429) is
-// closed until that reset, whatever refill rate the report implies. A
-// window that answers "0 left, full in 20 s" does not hand out a request
-// every 20 s / limit: it refuses everything until the reset. So nothing is
-// sent to a closed account, neither new work nor a resync (see closedUntil).
+// reported reset, and an empty bucket (remaining 0, e.g. on a 429) that is
+// a window is closed until that reset. A window answers "0 left, full in
+// 20 s" although the rate seen before was far slower (Hetzner's 1 per
+// second would need an hour): it does not hand out a request every
+// 20 s / limit, it refuses everything until the reset, so nothing is sent
+// to a closed account, neither new work nor a resync (see closedUntil). An
+// empty bucket whose reset is as far as the rate seen before says (a
+// gradual bucket drained: Hetzner's "0 left, full in an hour") is not
+// closed for that hour: it refills at that rate, and the reserve rule
+// paces the calls as for any other bucket. A first report that is already
+// empty has no rate to compare with and counts as a window.
 type budgets struct {
 	reserve float64
 	mu      sync.Mutex
@@ -48,7 +54,15 @@ type budget struct {
 	at                time.Time
 	resetAt           time.Time
 	taken             float64
+	// window is set by an empty report whose implied refill is more than
+	// windowRatio times the rate reported before (or that came first):
+	// the bucket is closed until resetAt, not refilling.
+	window bool
 }
+
+// windowRatio is how much faster than the rate seen before an empty
+// bucket's implied refill must be to count as a window.
+const windowRatio = 2
 
 func newBudgets(reserve float64) *budgets {
 	return &budgets{reserve: reserve, byAcct: map[string]*budget{}}
@@ -79,10 +93,19 @@ func (b *budgets) observer(account string) func(api.RateLimit, bool) {
 			// a call sent before, and does not reopen it.
 			return
 		}
+		refill := rl.RefillPerSecond
+		bg.window = false
+		if rl.Remaining < 1 {
+			seen := bg.reported && bg.refill > 0
+			bg.window = !seen || refill > windowRatio*bg.refill
+			if seen && !bg.window {
+				refill = bg.refill // a drained gradual bucket refills as before
+			}
+		}
 		bg.reported, bg.unpaced = true, false
 		// Passes still in flight may have calls this reply does not count
 		// yet (replies also arrive out of order): count them as spent.
-		bg.remaining, bg.refill, bg.limit, bg.at, bg.taken = float64(rl.Remaining), rl.RefillPerSecond, float64(rl.Limit), time.Now(), float64(bg.inflight)
+		bg.remaining, bg.refill, bg.limit, bg.at, bg.taken = float64(rl.Remaining), refill, float64(rl.Limit), time.Now(), float64(bg.inflight)
 		bg.resetAt = rl.ResetAt
 	}
 }
@@ -139,10 +162,10 @@ func (bg *budget) estimate(now time.Time) float64 {
 	return min(bg.limit, bg.remaining+bg.refill*now.Sub(bg.at).Seconds())
 }
 
-// closed reports whether the last report said the bucket is empty and its
-// reset has not come yet.
+// closed reports whether the last report said the bucket is an empty
+// window and its reset has not come yet.
 func (bg *budget) closed(now time.Time) bool {
-	return bg.reported && bg.remaining < 1 && now.Before(bg.resetAt)
+	return bg.reported && bg.remaining < 1 && bg.window && now.Before(bg.resetAt)
 }
 
 // closedUntil returns the reset of account's bucket and true when the

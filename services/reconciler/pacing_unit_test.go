@@ -73,3 +73,36 @@ func TestEmptyBudgetIsClosedUntilReset(t *testing.T) {
 		}
 	}
 }
+
+// A gradual bucket drained (Hetzner: 1 request per second, "0 left, full
+// in an hour") is not closed for the hour: it refills at the rate seen
+// before, paced by the reserve rule; a window after the same history
+// ("0 left, full in 20 s") is closed until its reset.
+func TestDrainedGradualBucketIsNotAWindow(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name    string
+		reset   time.Duration
+		refill  float64
+		closed  bool
+		maxWait time.Duration
+	}{
+		{"drained gradual bucket", time.Hour, 1, false, 13 * time.Minute},
+		{"window", 20 * time.Second, 180, true, 22 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBudgets(0.1)
+			obs := b.observer("hz")
+			obs(api.RateLimit{Limit: 3600, Remaining: 100, RefillPerSecond: 1, ResetAt: now.Add(3500 * time.Second)}, true)
+			obs(api.RateLimit{Limit: 3600, Remaining: 0, RefillPerSecond: tc.refill, ResetAt: now.Add(tc.reset)}, true)
+			if _, closed := b.closedUntil("hz", now); closed != tc.closed {
+				t.Fatalf("closed = %v, want %v", closed, tc.closed)
+			}
+			// The reserve (10 % of 3600) refills at 1/s: about 6 minutes,
+			// jittered by up to as much again; never the hour to the reset.
+			if w := b.take("hz", now); w <= 0 || w > tc.maxWait || tc.closed && w < tc.reset {
+				t.Fatalf("wait %v, want a wait of at most %v", w, tc.maxWait)
+			}
+		})
+	}
+}
