@@ -180,8 +180,9 @@ type InstanceStatus struct {
 	Conditions         []Condition      `json:"conditions,omitempty"`
 	ObservedGeneration int64            `json:"observedGeneration"`
 	// CreateRequested is set before the provider's create is called, so a
-	// deletion knows a machine may exist even when its id was never recorded;
-	// it is cleared when the provider refuses the create (nothing was made).
+	// deletion knows a machine may exist even when its id was never recorded
+	// (it looks the key up then, and never creates); it is cleared only when
+	// the recorded machine is found gone (the next create is a first attempt).
 	CreateRequested bool `json:"createRequested,omitempty"`
 	// Retries counts consecutive failed reconcile attempts (0 after a success).
 	Retries int `json:"retries,omitempty"`

@@ -218,14 +218,10 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 	if r.o.Hooks.AfterProviderCreate != nil {
 		r.o.Hooks.AfterProviderCreate(t.inst.ID)
 	}
-	if err != nil && createRefused(err) {
-		// The provider refused before making anything (a retry looked the
-		// key up first): no machine carries the key, so a deletion has
-		// nothing to look for and the next create is a first attempt again.
-		if werr := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.CreateRequested = false }); werr != nil {
-			return nil, werr
-		}
-	}
+	// A refused create leaves CreateRequested set: a refusal proves only
+	// that this request made nothing, not that no earlier attempt did (a
+	// clone made before a later step was refused, a key lookup that got a
+	// 4xx). A deletion looks the key up without creating (findUnrecorded).
 	if err != nil {
 		return nil, err
 	}
