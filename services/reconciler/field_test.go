@@ -252,6 +252,24 @@ func TestFailedReinstallKeepsTheImageTheMachineRuns(t *testing.T) {
 	}
 }
 
+// A rebuild Hetzner accepted whose action poll then got a 429 may have
+// run: it is Unknown, never Failed (which would invite a second one), and
+// it is not sent again.
+func TestAcceptedRebuildWhosePollIsRateLimitedIsUnknown(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu := h.useHetzner().Emulator()
+	inst := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "rl"}).ID, api.PhaseRunning)
+	emu.ResetCalls()
+	emu.FailNext("GET /actions", 1, http.StatusTooManyRequests, "rate_limit_exceeded", "slow down")
+	if last := h.reinstallEnded(inst.ID, "debian-12"); last.State != api.OperationUnknown {
+		t.Fatalf("rebuild accepted, poll rate limited: %+v, want Unknown", last)
+	}
+	h.waitPhase(inst.ID, api.PhaseRunning)
+	if n := emu.Calls("POST /servers/{id}/actions/rebuild"); n != 1 {
+		t.Fatalf("%d rebuild requests, want exactly 1", n)
+	}
+}
+
 // A reinstall requested while the server is gone is done by the re-create
 // with the reinstall's image: the fresh server is not rebuilt once more
 // (issue 11, item 8).

@@ -99,6 +99,11 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 		return out, true, err
 	case !ce.NotExecuted() && noReply(ce):
 		return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationUnknown, "no reply, it may have run; not repeated: "+ce.Error())
+	case !ce.NotExecuted() && ce.Code == api.CodeRateLimited:
+		// Accepted, then the look at its outcome was rate limited (e.g. the
+		// action poll got a 429): it may have run, so it is not Failed.
+		return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationUnknown,
+			"accepted, but its outcome could not be read; not repeated: "+ce.Error())
 	}
 	return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationFailed, ce.Error())
 }
