@@ -242,6 +242,11 @@ func findTemplate(guests map[int]vmResource, image, path string) (vmResource, er
 // template.
 func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string) (vmResource, error) {
 	tpl, err := findTemplate(guests, image, path)
+	if api.IsCode(err, api.CodeInvalidInput) {
+		if fresh, ok, ferr := s.unreportedTemplate(ctx, guests, image); ferr != nil || ok {
+			return fresh, ferr
+		}
+	}
 	if err != nil {
 		return vmResource{}, err
 	}
@@ -258,6 +263,43 @@ func (s *session) template(ctx context.Context, guests map[int]vmResource, image
 	}
 	return vmResource{}, api.ProviderError(0, codeStaleClusterList, "proxmox: the cluster list calls VM %d template %q, but its config says otherwise (the list lags changes by up to ~10 s); retry", int(tpl.VMID), image)
 }
+
+// unreportedTemplate finds template image (a name) among the guests the
+// cluster list has not reported yet (no name, status unknown: made within
+// pvestatd's last ~10 s), by their config (GET …/config): a template made
+// moments ago is found, not refused for good. It reads at most
+// maxUnreportedReads configs; ok is false when none is image.
+func (s *session) unreportedTemplate(ctx context.Context, guests map[int]vmResource, image string) (vmResource, bool, error) {
+	if _, err := strconv.Atoi(image); err == nil {
+		return vmResource{}, false, nil
+	}
+	ids := make([]int, 0)
+	for id, r := range guests {
+		if r.Type == guestQemu && r.Name == "" && len(ids) < maxUnreportedReads {
+			ids = append(ids, id)
+		}
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		r := guests[id]
+		cfg, err := s.readConfig(ctx, r.Node, id)
+		if isKind(err, kindNoSuchVM) {
+			continue
+		}
+		if err != nil {
+			return vmResource{}, false, err
+		}
+		if cfg.isTemplate() && cfg["name"] == image {
+			r.Name, r.Template = image, 1
+			return r, true, nil
+		}
+	}
+	return vmResource{}, false, nil
+}
+
+// maxUnreportedReads bounds the config reads of unreported guests one
+// template look-up may make.
+const maxUnreportedReads = 16
 
 // clone full-clones template tpl into vmid (called name, with desc as
 // description, disks on the account's storage) and waits for the task.

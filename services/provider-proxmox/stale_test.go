@@ -132,3 +132,18 @@ func TestStaleClusterListTemplateConfirmedByConfig(t *testing.T) {
 		t.Fatalf("create from the fresh template %d: %+v, %v", fresh, m, err)
 	}
 }
+
+// A template made moments ago and named by its name (the list shows it
+// with no name and status unknown until pvestatd reports it) is found by
+// its config, not refused for good as an unknown image.
+func TestStaleClusterListFreshTemplateByName(t *testing.T) {
+	e := newEnv(t, withStaleList)
+	e.emu.RefreshStats()
+	if err := e.emu.AddTemplate(emulator.Template{VMID: 9100, Name: "fresh", DiskGiB: 10, Cores: 1, MemoryMiB: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.client.Create(context.Background(), e.call("inst_fresh"), api.MachineSpec{Name: "fresh-1", OfferID: testOffer, Image: "fresh"})
+	if err != nil || len(e.vmsWithKey("inst_fresh")) != 1 {
+		t.Fatalf("create from the fresh template by name: %+v, %v", m, err)
+	}
+}
