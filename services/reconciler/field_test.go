@@ -270,6 +270,19 @@ func TestAcceptedRebuildWhosePollIsRateLimitedIsUnknown(t *testing.T) {
 	}
 }
 
+// A 409 uniqueness_error that is not about the name (the name is free when
+// the provider looks the holder up) is retried a few times, then fails the
+// instance: it is not retried forever.
+func TestUniquenessRefusalNotAboutTheNameEnds(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu := h.useHetzner().Emulator()
+	emu.FailNext("POST /servers", 1000, http.StatusConflict, "uniqueness_error", "SSH key not unique")
+	inst := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "uq"}).ID, api.PhaseFailed)
+	if n := emu.Calls("POST /servers"); n != maxNameFreedRetries+1 {
+		t.Fatalf("%d POST /servers before the instance failed, want %d (status %+v)", n, maxNameFreedRetries+1, inst.Status)
+	}
+}
+
 // A reinstall requested while the server is gone is done by the re-create
 // with the reinstall's image: the fresh server is not rebuilt once more
 // (issue 11, item 8).

@@ -15,13 +15,22 @@ import (
 // deleted (or already gone), or it belongs to an instance of the tenant
 // being deleted (whose delete is not sent yet). A holder that is none of
 // these (another live instance, a machine made by another tool) keeps the
-// refusal permanent. A state store failure counts as transient: the next
-// pass decides.
+// refusal permanent. A holder gone with no id (the name was free again
+// when the provider looked) is transient for maxNameFreedRetries failed
+// attempts in a row, then permanent: a uniqueness refusal that is not about
+// the name (another unique field) would otherwise be retried forever. A
+// state store failure counts as transient: the next pass decides.
+// maxNameFreedRetries is how many failed creates in a row a name found free
+// again after its refusal is retried.
+const maxNameFreedRetries = 5
+
 func (r *Reconciler) nameBeingFreed(ctx context.Context, t *target, ce *api.ComputeError) bool {
 	holder, named := ce.NameHolder()
 	switch {
 	case !named:
 		return false
+	case holder.State == api.StateDeleted && holder.ID == "":
+		return t.inst.Status.Retries < maxNameFreedRetries
 	case holder.State == api.StateDeleting || holder.State == api.StateDeleted:
 		return true
 	case holder.IdempotencyKey == t.inst.ID || !api.ValidID(api.PrefixInstance, holder.IdempotencyKey):
