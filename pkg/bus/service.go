@@ -174,6 +174,12 @@ func (s *Service) subscribe() error {
 				return fmt.Errorf("service %s: %w", s.cfg.Name, err)
 			}
 			sub, err := s.nc.Subscribe(subject, func(m *nats.Msg) {
+				if !IsInbox(m.Reply) {
+					// As for endpoints: never publish onto a subject that is
+					// not a caller's inbox (a forged reply such as an event).
+					s.log.Warn().Str("subject", m.Subject).Str("reply", m.Reply).Msg("request dropped: its reply subject is not an inbox")
+					return
+				}
 				body, _ := json.Marshal(v.reply()) // micro's wire types always encode
 				if err := m.Respond(body); err != nil {
 					s.log.Warn().Err(err).Str("subject", subject).Msg("reply not sent")

@@ -293,3 +293,26 @@ func TestServiceStats(t *testing.T) {
 		t.Fatalf("idle stats %+v, want none", idle)
 	}
 }
+
+// The $SRV verbs, like the endpoints, answer only onto an inbox: a PING
+// whose reply subject is an event subject publishes nothing there.
+func TestServiceVerbsAnswerOnlyInboxes(t *testing.T) {
+	env := bustest.Start(t)
+	svc, err := bus.StartService(env.Connect(t), bus.ServiceConfig{Name: "pinged", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	forged, err := env.NC.SubscribeSync("compute.v1.acme.events.forged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.NC.PublishRequest("$SRV.PING.pinged", "compute.v1.acme.events.forged", nil); err != nil {
+		t.Fatal(err)
+	}
+	var ping micro.Ping
+	askService(t, env.NC, micro.PingVerb, "pinged", &ping) // answered in order after the forged one
+	if m, err := forged.NextMsg(100 * time.Millisecond); err == nil {
+		t.Fatalf("a PING with a forged reply subject was answered there: %s", m.Data)
+	}
+}
