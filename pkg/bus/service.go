@@ -327,7 +327,14 @@ func (s *Service) serve(ctx context.Context, ep *endpoint, m *nats.Msg, delivere
 	out, err := s.call(ctx, ep.Handler, req)
 	if err != nil {
 		ce := handlerError(err)
-		req.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Int64("elapsed_ms", time.Since(delivered).Milliseconds()).Msg("request failed")
+		// A caller's mistake or a normal answer (NOT_FOUND after a delete,
+		// INVALID_INPUT) is information; the service's own trouble warns.
+		level := zerolog.InfoLevel
+		if StatusOf(ce.Code) >= 500 {
+			level = zerolog.WarnLevel
+		}
+		req.Log.WithLevel(level).Str("code", string(ce.Code)).Str("error", ce.Message).
+			Int64("elapsed_ms", time.Since(delivered).Milliseconds()).Msg("request failed")
 		if rErr := s.reply(ep, m, delivered, req.ReplyHeader, nil, ce); rErr != nil {
 			req.Log.Warn().Err(rErr).Msg("reply not sent")
 		}
