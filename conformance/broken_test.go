@@ -19,6 +19,7 @@ type full interface {
 	provider.Powerer
 	provider.Reinstaller
 	provider.Lister
+	provider.KeyDeleter
 }
 
 // nonIdempotent makes a new machine on every create, ignoring the key.
@@ -164,11 +165,11 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 		{"create not idempotent", func(c full) provider.Client { return nonIdempotent{c, &atomic.Int64{}} },
 			[]string{conformance.ProfileCore, conformance.ProfileFaults, conformance.ProfileDurable, conformance.ProfileTransport},
 			[]string{"life.create.retry-same-key", "life.create.concurrent-same-key", "fault.dropped-response-converges",
-				"durable.kill-after-accept", "transport.duplicate-request", "life.key.reported"}},
+				"durable.kill-after-accept", "transport.duplicate-request", "life.key.reported", "life.delete.by-key"}},
 		{"machine keys not reported", func(c full) provider.Client { return keyless{c} }, core,
 			[]string{"life.key.reported"}},
 		{"PROVIDER_ERROR for a missing machine", func(c full) provider.Client { return missingIsProviderError{c} }, core,
-			[]string{"life.delete.removes", "life.delete.twice-not-found", "life.get.unknown-absent", "err.missing.not-found"}},
+			[]string{"life.delete.removes", "life.delete.twice-not-found", "life.get.unknown-absent", "err.missing.not-found", "life.delete.by-key"}},
 		{"claims power, answers UNSUPPORTED", func(c full) provider.Client { return powerUnsupported{c} },
 			[]string{conformance.ProfileCore, conformance.ProfileFaults},
 			[]string{"life.power.stop-start", "fault.action-failed", "err.missing.not-found"}},

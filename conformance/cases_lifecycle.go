@@ -261,6 +261,8 @@ func lifeUnclaimedUnsupported(c *check) {
 			_, err = c.remote().Reinstall(ctx, c.acct(), m.ID, c.r.s.Image)
 		case provider.CapabilityList:
 			_, err = c.remote().List(ctx, c.acct(), "", 1)
+		case provider.CapabilityDeleteByKey:
+			err = c.remote().DeleteByKey(ctx, c.acct(), m.IdempotencyKey)
 		}
 		cancel()
 		c.expectCode(capability+" (not claimed)", err, api.CodeUnsupported)
@@ -301,5 +303,46 @@ func lifeKeyReported(c *check) {
 	}
 	if got := getExpecting(name + "-other"); got != nil {
 		c.Errorf("get %s expecting another key answered the machine (idempotencyKey %q), want absent", m.ID, got.IdempotencyKey)
+	}
+}
+
+// lifeDeleteByKey: delete with the idempotency key and no id (a caller
+// whose create's outcome is unknown) deletes the machine created with that
+// key; once it is gone, and for a key no machine carries, it answers
+// NOT_FOUND. Retryable answers (a machine still locked by its create) are
+// asked again; a success means the deletes are requested, so it is asked
+// again until NOT_FOUND.
+func lifeDeleteByKey(c *check) {
+	name := c.name("m")
+	m := c.mustCreate(name)
+	c.deleteByKeyUntil(name, "to be accepted", func(err error) bool { return err == nil })
+	c.r.markGone(m.ID)
+	c.waitAbsent(m.ID)
+	c.deleteByKeyUntil(name, "to answer NOT_FOUND", func(err error) bool { return api.IsCode(err, api.CodeNotFound) })
+	c.expectCode("delete by a key no machine carries", c.deleteByKey(c.name("unknown")), api.CodeNotFound)
+}
+
+// deleteByKey sends one delete by idempotency key.
+func (c *check) deleteByKey(key string) error {
+	ctx, cancel := c.callCtx()
+	defer cancel()
+	return c.remote().DeleteByKey(ctx, c.acct(), key)
+}
+
+// deleteByKeyUntil repeats the delete by key until its answer is done,
+// failing on an answer that is neither that, success nor retryable.
+func (c *check) deleteByKeyUntil(key, what string, done func(error) bool) {
+	err := c.eventually("delete by key "+key+" "+what, func(context.Context) (bool, error) {
+		err := c.deleteByKey(key)
+		switch {
+		case done(err):
+			return true, nil
+		case err != nil && !retryable(err):
+			c.Fatalf("delete by key %s while waiting for it %s: %v", key, what, err)
+		}
+		return false, err
+	})
+	if err != nil {
+		c.Fatalf("%v", err)
 	}
 }

@@ -196,6 +196,8 @@ var registry = []Behaviour{
 
 	{ID: "life.key.reported", Area: AreaLifecycle, Profiles: core, run: lifeKeyReported,
 		Title: "create and get report the idempotency key a machine carries; get expecting another key answers absent"},
+	{ID: "life.delete.by-key", Area: AreaLifecycle, Profiles: core, Capability: provider.CapabilityDeleteByKey, run: lifeDeleteByKey,
+		Title: "delete with an idempotency key and no id deletes the machine created with that key, then answers NOT_FOUND, as for an unknown key"},
 }
 
 // Profile sets of the table above.

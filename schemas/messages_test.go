@@ -103,7 +103,7 @@ func messages(t testing.TB) map[string][]any {
 				Machine: api.MachineSpec{Name: "a", OfferID: "o", Image: "i"}}},
 		"machine.json":                    {machine, bareMachine},
 		"provider.get.reply.json":         {api.ProviderGetReply{Machine: &machine}, api.ProviderGetReply{}},
-		"provider.machine.request.json":   {api.ProviderMachineRequest{Account: pacct, ID: "4711"}},
+		"provider.machine.request.json":   {api.ProviderMachineRequest{Account: pacct, ID: "4711"}, api.ProviderMachineRequest{Account: pacct, IdempotencyKey: instanceID}},
 		"provider.power.request.json":     {api.ProviderPowerRequest{Account: pacct, ID: "4711", Action: api.ActionGracefulOff}},
 		"provider.reinstall.request.json": {api.ProviderReinstallRequest{Account: pacct, ID: "4711", Image: "debian-12"}},
 		"provider.list.request.json":      {api.ProviderListRequest{Account: pacct}, api.ProviderListRequest{Account: pacct, Limit: 500, Cursor: "4711"}},

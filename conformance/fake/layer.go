@@ -153,6 +153,7 @@ type full interface {
 	provider.Powerer
 	provider.Reinstaller
 	provider.Lister
+	provider.KeyDeleter
 }
 
 // layered is a client behind the fault layer.
@@ -196,6 +197,15 @@ func (c layered) Delete(ctx context.Context, call *provider.Call, id string) err
 		return err
 	}
 	_, err = lostOr(lost, struct{}{}, c.inner.Delete(ctx, call, id))
+	return err
+}
+
+func (c layered) DeleteByKey(ctx context.Context, call *provider.Call, key string) error {
+	lost, err := c.l.enter(ctx, provider.VerbDelete)
+	if err != nil {
+		return err
+	}
+	_, err = lostOr(lost, struct{}{}, c.inner.DeleteByKey(ctx, call, key))
 	return err
 }
 

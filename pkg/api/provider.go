@@ -80,7 +80,11 @@ type ProviderCreateRequest struct {
 // ProviderMachineRequest names one machine (get, delete).
 type ProviderMachineRequest struct {
 	Account ProviderAccount `json:"account"`
-	ID      string          `json:"id"`
+	// ID is the machine's provider id. A delete may leave it empty and name
+	// IdempotencyKey instead: every machine carrying the key, finished or
+	// half-made, is deleted (capability delete.byKey; NOT_FOUND when no
+	// machine carries the key). Without either: INVALID_INPUT naming id.
+	ID string `json:"id"`
 	// IdempotencyKey, when set, is the key the caller's machine carries:
 	// a machine with this id carrying another key is not the caller's (its
 	// id was reused) and is treated as absent (NOT_FOUND), never touched.

@@ -54,6 +54,19 @@ type Lister interface {
 	List(ctx context.Context, call *Call, cursor string, limit int) ([]api.ExternalMachine, string, error)
 }
 
+// KeyDeleter is implemented by clients with the "delete.byKey" capability.
+type KeyDeleter interface {
+	// DeleteByKey requests the deletion of every machine carrying key,
+	// finished or half-made (one a crashed create left behind, which get
+	// and list may not show), and returns once the deletes are requested
+	// or done; machines already being deleted count as requested.
+	// NOT_FOUND when no machine carries the key. A machine of the key that
+	// cannot be deleted now (a create of the key still making it) is a
+	// retryable error (UNAVAILABLE, or PROVIDER_ERROR a retry can pass),
+	// never NOT_FOUND. The caller repeats it until NOT_FOUND.
+	DeleteByKey(ctx context.Context, call *Call, key string) error
+}
+
 // SecretResolver turns a secret reference into its value for one call.
 type SecretResolver interface {
 	// Resolve returns the value of ref. Errors: NOT_FOUND, ACCESS_DENIED,

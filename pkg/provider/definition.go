@@ -13,10 +13,15 @@ const (
 	CapabilityPower     = "power"
 	CapabilityReinstall = "reinstall"
 	CapabilityList      = "list"
+	// CapabilityDeleteByKey is delete with an idempotency key and no id:
+	// every machine carrying the key, finished or half-made, is deleted
+	// (KeyDeleter). Without it a caller has no way to find a half-made
+	// machine but a create of the key.
+	CapabilityDeleteByKey = "delete.byKey"
 )
 
 // Capabilities lists every capability.
-var Capabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList}
+var Capabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey}
 
 // Provides lists what a provider may provide.
 var Provides = []string{api.KindVPS, api.KindMetal}
@@ -33,7 +38,7 @@ const Extension = "provider"
 
 // Definition describes a provider: its id (lower-case letters, digits,
 // hyphens), semantic version, what it provides (vps, metal), its account
-// config manifest, its capabilities (power, reinstall, list) and a
+// config manifest, its capabilities (power, reinstall, list, delete.byKey) and a
 // constructor building a Client for one account. It is what Define is
 // given; what it returns, and Serve serves, is a Defined.
 type Definition struct {
@@ -203,6 +208,8 @@ func (d *Defined) checkClient(c Client) error {
 			_, ok = c.(Reinstaller)
 		case CapabilityList:
 			_, ok = c.(Lister)
+		case CapabilityDeleteByKey:
+			_, ok = c.(KeyDeleter)
 		}
 		if !ok {
 			return api.InvalidConfig(fmt.Sprintf("capabilities[%d]", i), "provider %s claims %q but its client does not implement it", d.d.ID, capability)

@@ -77,6 +77,13 @@ func (r Remote) Delete(ctx context.Context, acct api.ProviderAccount, id string)
 	return r.call(ctx, VerbDelete, api.ProviderMachineRequest{Account: acct, ID: id, IdempotencyKey: r.IdempotencyKey}, nil)
 }
 
+// DeleteByKey requests the deletion of every machine carrying key,
+// finished or half-made (delete with no id): NOT_FOUND when none does,
+// UNSUPPORTED when the provider lacks the delete.byKey capability.
+func (r Remote) DeleteByKey(ctx context.Context, acct api.ProviderAccount, key string) error {
+	return r.call(ctx, VerbDelete, api.ProviderMachineRequest{Account: acct, IdempotencyKey: key}, nil)
+}
+
 // Power applies a power action (api.Action*).
 func (r Remote) Power(ctx context.Context, acct api.ProviderAccount, id, action string) error {
 	return r.call(ctx, VerbPower, api.ProviderPowerRequest{Account: acct, ID: id, Action: action, IdempotencyKey: r.IdempotencyKey}, nil)

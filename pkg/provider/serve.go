@@ -226,12 +226,31 @@ func (s *server) get(ctx context.Context, req *bus.Request, c Client, call *Call
 	return api.ProviderGetReply{Machine: m}, nil
 }
 
+// delete deletes the machine with the id, or, with no id and an
+// idempotency key, every machine carrying the key (delete.byKey:
+// UNSUPPORTED for a provider that does not claim it).
 func (s *server) delete(ctx context.Context, req *bus.Request, c Client, call *Call) (any, error) {
 	var in api.ProviderMachineRequest
-	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
+	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	return nil, c.Delete(ctx, call, in.ID)
+	if in.ID == "" && in.IdempotencyKey == "" {
+		return nil, api.InvalidInput("id", "id is required (or, to delete every machine carrying a key, idempotencyKey)")
+	}
+	if in.ID != "" {
+		if err := checkMachineRequest(in.ID, in.IdempotencyKey, call); err != nil {
+			return nil, err
+		}
+		return nil, c.Delete(ctx, call, in.ID)
+	}
+	if err := checkKey(in.IdempotencyKey, call); err != nil {
+		return nil, err
+	}
+	d, ok := c.(KeyDeleter)
+	if !ok || !s.def.Has(CapabilityDeleteByKey) {
+		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support delete by idempotency key", s.def.ID())
+	}
+	return nil, d.DeleteByKey(ctx, call, in.IdempotencyKey)
 }
 
 func (s *server) power(ctx context.Context, req *bus.Request, c Client, call *Call) (any, error) {
@@ -296,15 +315,26 @@ func decodeMachineRequest(req *bus.Request, v any, id, key *string, call *Call) 
 	if err := req.Decode(v); err != nil {
 		return err
 	}
-	if *id == "" || len(*id) > MaxIDLength {
+	return checkMachineRequest(*id, *key, call)
+}
+
+// checkMachineRequest checks a request's machine id (required) and
+// optional idempotency key, which it gives the call.
+func checkMachineRequest(id, key string, call *Call) error {
+	if id == "" || len(id) > MaxIDLength {
 		return api.InvalidInput("id", "id is required (at most %d characters)", MaxIDLength)
 	}
-	if len(*key) > MaxKeyLength {
+	return checkKey(key, call)
+}
+
+// checkKey checks a request's optional idempotency key and gives it the call.
+func checkKey(key string, call *Call) error {
+	if len(key) > MaxKeyLength {
 		return api.InvalidInput("idempotencyKey", "idempotencyKey has at most %d characters", MaxKeyLength)
 	}
-	if *key != "" {
-		call.IdempotencyKey = *key
-		call.Log = call.Log.With().Str("idempotency_key", *key).Logger()
+	if key != "" {
+		call.IdempotencyKey = key
+		call.Log = call.Log.With().Str("idempotency_key", key).Logger()
 	}
 	return nil
 }

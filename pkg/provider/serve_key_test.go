@@ -52,3 +52,50 @@ func TestServeGetChecksTheKey(t *testing.T) {
 		t.Fatalf("log line %q: want the tenant once and the account", line)
 	}
 }
+
+// A delete with no id and an idempotency key deletes the key's machine
+// (delete.byKey), NOT_FOUND once none carries it; with neither it is
+// INVALID_INPUT naming id; a provider not claiming delete.byKey answers
+// UNSUPPORTED and keeps its machine.
+func TestServeDeleteByKey(t *testing.T) {
+	env := bustest.Start(t)
+	cloud := memory.NewCloud()
+	base := memory.Definition(cloud)
+	noKeyDelete := base.Definition()
+	noKeyDelete.ID = "nokey"
+	noKeyDelete.Capabilities = []string{provider.CapabilityList}
+	for _, d := range []*provider.Defined{base, provider.MustDefine(noKeyDelete)} {
+		svc, err := provider.Serve(env.NC, d, provider.ServeOptions{Logger: zerolog.Nop(),
+			Resolver: func(tenant string) provider.SecretResolver { return fakeSecrets{tenant: tenant} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = svc.Stop() })
+	}
+	ctx, acct := testCtx(t), api.ProviderAccount{ID: "pacct_1", TenantID: "acme", Version: 1, Config: map[string]any{"token": secretRef}}
+	remote := provider.Remote{NC: env.NC, ID: memory.ProviderID}
+	spec := api.MachineSpec{Name: "web-1", OfferID: "small", Image: "debian-12"}
+
+	if err := remote.Delete(ctx, acct, ""); api.AsComputeError(err).Path() != "id" || !api.IsCode(err, api.CodeInvalidInput) {
+		t.Fatalf("delete with neither id nor key = %v, want INVALID_INPUT naming id", err)
+	}
+	kept, err := provider.Remote{NC: env.NC, ID: "nokey"}.Create(ctx, acct, "key-kept", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (provider.Remote{NC: env.NC, ID: "nokey"}).DeleteByKey(ctx, acct, "key-kept"); !api.IsCode(err, api.CodeUnsupported) {
+		t.Fatalf("delete by key of a provider without delete.byKey = %v, want UNSUPPORTED", err)
+	}
+	if _, err := remote.Create(ctx, acct, "key-1", spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.DeleteByKey(ctx, acct, "key-1"); err != nil {
+		t.Fatalf("delete by key = %v", err)
+	}
+	if err := remote.DeleteByKey(ctx, acct, "key-1"); !api.IsCode(err, api.CodeNotFound) {
+		t.Fatalf("second delete by key = %v, want NOT_FOUND", err)
+	}
+	if got := cloud.ByKey(); len(got) != 1 || got["key-kept"].ID != kept.ID {
+		t.Fatalf("machines by key after the deletes: %+v, want only key-kept's %s", got, kept.ID)
+	}
+}

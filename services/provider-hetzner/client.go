@@ -2,6 +2,7 @@ package hetzner
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -70,4 +71,41 @@ func (c *client) Delete(ctx context.Context, call *provider.Call, id string) (er
 	defer func() { err = s.done(ctx, err) }()
 	_, _, err = s.api.Server.DeleteWithResult(ctx, &hcloud.Server{ID: sid})
 	return err
+}
+
+// DeleteByKey deletes every server carrying the idempotency key (GET
+// /servers?label_selector=<prefix>/managed=true,<prefix>/idempotency-key=<v>,
+// as Create looks the key up, then DELETE /servers/{id} for each one not
+// already deleting): a create that may have committed a POST whose reply
+// was lost leaves at most such a server, labelled from the start, so the
+// selector finds finished and starting servers alike. It returns once the
+// deletes are accepted; servers already deleting count as requested.
+// Errors: NOT_FOUND when no server carries the key, RATE_LIMITED,
+// PROVIDER_ERROR, UNAVAILABLE.
+func (c *client) DeleteByKey(ctx context.Context, call *provider.Call, key string) (err error) {
+	s, err := c.open(ctx, call, provider.VerbDelete)
+	if err != nil {
+		return err
+	}
+	defer func() { err = s.done(ctx, err) }()
+	found, err := s.api.Server.AllWithOpts(ctx, hcloud.ServerListOpts{
+		ListOpts: hcloud.ListOpts{LabelSelector: c.labels.keySelector(key)},
+		Sort:     []string{"id:asc"},
+	})
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return api.NotFound("server", key).With("reason", "no server carries the idempotency key")
+	}
+	for _, srv := range found {
+		if srv.Status == hcloud.ServerStatusDeleting {
+			continue
+		}
+		s.serverID = strconv.FormatInt(srv.ID, 10)
+		if _, _, err := s.api.Server.DeleteWithResult(ctx, srv); err != nil && !hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
+			return err
+		}
+	}
+	return nil
 }

@@ -43,8 +43,8 @@ func Manifest() []api.ManifestField {
 }
 
 // Definition returns the hetzner-cloud provider definition: id ProviderID,
-// version Version, provides vps, capabilities power, reinstall and list,
-// the Manifest, and a constructor configured by opts.
+// version Version, provides vps, capabilities power, reinstall, list and
+// delete.byKey, the Manifest, and a constructor configured by opts.
 //
 // The constructor answers INVALID_CONFIG (details.path "options.<name>")
 // when an option is unusable (a malformed endpoint or label prefix, a
@@ -56,7 +56,7 @@ func Definition(opts ...Option) *provider.Defined {
 		Version:      Version,
 		Provides:     []string{api.KindVPS},
 		Manifest:     Manifest(),
-		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList},
+		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey},
 		New: func(bc provider.BuildContext) (provider.Client, error) {
 			return newClient(s, bc.Account)
 		},

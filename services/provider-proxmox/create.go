@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"sort"
 	"strconv"
@@ -137,12 +138,9 @@ type probeResult struct {
 // is read (settled) to see whose it is.
 func (s *session) probe(ctx context.Context, guests map[int]vmResource, want vmSpec) (probeResult, error) {
 	var p probeResult
-	for _, vmid := range probeSlots(want.key, s.c.cfg.VMIDMin, s.c.cfg.VMIDMax) {
+	for vmid, r := range s.keySlots(guests, want.key) {
 		var vm *located
-		if r, taken := guests[vmid]; taken {
-			if r.Type != guestQemu {
-				continue
-			}
+		if r != nil {
 			var err error
 			if vm, err = s.settled(ctx, r.Node, vmid); err != nil {
 				return p, err
@@ -160,6 +158,27 @@ func (s *session) probe(ctx context.Context, guests map[int]vmResource, want vmS
 		}
 	}
 	return p, nil
+}
+
+// keySlots walks key's VMID slots in order (probeSlots), yielding each
+// slot's VMID with its QEMU guest in guests, nil when the slot is free; a
+// slot holding a container (taken, never a machine) is skipped.
+func (s *session) keySlots(guests map[int]vmResource, key string) iter.Seq2[int, *vmResource] {
+	return func(yield func(int, *vmResource) bool) {
+		for _, vmid := range probeSlots(key, s.c.cfg.VMIDMin, s.c.cfg.VMIDMax) {
+			r, taken := guests[vmid]
+			switch {
+			case !taken:
+				if !yield(vmid, nil) {
+					return
+				}
+			case r.Type == guestQemu:
+				if !yield(vmid, &r) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // runningNow reports whether vm, listed as r, runs: false when the list

@@ -130,8 +130,8 @@ func Manifest() []api.ManifestField {
 }
 
 // Definition returns the proxmox provider definition: id ProviderID,
-// version Version, provides vps, capabilities power, reinstall and list,
-// the Manifest, and a constructor configured by opts.
+// version Version, provides vps, capabilities power, reinstall, list and
+// delete.byKey, the Manifest, and a constructor configured by opts.
 //
 // The constructor makes no API call. It answers INVALID_CONFIG with
 // details.path naming the field ("config.url", "config.caCert",
@@ -144,7 +144,7 @@ func Definition(opts ...Option) *provider.Defined {
 		Version:      Version,
 		Provides:     []string{api.KindVPS},
 		Manifest:     Manifest(),
-		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList},
+		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey},
 		New: func(bc provider.BuildContext) (provider.Client, error) {
 			return newClient(s, bc.Account)
 		},

@@ -81,6 +81,61 @@ func (c *client) Delete(ctx context.Context, call *provider.Call, id string) (er
 	return s.destroy(ctx, vm)
 }
 
+// DeleteByKey destroys every VM carrying the idempotency key, finished or
+// half-made (a create that stopped after the clone leaves a VM whose
+// description holds the key but which has no tag yet, so list and get do
+// not show it): one GET /cluster/resources says where the guests of the
+// key's VMID slots are (see probeSlots; only vmid, node and type are read
+// from it), and each QEMU guest's config (GET …/config) says whose it is,
+// as Create reads them. Each VM of the key is destroyed as Delete does
+// (stopped first when it runs), waiting for the tasks.
+//
+// Errors: NOT_FOUND when no VM in the key's slots carries the key;
+// PROVIDER_ERROR code vm_locked (retry) when a slot's VM is being cloned:
+// its config does not say whose it is until the clone ends, and it may be
+// a create of the key still making it (nothing is deleted then); a failed
+// task; an API error; UNAVAILABLE.
+func (c *client) DeleteByKey(ctx context.Context, call *provider.Call, key string) (err error) {
+	s, err := c.open(ctx, call, provider.VerbDelete)
+	if err != nil {
+		return err
+	}
+	defer s.end(ctx, &err)
+	guests, err := s.listGuests(ctx)
+	if err != nil {
+		return err
+	}
+	var ours []*located
+	for vmid, r := range s.keySlots(guests, key) {
+		if r == nil {
+			continue
+		}
+		cfg, err := s.readConfig(ctx, r.Node, vmid)
+		if isKind(err, kindNoSuchVM) {
+			continue // removed since the list was made
+		}
+		if err != nil {
+			return err
+		}
+		if cfg.lock() == "clone" {
+			return api.ProviderError(0, string(kindLocked), "proxmox: VM %d, in a VMID slot of this key, is being cloned and may be this key's VM; retry once the clone ends", vmid)
+		}
+		if k, ok := cfg.key(); ok && k == key && !cfg.isTemplate() {
+			ours = append(ours, &located{vmid: vmid, node: r.Node, cfg: cfg})
+		}
+	}
+	if len(ours) == 0 {
+		return api.NotFound("vm", key).With("reason", "no VM in the VMID slots of this key carries the idempotency key")
+	}
+	for _, vm := range ours {
+		s.vmid = vm.vmid
+		if err := s.destroy(ctx, vm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // destroy deletes vm with its disks, stopping it first when it runs.
 func (s *session) destroy(ctx context.Context, vm *located) error {
 	err := s.deleteOnce(ctx, vm)

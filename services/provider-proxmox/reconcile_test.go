@@ -14,6 +14,7 @@ import (
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/bus/bustest"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/services/provider-proxmox/emulator"
 	"better-compute.io/compute/services/reconciler"
 )
 
@@ -24,8 +25,8 @@ type stack struct {
 	pool api.Pool
 }
 
-// newStack starts it.
-func newStack(t *testing.T, e *env) *stack {
+// newStack starts it; mods change the reconciler's options first.
+func newStack(t *testing.T, e *env, mods ...func(*reconciler.Options)) *stack {
 	t.Helper()
 	s := &stack{env: bustest.Start(t)}
 	svc, err := provider.Serve(s.env.NC, e.def, provider.ServeOptions{Clock: e.clock, Logger: zerolog.Nop(),
@@ -44,9 +45,13 @@ func newStack(t *testing.T, e *env) *stack {
 	if _, err := bus.CreateJSON(ctx, s.env.Stores.Pools, testTenant+"."+s.pool.ID, &s.pool); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := reconciler.Start(s.env.NC, s.env.Stores, reconciler.Options{Logger: zerolog.Nop(), PollInterval: 20 * time.Millisecond,
+	opts := reconciler.Options{Logger: zerolog.Nop(), PollInterval: 20 * time.Millisecond,
 		CallTimeout: 10 * time.Second, AckWait: 2 * time.Second, ResyncInterval: -1,
-		Retry: reconciler.RetryPolicy{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}})
+		Retry: reconciler.RetryPolicy{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}}
+	for _, m := range mods {
+		m(&opts)
+	}
+	rec, err := reconciler.Start(s.env.NC, s.env.Stores, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,4 +122,78 @@ func TestDeleteOfInstanceWithoutVMWhenEverySlotIsTaken(t *testing.T) {
 	if after := e.emu.VMs(); !reflect.DeepEqual(after, before) {
 		t.Errorf("the VMs changed:\nbefore %+v\nafter  %+v", before, after)
 	}
+}
+
+// deleteLeavesNoVM deletes instance id and waits until it is gone: no VM
+// carries its key then, and the delete sent no clone.
+func (s *stack) deleteLeavesNoVM(t *testing.T, e *env, id string) {
+	t.Helper()
+	e.emu.ResetCalls()
+	if err := s.call("delete", api.IDRequest{ID: id}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, id, "deleted", func(_ *api.Instance, err error) bool { return api.IsCode(err, api.CodeNotFound) })
+	if n := e.emu.Calls(emulator.RouteClone); n != 0 {
+		t.Errorf("the delete sent %d clones, want 0", n)
+	}
+	if left := e.keyedVMs(id); len(left) != 0 {
+		t.Errorf("VMs of the key left after the delete: %+v", left)
+	}
+}
+
+// A delete never creates (issue 11, item 2), also on Proxmox, where a
+// create that stopped after the clone leaves a VM carrying the key in its
+// description but untagged, which list and get do not show: the
+// instance's delete finds it by its key in the key's VMID slots (delete
+// by key) and destroys it, and sends no clone.
+func TestDeleteAfterACreateStoppedBeforeTheTagNeverCreates(t *testing.T) {
+	e := newEnv(t)
+	s := newStack(t, e, func(o *reconciler.Options) {
+		o.CallTimeout = time.Second
+		o.Retry = reconciler.RetryPolicy{Initial: time.Hour, Max: time.Hour} // the live path waits; only the delete acts
+	})
+	e.emu.InjectTaskFault(emulator.TaskFault{Type: "qmconfig", ExitStatus: "got timeout"})
+	var inst api.Instance
+	if err := s.call("create", api.InstanceCreateRequest{PoolID: s.pool.ID, Flavor: testOffer, Name: "half"}, &inst); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, inst.ID, "a failed create", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.Retries > 0 && i.Status.CreateRequested && i.Status.Machine == nil
+	})
+	half := e.keyedVMs(inst.ID)
+	if len(half) != 1 || hasTag(strings.Join(half[0].Tags, ";"), ManagedTag) {
+		t.Fatalf("the failed create left %+v, want one untagged clone of the key", half)
+	}
+	s.deleteLeavesNoVM(t, e, inst.ID)
+}
+
+// A reinstall that stopped after its clone, before the tag, leaves the
+// recorded VMID holding a clone that carries the key but that get does not
+// show: the instance's delete, finding the recorded machine absent, still
+// deletes every VM of the key (delete by key) instead of dropping the
+// record and leaking the clone.
+func TestDeleteAfterAReinstallStoppedBeforeTheTagLeavesNoVM(t *testing.T) {
+	e := newEnv(t)
+	s := newStack(t, e, func(o *reconciler.Options) {
+		o.Retry = reconciler.RetryPolicy{Initial: time.Hour, Max: time.Hour} // after the failed reinstall, only the delete acts
+	})
+	var inst api.Instance
+	if err := s.call("create", api.InstanceCreateRequest{PoolID: s.pool.ID, Flavor: testOffer, Name: "re"}, &inst); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, inst.ID, "running", func(i *api.Instance, err error) bool { return err == nil && i.Status.Phase == api.PhaseRunning })
+	e.emu.InjectTaskFault(emulator.TaskFault{Type: "qmconfig", ExitStatus: "got timeout"})
+	var out api.Instance
+	if err := s.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: testTemplate2}, &out); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, inst.ID, "a failed reinstall", func(i *api.Instance, err error) bool {
+		last := i.Status.LastOperation
+		return err == nil && last != nil && last.ID == out.Desired.Operation.ID && last.State != api.OperationExecuting
+	})
+	half := e.keyedVMs(inst.ID)
+	if len(half) != 1 || hasTag(strings.Join(half[0].Tags, ";"), ManagedTag) {
+		t.Fatalf("the failed reinstall left %+v, want one untagged clone of the key", half)
+	}
+	s.deleteLeavesNoVM(t, e, inst.ID)
 }

@@ -17,8 +17,10 @@ import (
 // memory, boot disk size (at least), tags (set last, after the start) and
 // cloud-init user-data volume, and started. It returns the machine (state pending). It is not idempotent:
 // the reconciler never repeats it after an ambiguous outcome. If it is
-// interrupted after the destroy, get answers absent and the reconciler's
-// create with the same key makes the VM again.
+// interrupted after the destroy, get answers absent (the new clone is
+// untagged until configure's last step) and the reconciler's create with
+// the same key makes the VM again, or finishes the clone; an instance
+// being deleted has the clone deleted by key (DeleteByKey) instead.
 //
 // Errors: INVALID_INPUT (id; image not one template), NOT_FOUND, ACCESS_DENIED,
 // PROVIDER_ERROR (a failed task, with its exit status; an API error; code

@@ -44,10 +44,10 @@ func TestDeleteOfAFailedInstanceNeverCreates(t *testing.T) {
 }
 
 // A delete never creates, also when the create's outcome is unknown
-// (issue 11, item 2): the deletion finds a machine the lost create made by
-// its key in the account's list, or, when none carries it, drops the
-// record once no create sent before the deletion can land; neither sends a
-// POST /servers.
+// (issue 11, item 2): the deletion deletes a machine the lost create made
+// by its key (delete by key: GET /servers?label_selector=…, DELETE), or,
+// when none carries it, drops the record once no create sent before the
+// deletion can land; neither sends a POST /servers.
 func TestDeleteAfterAnUnknownCreateNeverCreates(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

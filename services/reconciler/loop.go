@@ -413,20 +413,11 @@ func (r *Reconciler) reportMissing(ctx context.Context, t *target, msg string, c
 }
 
 // reconcileDelete deletes the machine (treating absence as done), waits
-// until the provider no longer reports it, then deletes the record.
+// until the provider no longer reports it, then, when a create was
+// requested, deletes any machine of the key the record does not show
+// (deleteUnrecorded), then deletes the record.
 func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, error) {
-	m := t.inst.Status.Machine
-	if m == nil && t.inst.Status.CreateRequested {
-		found, wait, err := r.findUnrecorded(ctx, t)
-		if err != nil {
-			return r.failed(ctx, t, err)
-		}
-		if wait > 0 {
-			return after(wait), nil
-		}
-		m = found
-	}
-	if m != nil {
+	if m := t.inst.Status.Machine; m != nil {
 		cctx, cancel := r.callCtx(ctx)
 		observed, err := t.remote.Get(cctx, t.account, m.ID)
 		cancel()
@@ -449,6 +440,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 				return outcome{}, err
 			}
 			return after(r.pollDelay(polls)), nil
+		}
+	}
+	if t.inst.Status.CreateRequested {
+		if out, done, err := r.deleteUnrecorded(ctx, t); !done {
+			return out, err
 		}
 	}
 	if err := bus.DeleteKey(ctx, r.st.Instances, t.key, t.rev); err != nil {

@@ -32,6 +32,14 @@ func (c *count429) RoundTrip(req *http.Request) (*http.Response, error) {
 func (h *harness) addHetznerPool(emu *emulator.Server, transport http.RoundTripper) api.Pool {
 	h.t.Helper()
 	def := hetzner.Definition(hetzner.WithEndpoint(emu.URL()), hetzner.WithHTTPClient(&http.Client{Transport: transport}))
+	return h.servePool(def, "hz", map[string]any{"token": "secret://acme/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "location": "fsn1"},
+		api.Flavor{Name: "small", OfferID: "cx23", Image: "ubuntu-24.04"})
+}
+
+// servePool serves def and writes an account of it (named name, with
+// config) and a pool of flavor on that account.
+func (h *harness) servePool(def *provider.Defined, name string, config map[string]any, flavor api.Flavor) api.Pool {
+	h.t.Helper()
 	svc, err := provider.Serve(h.env.NC, def, provider.ServeOptions{Logger: zerolog.Nop(),
 		Resolver: func(string) provider.SecretResolver { return staticResolver{} }})
 	if err != nil {
@@ -39,13 +47,12 @@ func (h *harness) addHetznerPool(emu *emulator.Server, transport http.RoundTripp
 	}
 	h.t.Cleanup(func() { _ = svc.Stop() })
 	ctx := context.Background()
-	acct := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: tenant, Provider: hetzner.ProviderID, Name: "hz", Version: 1,
-		Config: map[string]any{"token": "secret://acme/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "location": "fsn1"}}
+	acct := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: tenant, Provider: def.ID(), Name: name, Version: 1, Config: config}
 	if _, err := bus.CreateJSON(ctx, h.env.Stores.Accounts, tenant+"."+acct.ID, &acct); err != nil {
 		h.t.Fatal(err)
 	}
 	pool := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: tenant, Class: api.PoolClassProvider, ProviderAccountID: acct.ID,
-		Agent: api.PoolAgentNone, Version: 1, Flavors: []api.Flavor{{Name: "small", OfferID: "cx23", Image: "ubuntu-24.04"}}}
+		Agent: api.PoolAgentNone, Version: 1, Flavors: []api.Flavor{flavor}}
 	if _, err := bus.CreateJSON(ctx, h.env.Stores.Pools, tenant+"."+pool.ID, &pool); err != nil {
 		h.t.Fatal(err)
 	}

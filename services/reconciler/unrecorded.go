@@ -7,46 +7,77 @@ import (
 	"better-compute.io/compute/pkg/api"
 )
 
-// findUnrecorded looks, for the deletion of an instance whose create's
-// outcome is unknown (CreateRequested, no machine recorded: a timeout, a
-// lost reply, a crash after the call), for a machine carrying the
-// instance's key, without ever sending a create: a delete never creates.
+// deleteUnrecorded deletes, for the deletion of an instance whose create
+// was requested (CreateRequested), every machine carrying the instance's
+// key that its record does not show, without ever sending a create: a
+// delete never creates. Such a machine exists when the create's outcome is
+// unknown (a timeout, a lost reply, a crash after the call: no machine
+// recorded), or when the recorded machine reads absent while a new one of
+// the key is half made (a Proxmox reinstall's clone, untagged until its
+// last step, which get and list do not show).
 //
-// It pages through the account's machine list (the provider's list verb;
-// machines report their idempotency key) and answers the machine found.
-// When none carries the key, the record may go only once no create sent
-// before the deletion can still land: every create call ends within
-// CallTimeout (the provider honours the caller's deadline), so until twice
-// that has passed since DeletionRequestedAt it answers a wait instead and
-// the next look lists again. A provider without the list capability
-// (UNSUPPORTED) gets the keyed create instead, which finds the machine or
-// takes its name first, as the only look-up such a provider offers.
-// Errors: the list's (RATE_LIMITED, PROVIDER_ERROR, …) or the create's.
-func (r *Reconciler) findUnrecorded(ctx context.Context, t *target) (*api.ExternalMachine, time.Duration, error) {
-	machines, err := r.listMachines(ctx, t.remote, t.account.ID, t.account)
-	if api.IsCode(err, api.CodeUnsupported) {
-		m, err := r.ensureMachine(ctx, t)
-		if err != nil && createRefused(err) {
-			// Not a first attempt, so the provider looked the key up before
-			// refusing: no machine exists.
-			return nil, 0, nil
+// It asks the provider to delete by key (delete with no id, capability
+// delete.byKey), which finds finished and half-made machines alike:
+//   - success: deletes were requested; the record stays and the next pass
+//     (after the poll delay) asks again;
+//   - NOT_FOUND: no machine carries the key. With no machine recorded, a
+//     create sent before the deletion may still land: every create call
+//     ends within CallTimeout (the provider honours the caller's deadline),
+//     so until twice that has passed since DeletionRequestedAt the record
+//     stays and the next pass asks once more; then the record may go
+//     (done);
+//   - UNSUPPORTED (a provider without delete.byKey): with no machine
+//     recorded, the keyed create is the only look-up such a provider
+//     offers (createToFind); with one recorded and absent, the record may
+//     go;
+//   - any other error is retried as failed says.
+func (r *Reconciler) deleteUnrecorded(ctx context.Context, t *target) (out outcome, done bool, err error) {
+	cctx, cancel := r.callCtx(ctx)
+	err = t.remote.DeleteByKey(cctx, t.account, t.inst.ID)
+	cancel()
+	recorded := t.inst.Status.Machine != nil
+	switch {
+	case err == nil:
+		polls := t.inst.Status.Polls + 1
+		t.log.Info().Int("polls", polls).Msg("unrecorded machine carrying the key: delete requested")
+		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.Retries, s.Polls = 0, polls }); err != nil {
+			return outcome{}, false, err
 		}
-		return m, 0, err
+		return after(r.pollDelay(polls)), false, nil
+	case api.IsCode(err, api.CodeUnsupported) && recorded:
+		t.log.Info().Msg("provider cannot delete by idempotency key; the recorded machine is gone")
+		return outcome{}, true, nil
+	case api.IsCode(err, api.CodeUnsupported):
+		return r.createToFind(ctx, t)
+	case !api.IsCode(err, api.CodeNotFound):
+		out, err := r.failed(ctx, t, err)
+		return out, false, err
 	}
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, m := range machines {
-		if m.IdempotencyKey == t.inst.ID {
-			t.log.Info().Str("machine", m.ID).Msg("unrecorded machine found by its key")
-			return &m, 0, nil
-		}
-	}
-	if requested := t.inst.DeletionRequestedAt; requested != nil {
+	if requested := t.inst.DeletionRequestedAt; requested != nil && !recorded {
 		if wait := time.Until(requested.Add(2 * r.o.CallTimeout)); wait > 0 {
-			return nil, min(wait, r.o.CallTimeout), nil
+			return after(min(wait, r.o.CallTimeout)), false, nil
 		}
 	}
 	t.log.Info().Msg("no machine carries the key: nothing to delete")
-	return nil, 0, nil
+	return outcome{}, true, nil
+}
+
+// createToFind looks the key up with the keyed create, for a provider
+// without delete.byKey: it finds the key's machine (recorded by
+// ensureMachine, so the next pass deletes it by id) or, for a provider
+// that takes the name first, makes it. A refused create (not a first
+// attempt, so the provider looked the key up before refusing) means no
+// machine exists: done.
+func (r *Reconciler) createToFind(ctx context.Context, t *target) (outcome, bool, error) {
+	t.log.Warn().Msg("provider cannot delete by idempotency key: a keyed create looks the key up")
+	m, err := r.ensureMachine(ctx, t)
+	switch {
+	case err != nil && createRefused(err):
+		return outcome{}, true, nil
+	case err != nil:
+		out, err := r.failed(ctx, t, err)
+		return out, false, err
+	}
+	t.log.Info().Str("machine", m.ID).Msg("unrecorded machine found by its key")
+	return after(0), false, nil
 }

@@ -196,12 +196,12 @@ var Offers = []api.Offer{
 }
 
 // Definition is the memory provider over cloud: provides vps, claims power,
-// reinstall and list; its manifest has a required token (secret) that every
+// reinstall, list and delete.byKey; its manifest has a required token (secret) that every
 // call resolves, as a real provider would.
 func Definition(cloud *Cloud) *provider.Defined {
 	return provider.MustDefine(provider.Definition{
 		ID: ProviderID, Version: "1.0.0", Provides: []string{api.KindVPS},
-		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList},
+		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey},
 		Manifest: []api.ManifestField{
 			{Name: "token", Type: provider.TypeSecret, Required: true, Description: "API token"},
 			{Name: "region", Type: provider.TypeOption, Options: []string{"mem1"}, Default: "mem1", Description: "region"},
@@ -325,6 +325,24 @@ func (cl *client) Delete(ctx context.Context, call *provider.Call, id string) er
 	}
 	defer c.mu.Unlock()
 	delete(c.byKey, m.IdempotencyKey)
+	delete(c.machines, id)
+	return nil
+}
+
+// DeleteByKey deletes the machine its byKey index names for key (one
+// machine a key: creates are atomic here, so none is ever half-made).
+// Errors: NOT_FOUND when no machine carries key.
+func (cl *client) DeleteByKey(ctx context.Context, call *provider.Call, key string) error {
+	c, err := cl.begin(ctx, call, provider.VerbDelete, key)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	id, ok := c.byKey[key]
+	if !ok {
+		return api.NotFound("machine", key).With("reason", "no machine carries the idempotency key")
+	}
+	delete(c.byKey, key)
 	delete(c.machines, id)
 	return nil
 }
