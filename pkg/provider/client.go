@@ -162,3 +162,19 @@ func (c *Call) Secret(ctx context.Context, field string) (string, error) {
 	}
 	return c.Secrets.Resolve(ctx, ref)
 }
+
+// CallLog starts the one log line a provider writes per call, with the
+// outcome: debug on success; info when err is NOT_FOUND (an answer, e.g. a
+// delete by key with nothing left to delete); warn with the error's code
+// and message otherwise.
+func (c *Call) CallLog(err error) *zerolog.Event {
+	if err == nil {
+		return c.Log.Debug()
+	}
+	ce := api.AsComputeError(err)
+	ev := c.Log.Warn()
+	if ce.Code == api.CodeNotFound {
+		ev = c.Log.Info()
+	}
+	return ev.Str("code", string(ce.Code)).Str("error", ce.Message)
+}

@@ -81,11 +81,7 @@ func (s *session) done(ctx context.Context, err error) error {
 	if s.set.countCalls != nil {
 		s.set.countCalls(s.op, calls)
 	}
-	ev := s.call.Log.Debug()
-	if err != nil {
-		ce := api.AsComputeError(err)
-		ev = s.call.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message)
-	}
+	ev := s.call.CallLog(err)
 	ev.Str("op", s.op).Str("server_id", s.serverID).
 		Int("http_calls", calls).Msg("hetzner-cloud call")
 	return err

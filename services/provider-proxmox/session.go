@@ -90,11 +90,7 @@ func (s *session) end(ctx context.Context, errp *error) {
 	if s.c.set.countCalls != nil {
 		s.c.set.countCalls(s.op, calls)
 	}
-	ev := s.call.Log.Debug()
-	if *errp != nil {
-		ce := api.AsComputeError(*errp)
-		ev = s.call.Log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message)
-	}
+	ev := s.call.CallLog(*errp)
 	if s.vmid != 0 {
 		ev = ev.Int("vmid", s.vmid)
 	}
