@@ -398,8 +398,7 @@ const reasonMachineMissing = "MachineMissing"
 // Ready saying so (msg). The drift event is published once, when the
 // Drift condition did not say so yet.
 func (r *Reconciler) reportMissing(ctx context.Context, t *target, msg string, change func(*api.InstanceStatus)) error {
-	c := condition(&t.inst, ConditionDrift)
-	reported := c != nil && c.Status == api.ConditionTrue && c.Reason == reasonMachineMissing
+	reported := machineMissing(&t.inst)
 	err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
 		change(s)
 		s.Phase = api.PhaseProvisioning
@@ -412,10 +411,20 @@ func (r *Reconciler) reportMissing(ctx context.Context, t *target, msg string, c
 	return err
 }
 
+// machineMissing reports whether the instance's machine was found deleted
+// out of band and not re-created yet (Drift True, MachineMissing).
+func machineMissing(inst *api.Instance) bool {
+	c := condition(inst, ConditionDrift)
+	return c != nil && c.Status == api.ConditionTrue && c.Reason == reasonMachineMissing
+}
+
 // reconcileDelete deletes the machine (treating absence as done), waits
 // until the provider no longer reports it, then, when a create was
-// requested, deletes any machine of the key the record does not show
-// (deleteUnrecorded), then deletes the record.
+// requested or the machine was found missing, deletes any machine of the
+// key the record does not show (deleteUnrecorded), then deletes the
+// record. machineVanished clears CreateRequested for the re-create, but a
+// half-made machine of the key may remain then (a Proxmox reinstall's
+// untagged clone, which get does not show).
 func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, error) {
 	if m := t.inst.Status.Machine; m != nil {
 		cctx, cancel := r.callCtx(ctx)
@@ -442,7 +451,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *target) (outcome, e
 			return after(r.pollDelay(polls)), nil
 		}
 	}
-	if t.inst.Status.CreateRequested {
+	if t.inst.Status.CreateRequested || machineMissing(&t.inst) {
 		if out, done, err := r.deleteUnrecorded(ctx, t); !done {
 			return out, err
 		}
