@@ -184,6 +184,10 @@ type InstanceStatus struct {
 	// (it looks the key up then, and never creates); it is cleared only when
 	// the recorded machine is found gone (the next create is a first attempt).
 	CreateRequested bool `json:"createRequested,omitempty"`
+	// CreateRequestedAt is when the last create attempt was recorded, just
+	// before it was sent (UTC): a deletion that finds no machine of the key
+	// waits until that attempt cannot land any more.
+	CreateRequestedAt *time.Time `json:"createRequestedAt,omitempty"`
 	// Retries counts consecutive failed reconcile attempts (0 after a success).
 	Retries int `json:"retries,omitempty"`
 	// Polls counts the looks in a row that found the machine still on its

@@ -88,6 +88,32 @@ func TestDeleteAfterAnUnknownCreateNeverCreates(t *testing.T) {
 	}
 }
 
+// A deletion that finds no machine of the key waits only for the last
+// create attempt to have ended, not a fixed time after the delete: the
+// delete of an instance that failed long ago (its last attempt an hour
+// back) ends at once, though the call timeout is ten minutes.
+func TestDeleteOfALongFailedInstanceDoesNotWait(t *testing.T) {
+	opts := fastOptions()
+	opts.CallTimeout = 10 * time.Minute
+	h := newHarness(t, opts)
+	emu := h.useHetzner().Emulator()
+	holder := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "lw"}).ID, api.PhaseRunning)
+	refused := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "lw"}).ID, api.PhaseFailed)
+	longAgo := time.Now().Add(-time.Hour).UTC()
+	h.updateRecord(refused.ID, func(i *api.Instance) { i.Status.CreateRequestedAt = &longAgo })
+	emu.ResetCalls()
+	if err := h.call("delete", api.IDRequest{ID: refused.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGone(refused.ID) // 30 s at most; a wait from the delete would be 20 min
+	if got := emu.Calls("POST /servers"); got != 0 {
+		t.Fatalf("the delete sent %d POST /servers, want 0", got)
+	}
+	if _, err := h.get(holder.ID); err != nil {
+		t.Fatalf("the holder of the name: %v", err)
+	}
+}
+
 // reinstallEnded requests a reinstall of instance id with image and waits
 // until it left Executing.
 func (h *harness) reinstallEnded(id, image string) *api.OperationStatus {

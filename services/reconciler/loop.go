@@ -188,19 +188,21 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 	if m := t.inst.Status.Machine; m != nil {
 		return m, nil
 	}
+	// Every attempt is recorded before it is sent (CreateRequestedAt): a
+	// deletion waits for the last one to have ended before it concludes
+	// that no machine carries the key (see deleteUnrecorded).
 	first := false
-	if !t.inst.Status.CreateRequested {
-		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
-			// Only the write that flips the flag makes this the first attempt
-			// (a replica racing us sees it set when its CAS write retries).
-			first = !s.CreateRequested
-			s.CreateRequested = true
-			if s.Phase == api.PhasePending {
-				s.Phase = api.PhaseProvisioning
-			}
-		}); err != nil {
-			return nil, err
+	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+		// Only the write that flips the flag makes this the first attempt
+		// (a replica racing us sees it set when its CAS write retries).
+		first = !s.CreateRequested
+		now := time.Now().UTC()
+		s.CreateRequested, s.CreateRequestedAt = true, &now
+		if s.Phase == api.PhasePending {
+			s.Phase = api.PhaseProvisioning
 		}
+	}); err != nil {
+		return nil, err
 	}
 	// A reinstall requested before the machine was (re)made is done by
 	// creating it with the reinstall's image: only on a first attempt, when

@@ -20,12 +20,14 @@ import (
 // delete.byKey), which finds finished and half-made machines alike:
 //   - success: deletes were requested; the record stays and the next pass
 //     (after the poll delay) asks again;
-//   - NOT_FOUND: no machine carries the key. With no machine recorded, a
-//     create sent before the deletion may still land: every create call
-//     ends within CallTimeout (the provider honours the caller's deadline),
-//     so until twice that has passed since DeletionRequestedAt the record
+//   - NOT_FOUND: no machine carries the key. With no machine recorded, the
+//     last create attempt may still land: every create call ends within
+//     CallTimeout (the provider honours the caller's deadline), so until
+//     twice that has passed since it was sent (lastCreateSent) the record
 //     stays and the next pass asks once more; then the record may go
-//     (done);
+//     (done). A pass that sends another create meanwhile writes the record
+//     first, so the record's delete (at the revision read) fails and the
+//     next pass waits for that one;
 //   - UNSUPPORTED (a provider without delete.byKey): with no machine
 //     recorded, the keyed create is the only look-up such a provider
 //     offers (createToFind); with one recorded and absent, the record may
@@ -53,8 +55,8 @@ func (r *Reconciler) deleteUnrecorded(ctx context.Context, t *target) (out outco
 		out, err := r.failed(ctx, t, err)
 		return out, false, err
 	}
-	if requested := t.inst.DeletionRequestedAt; requested != nil && !recorded {
-		if wait := time.Until(requested.Add(2 * r.o.CallTimeout)); wait > 0 {
+	if sent := lastCreateSent(&t.inst); sent != nil && !recorded {
+		if wait := time.Until(sent.Add(2 * r.o.CallTimeout)); wait > 0 {
 			return after(min(wait, r.o.CallTimeout)), false, nil
 		}
 	}
@@ -80,4 +82,14 @@ func (r *Reconciler) createToFind(ctx context.Context, t *target) (outcome, bool
 	}
 	t.log.Info().Str("machine", m.ID).Msg("unrecorded machine found by its key")
 	return after(0), false, nil
+}
+
+// lastCreateSent is when the instance's last create attempt was recorded
+// (CreateRequestedAt), or, for a record written before that field
+// existed, when its deletion was requested; nil when neither is known.
+func lastCreateSent(inst *api.Instance) *time.Time {
+	if at := inst.Status.CreateRequestedAt; at != nil {
+		return at
+	}
+	return inst.DeletionRequestedAt
 }
