@@ -1,11 +1,13 @@
 package reconciler
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/memory"
 )
@@ -31,19 +33,23 @@ func TestDeleteWithoutDeleteByKeyFindsTheMachineWithTheKeyedCreate(t *testing.T)
 	opts.Retry = RetryPolicy{Initial: time.Hour, Max: time.Hour} // the live path waits; only the delete acts
 	h := newHarness(t, opts)
 	pool := h.addMemoryPoolWithout("memory-nokey", provider.CapabilityDeleteByKey)
-	hold := h.cloud.HoldNext(provider.VerbCreate)
+	// The create hangs until the reconciler's call ends (no reply: its
+	// outcome is unknown), then lands late: the test sends it again by hand.
+	h.cloud.SetHung(provider.VerbCreate, true)
 	inst := h.create(api.InstanceCreateRequest{Name: "lost", PoolID: pool.ID})
-	<-hold.Held
 	h.waitFor(inst.ID, "a create given up on", func(i *api.Instance, err error) bool {
 		return err == nil && i.Status.Retries > 0 && i.Status.CreateRequested && i.Status.Machine == nil
 	})
-	close(hold.Release)
-	var lost api.ExternalMachine
-	h.waitFor(inst.ID, "the lost create's machine", func(*api.Instance, error) bool {
-		made := h.cloud.ByKey()
-		lost = made[inst.ID]
-		return len(made) == 1 && lost.ID != ""
-	})
+	h.cloud.SetHung(provider.VerbCreate, false)
+	var acct api.Account
+	if _, err := bus.GetJSON(context.Background(), h.env.Stores.Accounts, tenant+"."+pool.ProviderAccountID, &acct); err != nil {
+		t.Fatal(err)
+	}
+	remote := provider.Remote{NC: h.env.NC, ID: "memory-nokey"}
+	lost, err := remote.Create(context.Background(), acct.ProviderAccount(), inst.ID, api.MachineSpec{Name: "lost", OfferID: "small", Image: "debian-12"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := h.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
