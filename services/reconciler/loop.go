@@ -223,7 +223,7 @@ func (r *Reconciler) ensureMachine(ctx context.Context, t *target) (*api.Externa
 	// A refused create leaves CreateRequested set: a refusal proves only
 	// that this request made nothing, not that no earlier attempt did (a
 	// clone made before a later step was refused, a key lookup that got a
-	// 4xx). A deletion looks the key up without creating (findUnrecorded).
+	// 4xx). A deletion deletes by key without creating (deleteUnrecorded).
 	if err != nil {
 		return nil, err
 	}

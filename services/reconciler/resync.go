@@ -93,7 +93,7 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	}
 	for key, insts := range byAccount {
 		acct := accounts.byAccount[key]
-		machines, err := r.listMachines(ctx, r.remote(acct), acct.ID, acct.ProviderAccount())
+		machines, err := r.listMachines(ctx, acct)
 		if api.IsCode(err, api.CodeRateLimited) {
 			// A get per instance would spend a budget the list found spent.
 			r.log.Info().Err(err).Str("tenant", acct.TenantID).Str("account", acct.ID).Int("instances", len(insts)).
@@ -175,16 +175,16 @@ func (r *Reconciler) accountOf(ctx context.Context, inst *api.Instance, cache *a
 // account's rate-limit window is closed. Errors: RATE_LIMITED (the window
 // is closed, or the provider answered so), the provider's others (e.g.
 // UNSUPPORTED for a provider without the list capability), or ctx's.
-func (r *Reconciler) listMachines(ctx context.Context, remote provider.Remote, accountID string,
-	account api.ProviderAccount) (map[string]api.ExternalMachine, error) {
+func (r *Reconciler) listMachines(ctx context.Context, acct *api.Account) (map[string]api.ExternalMachine, error) {
+	remote, account := r.remote(acct), acct.ProviderAccount()
 	machines := map[string]api.ExternalMachine{}
 	cursor := ""
 	for {
-		if reset, closed := r.budgets.closedUntil(accountID, time.Now()); closed {
+		if reset, closed := r.budgets.closedUntil(acct.ID, time.Now()); closed {
 			wait := time.Until(reset)
 			return nil, api.RateLimited(wait, "the account's rate-limit budget is spent until %s", reset.UTC().Format(time.RFC3339))
 		}
-		for wait := r.budgets.take(accountID, time.Now()); wait > 0; wait = r.budgets.take(accountID, time.Now()) {
+		for wait := r.budgets.take(acct.ID, time.Now()); wait > 0; wait = r.budgets.take(acct.ID, time.Now()) {
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -194,7 +194,7 @@ func (r *Reconciler) listMachines(ctx context.Context, remote provider.Remote, a
 		cctx, cancel := r.callCtx(ctx)
 		page, err := remote.List(cctx, account, cursor, resyncPageSize)
 		cancel()
-		r.budgets.done(accountID)
+		r.budgets.done(acct.ID)
 		if err != nil {
 			return nil, err
 		}
