@@ -11,14 +11,14 @@ import (
 	"better-compute.io/compute/pkg/api"
 )
 
-// bucket is a KeyValue bound to its stream, so that Keys can check what a
+// bucket is a KeyValue bound to its stream, so that listKeys can check what a
 // replica lists against the stream's leader.
 type bucket struct {
 	jetstream.KeyValue
 	stream jetstream.Stream
 }
 
-// Keys retries a listing that missed keys every listRetry, for listWait.
+// listKeys retries a listing that missed keys every listRetry, for listWait.
 const (
 	listWait  = 5 * time.Second
 	listRetry = 100 * time.Millisecond

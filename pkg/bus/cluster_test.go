@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -109,27 +109,9 @@ func TestConcurrentFirstOpenOnACluster(t *testing.T) {
 	wg.Wait()
 }
 
-// updateAsServicesDo is a compare-and-set write retried, as the services
-// do, after a CONFLICT whose re-read shows that nothing else wrote: under
-// load nats-server sometimes refuses a write on a replicated stream with
-// "wrong last sequence" although the expected revision is the latest.
-func updateAsServicesDo(ctx context.Context, kv jetstream.KeyValue, key string, v rec, rev uint64) (uint64, error) {
-	for attempt := 0; ; attempt++ {
-		newRev, err := bus.UpdateJSON(ctx, kv, key, v, rev)
-		if !api.IsCode(err, api.CodeConflict) || attempt == 3 {
-			return newRev, err
-		}
-		var cur rec
-		curRev, gerr := bus.GetJSON(ctx, kv, key, &cur)
-		if gerr != nil || curRev != rev {
-			return newRev, err // a real conflict
-		}
-	}
-}
-
 // On a replicated bucket a read through any server sees every write
-// acknowledged before it (reads go to the stream leader), and concurrent
-// compare-and-set writes lose with CONFLICT, never UNAVAILABLE.
+// acknowledged before it (reads go to the stream leader), and of
+// concurrent compare-and-set writes at one revision one wins.
 func TestReplicatedStores(t *testing.T) {
 	c := startCluster(t)
 	writer := openReplicated(t, c.url(0))
@@ -146,26 +128,26 @@ func TestReplicatedStores(t *testing.T) {
 		}
 	}
 
+	wtab, rtab := bus.NewTable[rec](writer.Instances, "rec"), bus.NewTable[rec](reader.Instances, "rec")
 	for i := range 100 {
-		key := fmt.Sprintf("acme.inst_%03d", i)
-		rev, err := bus.CreateJSON(ctx, writer.Instances, key, rec{N: 1})
+		id := fmt.Sprintf("inst_%03d", i)
+		rev, err := wtab.Create(ctx, "acme", id, rec{N: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got rec
-		if gotRev, err := bus.GetJSON(ctx, reader.Instances, key, &got); err != nil || gotRev != rev {
-			t.Fatalf("read %s right after its create (revision %d): revision %d, %v", key, rev, gotRev, err)
+		if _, gotRev, err := rtab.Get(ctx, "acme", id); err != nil || gotRev != rev {
+			t.Fatalf("read %s right after its create (revision %d): revision %d, %v", id, rev, gotRev, err)
 		}
-		if rev, err = updateAsServicesDo(ctx, writer.Instances, key, rec{N: 2}, rev); err != nil {
+		if _, rev, err = wtab.MutateAt(ctx, "acme", id, rec{N: 1}, rev, func(r *rec) error { r.N = 2; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if gotRev, err := bus.GetJSON(ctx, reader.Instances, key, &got); err != nil || gotRev != rev || got.N != 2 {
-			t.Fatalf("read %s right after its update (revision %d): revision %d %+v, %v", key, rev, gotRev, got, err)
+		if got, gotRev, err := rtab.Get(ctx, "acme", id); err != nil || gotRev != rev || got.N != 2 {
+			t.Fatalf("read %s right after its update (revision %d): revision %d %+v, %v", id, rev, gotRev, got, err)
 		}
 	}
 
 	const writers = 16
-	rev, err := bus.CreateJSON(ctx, writer.Pools, "acme.pool_1", rec{N: 0})
+	rev, err := bus.NewTable[rec](writer.Pools, "rec").Create(ctx, "acme", "pool_1", rec{N: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,12 +155,7 @@ func TestReplicatedStores(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := bus.UpdateJSON(ctx, conns[w%2].Pools, "acme.pool_1", rec{N: w}, rev)
-			errs <- err
-		}()
+		wg.Go(func() { errs <- casOnce(ctx, bus.NewTable[rec](conns[w%2].Pools, "rec"), "pool_1", rec{N: 0}, rev, w) })
 	}
 	wg.Wait()
 	close(errs)
@@ -187,13 +164,36 @@ func TestReplicatedStores(t *testing.T) {
 		switch {
 		case err == nil:
 			won++
-		case !api.IsCode(err, api.CodeConflict):
-			t.Errorf("a losing compare-and-set answered %v, want CONFLICT", err)
+		case !errors.Is(err, errLost):
+			t.Errorf("a losing compare-and-set answered %v, want it lost", err)
 		}
 	}
 	if won != 1 {
 		t.Errorf("%d of %d writes at one revision won, want 1", won, writers)
 	}
+}
+
+// isCode reports errors of code.
+func isCode(code api.Code) func(error) bool {
+	return func(err error) bool { return api.IsCode(err, code) }
+}
+
+// errLost is what casOnce answers for a write that lost its revision check.
+var errLost = errors.New("lost the compare-and-set")
+
+// casOnce writes rec{N: n} over cur at revision rev, once: a change that is
+// called again (MutateAt re-read the record after a write it classified as
+// lost, CONFLICT) answers errLost. Any other error is the write's own.
+func casOnce(ctx context.Context, tab *bus.Table[rec], id string, cur rec, rev uint64, n int) error {
+	calls := 0
+	_, _, err := tab.MutateAt(ctx, "acme", id, cur, rev, func(r *rec) error {
+		if calls++; calls > 1 {
+			return errLost
+		}
+		r.N = n
+		return nil
+	})
+	return err
 }
 
 // Keys lists every key while a replica is down, and after it restarted
@@ -202,16 +202,17 @@ func TestReplicatedKeysAcrossNodeRestart(t *testing.T) {
 	c := startCluster(t)
 	st := openReplicated(t, c.url(0))
 	ctx := testCtx(t)
+	tab := bus.NewTable[rec](st.Instances, "rec")
 	write := func(from, to int) {
 		for i := from; i < to; i++ {
-			if _, err := bus.CreateJSON(ctx, st.Instances, fmt.Sprintf("acme.inst_%03d", i), rec{N: i}); err != nil {
+			if _, err := tab.Create(ctx, "acme", fmt.Sprintf("inst_%03d", i), rec{N: i}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	wantKeys := func(when string, n int) {
 		t.Helper()
-		keys, err := bus.Keys(ctx, st.Instances, "acme.")
+		keys, err := tab.Keys(ctx, "acme")
 		if err != nil || len(keys) != n {
 			t.Fatalf("%s: %d keys, %v; want %d", when, len(keys), err, n)
 		}
@@ -224,5 +225,65 @@ func TestReplicatedKeysAcrossNodeRestart(t *testing.T) {
 	c.start(t, 2)
 	for range 20 {
 		wantKeys("after n3 restarted", 100)
+	}
+}
+
+// On a replicated bucket every losing write answers a ComputeError code,
+// never UNAVAILABLE: creates racing on a key just deleted (nats.go returns
+// 10164 unwrapped when a create re-tries at the delete marker's revision)
+// lose with ALREADY_EXISTS, and updates and deletes at a stale revision
+// lose with CONFLICT. Exactly one writer wins each round.
+func TestReplicatedConflictCodes(t *testing.T) {
+	c := startCluster(t)
+	conns := []*bus.Stores{openReplicated(t, c.url(0)), openReplicated(t, c.url(1)), openReplicated(t, c.url(2))}
+	ctx := testCtx(t)
+	const rounds, racers = 40, 6
+	const id = "inst_race"
+	tabs := []*bus.Table[rec]{}
+	for _, st := range conns {
+		tabs = append(tabs, bus.NewTable[rec](st.Instances, "rec"))
+	}
+	race := func(round int, what, want string, lost func(error) bool, write func(tab *bus.Table[rec], n int) error) {
+		t.Helper()
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for w := range racers {
+			wg.Go(func() { errs[w] = write(tabs[w%3], w) })
+		}
+		wg.Wait()
+		won := 0
+		for w, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !lost(err):
+				t.Errorf("round %d: %s %d of %d answered %v, want %s", round, what, w, racers, err, want)
+			}
+		}
+		if won != 1 {
+			t.Errorf("round %d: %d of %d %ss won, want 1", round, won, racers, what)
+		}
+	}
+	rev, err := tabs[0].Create(ctx, "acme", id, rec{N: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range rounds {
+		race(round, "delete", "CONFLICT", isCode(api.CodeConflict), func(tab *bus.Table[rec], _ int) error {
+			return tab.Delete(ctx, "acme", id, rev)
+		})
+		race(round, "create", "ALREADY_EXISTS", isCode(api.CodeAlreadyExists), func(tab *bus.Table[rec], n int) error {
+			_, err := tab.Create(ctx, "acme", id, rec{N: n})
+			return err
+		})
+		cur, curRev, err := tabs[0].Get(ctx, "acme", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		race(round, "update", "a CONFLICT (casOnce: errLost)", func(err error) bool { return errors.Is(err, errLost) },
+			func(tab *bus.Table[rec], n int) error { return casOnce(ctx, tab, id, cur, curRev, n) })
+		if _, rev, err = tabs[0].Get(ctx, "acme", id); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

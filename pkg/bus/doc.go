@@ -4,5 +4,23 @@
 // api.ComputeError, micro services whose handlers run on a bounded worker
 // pool with the caller's deadline (the micro protocol spoken here, so that
 // $SRV.STATS counts error replies and the time until the reply), JetStream
-// KV/stream setup, and an embedded nats-server for `compute up` and tests.
+// KV/stream setup, typed record tables, and an embedded nats-server for
+// `compute up` and tests.
+//
+// Policies this package owns:
+//   - Records live in KV buckets under RecordKey(tenant, id) =
+//     "<tenant>.<id>", read and written only through a Table[T]: the key
+//     format, the compare-and-set loop (Mutate, MutateAt, Remove, with
+//     CASAttempts tries) and the error codes are here and nowhere else. A
+//     lost compare-and-set is ALREADY_EXISTS (create) or CONFLICT (update,
+//     delete) whichever JetStream code reports it (conflictError); a list
+//     holds every record written before it, on a replicated bucket too
+//     (consistentKeys).
+//   - Each bucket has one owner, the only service that writes it; the
+//     others read through the table's Reader. compute_secrets: secrets;
+//     compute_accounts and compute_pools: accounts (read by the reconciler,
+//     and accounts by secrets); compute_instances: the reconciler (read by
+//     accounts); compute_idempotency: the service of each endpoint whose
+//     records it holds (secrets-put, instances-create). See tables.go.
+//   - Endpoints are named EndpointName(resource, verb) = "<resource>-<verb>".
 package bus

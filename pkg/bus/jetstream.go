@@ -109,7 +109,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 // record just written may read as missing or old (a reconcile would drop
 // the work of an instance just created). Without them the stream leader
 // answers every read: a read sees every write acknowledged before it. The
-// handle keeps the stream, for Keys.
+// handle keeps the stream, for listKeys.
 func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	duplicates := 2 * time.Minute
 	if cfg.TTL > 0 && cfg.TTL < duplicates {

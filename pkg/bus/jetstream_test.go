@@ -17,15 +17,14 @@ import (
 func TestOpenStoresIdempotent(t *testing.T) {
 	env := bustest.Start(t) // opened once
 	ctx := testCtx(t)
-	if _, err := bus.CreateJSON(ctx, env.Stores.Accounts, "acme.pacct_1", rec{N: 7}); err != nil {
+	if _, err := bus.NewTable[rec](env.Stores.Accounts, "rec").Create(ctx, "acme", "pacct_1", rec{N: 7}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := bus.OpenStores(ctx, env.NC, bus.StoreOptions{})
 	if err != nil {
 		t.Fatalf("second OpenStores: %v", err)
 	}
-	var got rec
-	if _, err := bus.GetJSON(ctx, st.Accounts, "acme.pacct_1", &got); err != nil || got.N != 7 {
+	if got, _, err := bus.NewTable[rec](st.Accounts, "rec").Get(ctx, "acme", "pacct_1"); err != nil || got.N != 7 {
 		t.Fatalf("record after reopening: %+v, %v", got, err)
 	}
 	buckets := map[string]jetstream.KeyValue{

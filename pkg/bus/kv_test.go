@@ -2,7 +2,6 @@ package bus_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -18,74 +17,129 @@ type rec struct {
 	N int `json:"n"`
 }
 
-func TestKVCompareAndSet(t *testing.T) {
+func TestTableCompareAndSet(t *testing.T) {
 	env := bustest.Start(t)
-	ctx, kv := testCtx(t), env.Stores.Pools
+	ctx, tab := testCtx(t), bus.NewTable[rec](env.Stores.Pools, "rec")
 
-	var got rec
-	if _, err := bus.GetJSON(ctx, kv, "acme.x", &got); !errors.Is(err, bus.ErrNotFound) {
-		t.Fatalf("GetJSON of a missing key = %v, want ErrNotFound", err)
+	notFound := api.NotFound("rec", "x")
+	if _, _, err := tab.Get(ctx, "acme", "x"); !reflect.DeepEqual(api.AsComputeError(err), notFound) {
+		t.Fatalf("Get of a missing key = %v, want %v", err, notFound)
 	}
-	rev1, err := bus.CreateJSON(ctx, kv, "acme.x", rec{N: 1})
+	rev1, err := tab.Create(ctx, "acme", "x", rec{N: 1})
 	if err != nil || rev1 == 0 {
-		t.Fatalf("CreateJSON = %d, %v", rev1, err)
+		t.Fatalf("Create = %d, %v", rev1, err)
 	}
-	_, err = bus.CreateJSON(ctx, kv, "acme.x", rec{N: 2})
+	_, err = tab.Create(ctx, "acme", "x", rec{N: 2})
 	if want := api.Errorf(api.CodeAlreadyExists, "acme.x already exists"); !reflect.DeepEqual(api.AsComputeError(err), want) {
-		t.Fatalf("second CreateJSON = %v, want %v", err, want)
+		t.Fatalf("second Create = %v, want %v", err, want)
 	}
-	rev, err := bus.GetJSON(ctx, kv, "acme.x", &got)
+	got, rev, err := tab.Get(ctx, "acme", "x")
 	if err != nil || rev != rev1 || got.N != 1 {
-		t.Fatalf("GetJSON = %+v rev %d, %v; want n=1 rev %d", got, rev, err, rev1)
+		t.Fatalf("Get = %+v rev %d, %v; want n=1 rev %d", got, rev, err, rev1)
 	}
 
-	rev2, err := bus.UpdateJSON(ctx, kv, "acme.x", rec{N: 3}, rev1)
+	// UpdateJSON stays until the reconciler's status.go writes through a table.
+	rev2, err := bus.UpdateJSON(ctx, env.Stores.Pools, "acme.x", rec{N: 3}, rev1)
 	if err != nil || rev2 <= rev1 {
 		t.Fatalf("UpdateJSON = %d, %v", rev2, err)
 	}
-	_, err = bus.UpdateJSON(ctx, kv, "acme.x", rec{N: 4}, rev1)
+	_, err = bus.UpdateJSON(ctx, env.Stores.Pools, "acme.x", rec{N: 4}, rev1)
 	want := api.Errorf(api.CodeConflict, "acme.x changed since revision %d", rev1)
 	if !reflect.DeepEqual(api.AsComputeError(err), want) {
 		t.Fatalf("stale UpdateJSON = %v, want %v", err, want)
 	}
-	if rev, err := bus.GetJSON(ctx, kv, "acme.x", &got); err != nil || rev != rev2 || got.N != 3 {
+	if got, rev, err := tab.Get(ctx, "acme", "x"); err != nil || rev != rev2 || got.N != 3 {
 		t.Fatalf("after a refused update: %+v rev %d, %v; want n=3 rev %d", got, rev, err, rev2)
 	}
 
-	err = bus.DeleteKey(ctx, kv, "acme.x", rev1)
+	err = tab.Delete(ctx, "acme", "x", rev1)
 	if !reflect.DeepEqual(api.AsComputeError(err), want) {
-		t.Fatalf("stale DeleteKey = %v, want %v", err, want)
+		t.Fatalf("stale Delete = %v, want %v", err, want)
 	}
-	if err := bus.DeleteKey(ctx, kv, "acme.x", rev2); err != nil {
-		t.Fatalf("DeleteKey: %v", err)
+	if err := tab.Delete(ctx, "acme", "x", rev2); err != nil {
+		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := bus.GetJSON(ctx, kv, "acme.x", &got); !errors.Is(err, bus.ErrNotFound) {
-		t.Fatalf("GetJSON of a deleted key = %v, want ErrNotFound", err)
+	if _, _, err := tab.Get(ctx, "acme", "x"); !reflect.DeepEqual(api.AsComputeError(err), notFound) {
+		t.Fatalf("Get of a deleted key = %v, want %v", err, notFound)
 	}
-	if _, err := bus.CreateJSON(ctx, kv, "acme.x", rec{N: 5}); err != nil {
-		t.Fatalf("CreateJSON after delete: %v", err)
+	if _, err := tab.Create(ctx, "acme", "x", rec{N: 5}); err != nil {
+		t.Fatalf("Create after delete: %v", err)
 	}
-	if _, err := bus.GetJSON(ctx, kv, "acme.x", &got); err != nil || got.N != 5 {
+	if got, _, err := tab.Get(ctx, "acme", "x"); err != nil || got.N != 5 {
 		t.Fatalf("recreated record %+v, %v", got, err)
+	}
+	if err := tab.Remove(ctx, "acme", "x"); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if err := tab.Remove(ctx, "acme", "x"); !reflect.DeepEqual(api.AsComputeError(err), notFound) {
+		t.Fatalf("Remove of a deleted key = %v, want %v", err, notFound)
 	}
 }
 
-func TestGetJSONCorrupt(t *testing.T) {
+// Mutate applies its change to the latest record: a write that lost to
+// another one (made by the change itself here, once) is tried again on a
+// fresh read; an error of the change ends it unwritten.
+func TestTableMutate(t *testing.T) {
+	env := bustest.Start(t)
+	ctx, tab := testCtx(t), bus.NewTable[rec](env.Stores.Pools, "rec")
+	if _, err := tab.Create(ctx, "acme", "x", rec{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	got, rev, err := tab.Mutate(ctx, "acme", "x", func(r *rec) error {
+		calls++
+		if calls == 1 { // another writer gets in between the read and the write
+			if _, _, err := tab.Mutate(ctx, "acme", "x", func(r *rec) error { r.N = 10; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.N++
+		return nil
+	})
+	if err != nil || got.N != 11 || calls != 2 {
+		t.Fatalf("Mutate = %+v, %v after %d calls; want n=11 after 2", got, err, calls)
+	}
+	if stored, storedRev, err := tab.Get(ctx, "acme", "x"); err != nil || stored != got || storedRev != rev {
+		t.Fatalf("stored %+v rev %d, %v; want %+v rev %d", stored, storedRev, err, got, rev)
+	}
+
+	refused := api.Errorf(api.CodeInvalidState, "no")
+	if got, _, err := tab.Mutate(ctx, "acme", "x", func(r *rec) error { r.N = 99; return refused }); err != refused || got.N != 11 {
+		t.Fatalf("refused Mutate = %+v, %v; want the record as read and %v", got, err, refused)
+	}
+	if _, _, err := tab.Mutate(ctx, "acme", "y", func(*rec) error { return nil }); !api.IsCode(err, api.CodeNotFound) {
+		t.Fatalf("Mutate of a missing record = %v, want NOT_FOUND", err)
+	}
+
+	calls = 0
+	_, _, err = tab.Mutate(ctx, "acme", "x", func(r *rec) error {
+		calls++ // every attempt loses to another writer
+		if _, _, err := tab.Mutate(ctx, "acme", "x", func(r *rec) error { r.N++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	})
+	want := api.Errorf(api.CodeConflict, "rec x kept changing (%d attempts); retry", bus.CASAttempts)
+	if !reflect.DeepEqual(api.AsComputeError(err), want) || calls != bus.CASAttempts {
+		t.Fatalf("Mutate losing every race = %v after %d calls, want %v after %d", err, calls, want, bus.CASAttempts)
+	}
+}
+
+func TestTableGetCorrupt(t *testing.T) {
 	env := bustest.Start(t)
 	ctx, kv := testCtx(t), env.Stores.Pools
 	if _, err := kv.Put(ctx, "acme.bad", []byte("not json")); err != nil {
 		t.Fatal(err)
 	}
-	var got rec
-	_, err := bus.GetJSON(ctx, kv, "acme.bad", &got)
+	_, _, err := bus.NewTable[rec](kv, "rec").Get(ctx, "acme", "bad")
 	want := api.Errorf(api.CodeInternal, "record compute_pools/acme.bad is corrupt: invalid character 'o' in literal null (expecting 'u')")
 	if !reflect.DeepEqual(api.AsComputeError(err), want) {
-		t.Fatalf("GetJSON = %v, want %v", err, want)
+		t.Fatalf("Get = %v, want %v", err, want)
 	}
 }
 
 // vanishingKV answers a key as deleted on Get although listing still finds
-// it: a record deleted between ListJSON's listing and reading.
+// it: a record deleted between List's listing and reading.
 type vanishingKV struct {
 	jetstream.KeyValue
 	gone string
@@ -98,27 +152,45 @@ func (v vanishingKV) Get(ctx context.Context, key string) (jetstream.KeyValueEnt
 	return v.KeyValue.Get(ctx, key)
 }
 
-func TestKeysAndListJSON(t *testing.T) {
+func TestTableKeysAndList(t *testing.T) {
 	env := bustest.Start(t)
 	ctx, kv := testCtx(t), env.Stores.Instances
+	tab := bus.NewTable[rec](kv, "rec")
 	for i, k := range []string{"a", "b", "c", "d", "e"} {
-		if _, err := bus.CreateJSON(ctx, kv, "acme."+k, rec{N: i + 1}); err != nil {
+		if _, err := tab.Create(ctx, "acme", k, rec{N: i + 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := bus.CreateJSON(ctx, kv, "beta.a", rec{N: 99}); err != nil {
+	if _, err := tab.Create(ctx, "beta", "a", rec{N: 99}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bus.CreateJSON(ctx, kv, "acmex.a", rec{N: 98}); err != nil {
+	if _, err := tab.Create(ctx, "acmex", "a", rec{N: 98}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tab.Create(ctx, "_internal", "a", rec{N: 97}); err != nil {
 		t.Fatal(err)
 	}
 
-	keys, err := bus.Keys(ctx, kv, "acme.")
+	keys, err := tab.Keys(ctx, "acme")
 	if want := []string{"acme.a", "acme.b", "acme.c", "acme.d", "acme.e"}; err != nil || !reflect.DeepEqual(keys, want) {
 		t.Fatalf("Keys = %v, %v; want %v", keys, err, want)
 	}
-	if keys, err := bus.Keys(ctx, kv, "nobody."); err != nil || len(keys) != 0 {
-		t.Fatalf("Keys of an empty prefix = %v, %v", keys, err)
+	if keys, err := tab.Keys(ctx, "nobody"); err != nil || len(keys) != 0 {
+		t.Fatalf("Keys of a tenant without records = %v, %v", keys, err)
+	}
+	keys, err = tab.Keys(ctx, "")
+	if want := []string{"acme.a", "acme.b", "acme.c", "acme.d", "acme.e", "acmex.a", "beta.a"}; err != nil || !reflect.DeepEqual(keys, want) {
+		t.Fatalf("Keys of every tenant = %v, %v; want %v", keys, err, want)
+	}
+	var each []string
+	if err := tab.Each(ctx, "", func(tenant, id string, v rec, rev uint64) error {
+		each = append(each, fmt.Sprintf("%s/%s=%d", tenant, id, v.N))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"acme/a=1", "acme/b=2", "acme/c=3", "acme/d=4", "acme/e=5", "acmex/a=98", "beta/a=99"}; !reflect.DeepEqual(each, want) {
+		t.Fatalf("Each of every tenant = %v, want %v", each, want)
 	}
 
 	odd := func(r *rec) bool { return r.N%2 == 1 }
@@ -145,7 +217,7 @@ func TestKeysAndListJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			page, err := bus.ListJSON(ctx, tc.kv, "acme.", tc.limit, tc.cursor, tc.keep)
+			page, err := bus.NewTable[rec](tc.kv, "rec").List(ctx, "acme", tc.limit, tc.cursor, tc.keep)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,35 +232,36 @@ func TestKeysAndListJSON(t *testing.T) {
 	}
 
 	for _, limit := range []int{-1, bus.MaxPageSize + 1} {
-		_, err := bus.ListJSON[rec](ctx, kv, "acme.", limit, "", nil)
+		_, err := tab.List(ctx, "acme", limit, "", nil)
 		want := api.InvalidInput("limit", "limit must be between 1 and 1000")
 		if !reflect.DeepEqual(api.AsComputeError(err), want) {
-			t.Fatalf("ListJSON limit %d = %v, want %v", limit, err, want)
+			t.Fatalf("List limit %d = %v, want %v", limit, err, want)
 		}
 	}
 
 	if err := kv.Delete(ctx, "acme.c"); err != nil {
 		t.Fatal(err)
 	}
-	page, err := bus.ListJSON[rec](ctx, kv, "acme.", 10, "", nil)
+	page, err := tab.List(ctx, "acme", 10, "", nil)
 	if err != nil || !reflect.DeepEqual(page.Items, []rec{{1}, {2}, {4}, {5}}) || page.NextCursor != "" {
 		t.Fatalf("after a delete: %+v, %v", page, err)
 	}
 }
 
-func TestListJSONDefaultPageSize(t *testing.T) {
+func TestTableListDefaultPageSize(t *testing.T) {
 	env := bustest.Start(t)
 	ctx, kv := testCtx(t), env.Stores.Pools
+	tab := bus.NewTable[rec](kv, "rec")
 	for i := range bus.DefaultPageSize + 1 {
 		if _, err := kv.Put(ctx, fmt.Sprintf("acme.k%03d", i), fmt.Appendf(nil, `{"n":%d}`, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	page, err := bus.ListJSON[rec](ctx, kv, "acme.", 0, "", nil)
+	page, err := tab.List(ctx, "acme", 0, "", nil)
 	if err != nil || len(page.Items) != bus.DefaultPageSize || page.Items[99].N != 99 || page.NextCursor != "k099" {
 		t.Fatalf("default page: %d items, next %q, %v", len(page.Items), page.NextCursor, err)
 	}
-	page, err = bus.ListJSON[rec](ctx, kv, "acme.", 0, page.NextCursor, nil)
+	page, err = tab.List(ctx, "acme", 0, page.NextCursor, nil)
 	if err != nil || !reflect.DeepEqual(page.Items, []rec{{100}}) || page.NextCursor != "" {
 		t.Fatalf("second page: %+v, %v", page, err)
 	}

@@ -60,12 +60,25 @@ func (r *Request) Decode(v any) error {
 	return nil
 }
 
-// Endpoint is one micro endpoint: a name (letters, digits, - and _) and the
-// subject it serves, possibly with wildcards ("compute.v1.*.pools.create").
+// Endpoint is one micro endpoint: a name (EndpointName) and the subject
+// it serves, possibly with wildcards ("compute.v1.*.pools.create").
 type Endpoint struct {
 	Name    string
 	Subject string
 	Handler Handler
+}
+
+// EndpointName is the one naming convention of every service's endpoints
+// (`nats micro info <service>`): "<resource>-<verb>", the last two tokens
+// of a command or internal subject ("pools-create", "secrets-resolve"),
+// "provider-<verb>" for a provider's verbs. A create's idempotency records
+// are named by it too (IdempotencyID).
+func EndpointName(resource, verb string) string { return resource + "-" + verb }
+
+// CommandEndpoint is the endpoint named EndpointName(resource, verb) serving
+// the public command resource.verb of every tenant (Command("*", …)).
+func CommandEndpoint(resource, verb string, h Handler) Endpoint {
+	return Endpoint{Name: EndpointName(resource, verb), Subject: Command("*", resource, verb), Handler: h}
 }
 
 // ServiceConfig configures StartService.

@@ -35,10 +35,13 @@ func Event(tenant, resource, id, typ string) string {
 // EventsOf is the wildcard subject of every event of one tenant ("*" for all).
 func EventsOf(tenant string) string { return PublicRoot + "." + tenant + ".events.>" }
 
+// ResourceProvider is the resource token of the provider subjects.
+const ResourceProvider = "provider"
+
 // ProviderCall is the subject of a provider verb:
 // compute.internal.provider.<providerId>.<verb>.
 func ProviderCall(providerID, verb string) string {
-	return InternalRoot + ".provider." + providerID + "." + verb
+	return InternalRoot + "." + ResourceProvider + "." + providerID + "." + verb
 }
 
 // SecretsResolve is the subject providers use to resolve a secret reference.

@@ -44,3 +44,14 @@ func TestTenantOf(t *testing.T) {
 		}
 	}
 }
+
+// Every endpoint is named <resource>-<verb> after its subject.
+func TestCommandEndpoint(t *testing.T) {
+	ep := bus.CommandEndpoint(bus.ResourcePools, "create", nil)
+	if ep.Name != "pools-create" || ep.Subject != "compute.v1.*.pools.create" {
+		t.Fatalf("CommandEndpoint = %s on %s, want pools-create on compute.v1.*.pools.create", ep.Name, ep.Subject)
+	}
+	if got := bus.EndpointName(bus.ResourceProvider, "describe"); got != "provider-describe" {
+		t.Fatalf("EndpointName = %s, want provider-describe", got)
+	}
+}

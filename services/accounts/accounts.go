@@ -37,7 +37,7 @@ func (s *service) createAccount(ctx context.Context, req *bus.Request) (any, err
 	now := time.Now().UTC()
 	a := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: req.Tenant, Provider: in.Provider,
 		Name: in.Name, Config: config, Version: 1, CreatedAt: now, UpdatedAt: now}
-	if _, err := bus.CreateJSON(ctx, s.accounts.kv, s.accounts.key(req.Tenant, a.ID), a); err != nil {
+	if _, err := s.accounts.Create(ctx, req.Tenant, a.ID, a); err != nil {
 		return nil, err
 	}
 	req.Log.Info().Str("account", a.ID).Str("provider", a.Provider).Int64("version", a.Version).
@@ -57,7 +57,7 @@ func (s *service) updateAccount(ctx context.Context, req *bus.Request) (any, err
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	current, _, err := get[api.Account](ctx, s.accounts, req.Tenant, "id", in.ID)
+	current, _, err := s.accounts.get(ctx, req.Tenant, "id", in.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (s *service) updateAccount(ctx context.Context, req *bus.Request) (any, err
 		}
 	}
 	now := time.Now().UTC()
-	a, err := mutate(ctx, s.accounts, req.Tenant, in.ID, func(a *api.Account) error {
+	a, err := s.accounts.mutate(ctx, req.Tenant, in.ID, func(a *api.Account) error {
 		if err := checkVersion(a, in.Version); err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func (s *service) accountOffers(ctx context.Context, req *bus.Request) (any, err
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	a, _, err := get[api.Account](ctx, s.accounts, req.Tenant, "id", in.ID)
+	a, _, err := s.accounts.get(ctx, req.Tenant, "id", in.ID)
 	if err != nil {
 		return nil, err
 	}

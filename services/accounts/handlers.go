@@ -9,13 +9,13 @@ import (
 
 // getHandler answers <resource>.get {id} with the record of t.
 // Errors: INVALID_INPUT (path id), NOT_FOUND, UNAVAILABLE.
-func getHandler[T any](t table) bus.Handler {
+func getHandler[T any](t table[T]) bus.Handler {
 	return func(ctx context.Context, req *bus.Request) (any, error) {
 		var in api.IDRequest
 		if err := req.Decode(&in); err != nil {
 			return nil, err
 		}
-		v, _, err := get[T](ctx, t, req.Tenant, "id", in.ID)
+		v, _, err := t.get(ctx, req.Tenant, "id", in.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -26,13 +26,13 @@ func getHandler[T any](t table) bus.Handler {
 // listHandler answers <resource>.list {limit?, cursor?} with one page of the
 // tenant's records of t in id order. Errors: INVALID_INPUT (path limit),
 // UNAVAILABLE.
-func listHandler[T any](t table) bus.Handler {
+func listHandler[T any](t table[T]) bus.Handler {
 	return func(ctx context.Context, req *bus.Request) (any, error) {
 		var in api.ListRequest
 		if err := req.Decode(&in); err != nil {
 			return nil, err
 		}
-		return bus.ListJSON[T](ctx, t.kv, req.Tenant+".", in.Limit, in.Cursor, nil)
+		return t.List(ctx, req.Tenant, in.Limit, in.Cursor, nil)
 	}
 }
 
@@ -40,7 +40,7 @@ func listHandler[T any](t table) bus.Handler {
 // unless users names records that still use it. Errors: INVALID_INPUT (path
 // id), NOT_FOUND, INVALID_STATE with details[usersKey] naming up to 10 users,
 // CONFLICT when the record changed during the delete, UNAVAILABLE.
-func deleteHandler(t table, usersKey string, users func(ctx context.Context, tenant, id string) ([]string, error)) bus.Handler {
+func deleteHandler[T any](t table[T], usersKey string, users func(ctx context.Context, tenant, id string) ([]string, error)) bus.Handler {
 	return func(ctx context.Context, req *bus.Request) (any, error) {
 		var in api.IDRequest
 		if err := req.Decode(&in); err != nil {
@@ -48,7 +48,7 @@ func deleteHandler(t table, usersKey string, users func(ctx context.Context, ten
 		}
 		// Only the revision matters: the delete happens only if the record
 		// is unchanged since before the scan for users.
-		_, rev, err := get[struct{}](ctx, t, req.Tenant, "id", in.ID)
+		_, rev, err := t.get(ctx, req.Tenant, "id", in.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -57,12 +57,12 @@ func deleteHandler(t table, usersKey string, users func(ctx context.Context, ten
 			return nil, err
 		}
 		if len(ids) > 0 {
-			return nil, api.Errorf(api.CodeInvalidState, "%s %s is still used by %s %v: delete them first", t.kind, in.ID, usersKey, ids).With(usersKey, ids)
+			return nil, api.Errorf(api.CodeInvalidState, "%s %s is still used by %s %v: delete them first", t.Kind(), in.ID, usersKey, ids).With(usersKey, ids)
 		}
-		if err := bus.DeleteKey(ctx, t.kv, t.key(req.Tenant, in.ID), rev); err != nil {
+		if err := t.Delete(ctx, req.Tenant, in.ID, rev); err != nil {
 			return nil, err
 		}
-		req.Log.Info().Str(t.kind, in.ID).Msg(t.kind + " deleted")
+		req.Log.Info().Str(t.Kind(), in.ID).Msg(t.Kind() + " deleted")
 		return api.Deleted{ID: in.ID, Deleted: true}, nil
 	}
 }

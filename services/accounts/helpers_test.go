@@ -196,7 +196,7 @@ func countKeys(t *testing.T, kv jetstream.KeyValue) int {
 	t.Helper()
 	n := 0
 	for _, tnt := range []string{tenant, other} {
-		keys, err := bus.Keys(context.Background(), kv, tnt+".")
+		keys, err := bus.NewTable[struct{}](kv, "record").Keys(context.Background(), tnt)
 		if err != nil {
 			t.Fatalf("keys: %v", err)
 		}

@@ -22,7 +22,7 @@ func (s *service) deletePool(ctx context.Context, req *bus.Request) (any, error)
 		return nil, err
 	}
 	now := time.Now().UTC()
-	if _, err := mutate(ctx, s.pools, req.Tenant, in.ID, func(p *api.Pool) error {
+	if _, err := s.pools.mutate(ctx, req.Tenant, in.ID, func(p *api.Pool) error {
 		p.DeletionRequestedAt = &now
 		return nil
 	}); err != nil {
@@ -30,16 +30,16 @@ func (s *service) deletePool(ctx context.Context, req *bus.Request) (any, error)
 	}
 	ids, err := s.instancesOf(ctx, req.Tenant, in.ID)
 	if err == nil && len(ids) == 0 {
-		_, rev, gerr := get[api.Pool](ctx, s.pools, req.Tenant, "id", in.ID)
+		_, rev, gerr := s.pools.get(ctx, req.Tenant, "id", in.ID)
 		if err = gerr; err == nil {
-			err = bus.DeleteKey(ctx, s.pools.kv, s.pools.key(req.Tenant, in.ID), rev)
+			err = s.pools.Delete(ctx, req.Tenant, in.ID, rev)
 		}
 		if err == nil {
 			req.Log.Info().Str("pool", in.ID).Msg("pool deleted")
 			return api.Deleted{ID: in.ID, Deleted: true}, nil
 		}
 	}
-	if _, uerr := mutate(ctx, s.pools, req.Tenant, in.ID, func(p *api.Pool) error {
+	if _, uerr := s.pools.mutate(ctx, req.Tenant, in.ID, func(p *api.Pool) error {
 		p.DeletionRequestedAt = nil
 		return nil
 	}); uerr != nil {

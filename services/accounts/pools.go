@@ -31,7 +31,7 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 	if err := checkPoolRequest(&in); err != nil {
 		return nil, err
 	}
-	acct, _, err := get[api.Account](ctx, s.accounts, req.Tenant, "providerAccountId", in.ProviderAccountID)
+	acct, _, err := s.accounts.get(ctx, req.Tenant, "providerAccountId", in.ProviderAccountID)
 	if api.IsCode(err, api.CodeNotFound) {
 		return nil, unknownAccount(in.ProviderAccountID)
 	}
@@ -44,13 +44,12 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 	p := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: req.Tenant, Name: in.Name, SiteID: in.SiteID,
 		Class: in.Class, ProviderAccountID: acct.ID, Agent: in.Agent, Flavors: in.Flavors,
 		Version: 1, CreatedAt: time.Now().UTC()}
-	key := s.pools.key(req.Tenant, p.ID)
-	rev, err := bus.CreateJSON(ctx, s.pools.kv, key, p)
+	rev, err := s.pools.Create(ctx, req.Tenant, p.ID, p)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.holdAccount(ctx, req.Tenant, acct.ID); err != nil {
-		s.rollback(ctx, key, rev, req.Log)
+		s.rollback(ctx, req.Tenant, p.ID, rev, req.Log)
 		if api.IsCode(err, api.CodeNotFound) {
 			return nil, unknownAccount(acct.ID)
 		}
@@ -88,16 +87,16 @@ func (s *service) checkOffers(ctx context.Context, a *api.Account, flavors []api
 // so this write makes it fail instead of leaving the pool orphaned; if the
 // delete came first, this fails with NOT_FOUND.
 func (s *service) holdAccount(ctx context.Context, tenant, id string) error {
-	_, err := mutate(ctx, s.accounts, tenant, id, func(*api.Account) error { return nil })
+	_, err := s.accounts.mutate(ctx, tenant, id, func(*api.Account) error { return nil })
 	return err
 }
 
-// rollback deletes the pool just written at key, revision rev. A failure is
-// logged: the pool then stays, and its account may be gone.
-func (s *service) rollback(ctx context.Context, key string, rev uint64, log zerolog.Logger) {
+// rollback deletes the pool id of tenant just written, revision rev. A
+// failure is logged: the pool then stays, and its account may be gone.
+func (s *service) rollback(ctx context.Context, tenant, id string, rev uint64, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
-	if err := bus.DeleteKey(ctx, s.pools.kv, key, rev); err != nil {
-		log.Error().Str("key", key).Str("error", err.Error()).Msg("pool create failed and its record could not be removed")
+	if err := s.pools.Delete(ctx, tenant, id, rev); err != nil {
+		log.Error().Str("pool", id).Str("error", err.Error()).Msg("pool create failed and its record could not be removed")
 	}
 }

@@ -179,7 +179,7 @@ func TestPoolDeleteRefusedWhileInstanceExists(t *testing.T) {
 // instances service does.
 func putInstance(t *testing.T, e *env, tnt string, inst api.Instance) {
 	t.Helper()
-	if _, err := bus.CreateJSON(context.Background(), e.Stores.Instances, tnt+"."+inst.ID, inst); err != nil {
+	if _, err := e.Stores.InstanceTable().Create(context.Background(), tnt, inst.ID, inst); err != nil {
 		t.Fatalf("put instance: %v", err)
 	}
 }

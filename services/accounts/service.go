@@ -36,9 +36,9 @@ type Options struct {
 // service holds what every handler needs.
 type service struct {
 	nc        *nats.Conn
-	st        *bus.Stores
-	accounts  table
-	pools     table
+	accounts  table[api.Account]
+	pools     table[api.Pool]
+	instances bus.Reader[api.Instance]
 	manifests *manifestCache
 }
 
@@ -58,9 +58,9 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	}
 	s := &service{
 		nc:        nc,
-		st:        st,
-		accounts:  table{kv: st.Accounts, kind: "account", prefix: api.PrefixAccount},
-		pools:     table{kv: st.Pools, kind: "pool", prefix: api.PrefixPool},
+		accounts:  table[api.Account]{Table: st.AccountTable(), prefix: api.PrefixAccount},
+		pools:     table[api.Pool]{Table: st.PoolTable(), prefix: api.PrefixPool},
+		instances: st.InstanceTable().Reader(),
 		manifests: newManifestCache(nc, o.DescribeTTL),
 	}
 	return bus.StartService(nc, bus.ServiceConfig{
@@ -74,9 +74,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 }
 
 func (s *service) endpoints() []bus.Endpoint {
-	ep := func(resource, verb string, h bus.Handler) bus.Endpoint {
-		return bus.Endpoint{Name: resource + "_" + verb, Subject: bus.Command("*", resource, verb), Handler: h}
-	}
+	ep := bus.CommandEndpoint
 	return []bus.Endpoint{
 		ep(bus.ResourceAccounts, "create", s.createAccount),
 		ep(bus.ResourceAccounts, "get", getHandler[api.Account](s.accounts)),

@@ -37,12 +37,12 @@ func newStack(t *testing.T, e *env, mods ...func(*reconciler.Options)) *stack {
 	t.Cleanup(func() { _ = svc.Stop() })
 	ctx := context.Background()
 	acct := api.Account{ID: e.acct.ID, TenantID: testTenant, Provider: ProviderID, Name: "pve", Config: e.acct.Config, Version: 1}
-	if _, err := bus.CreateJSON(ctx, s.env.Stores.Accounts, testTenant+"."+acct.ID, &acct); err != nil {
+	if _, err := s.env.Stores.AccountTable().Create(ctx, testTenant, acct.ID, acct); err != nil {
 		t.Fatal(err)
 	}
 	s.pool = api.Pool{ID: api.NewID(api.PrefixPool), TenantID: testTenant, Class: api.PoolClassProvider, ProviderAccountID: acct.ID,
 		Agent: api.PoolAgentNone, Version: 1, Flavors: []api.Flavor{{Name: testOffer, OfferID: testOffer, Image: testTemplate}}}
-	if _, err := bus.CreateJSON(ctx, s.env.Stores.Pools, testTenant+"."+s.pool.ID, &s.pool); err != nil {
+	if _, err := s.env.Stores.PoolTable().Create(ctx, testTenant, s.pool.ID, s.pool); err != nil {
 		t.Fatal(err)
 	}
 	opts := reconciler.Options{Logger: zerolog.Nop(), PollInterval: 20 * time.Millisecond,

@@ -15,7 +15,7 @@ import (
 
 func (r *Reconciler) endpoints() []bus.Endpoint {
 	ep := func(verb string, h bus.Handler) bus.Endpoint {
-		return bus.Endpoint{Name: "instances-" + verb, Subject: bus.Command("*", bus.ResourceInstances, verb), Handler: h}
+		return bus.CommandEndpoint(bus.ResourceInstances, verb, h)
 	}
 	return []bus.Endpoint{
 		ep("create", r.create), ep("get", r.get), ep("list", r.list), ep("delete", r.delete),
@@ -29,7 +29,16 @@ type idempotencyRecord struct {
 	RequestHash string `json:"requestHash"`
 }
 
-func instanceKey(tenant, id string) string { return tenant + "." + id }
+// createOp names instance creates in compute_idempotency
+// (bus.IdempotencyID); deploy/nats.conf lets the reconciler write
+// $KV.compute_idempotency.*.instances-create.* only.
+var createOp = bus.EndpointName(bus.ResourceInstances, "create")
+
+// instanceKey is the key of an instance in compute_instances.
+//
+// Deprecated: for removal once loop.go and nameheld.go use r.instances
+// (see bus.GetJSON).
+func instanceKey(tenant, id string) string { return bus.RecordKey(tenant, id) }
 
 // create answers instances.create: validates the request against the pool,
 // writes the instance (phase Pending, generation 1) and queues its work.
@@ -43,11 +52,11 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if err := validateCreate(&in); err != nil {
 		return nil, err
 	}
-	var pool api.Pool
-	if _, err := bus.GetJSON(ctx, r.st.Pools, req.Tenant+"."+in.PoolID, &pool); err != nil {
-		if errors.Is(err, bus.ErrNotFound) {
-			return nil, api.InvalidInput("poolId", "pool %q not found", in.PoolID)
-		}
+	pool, _, err := r.pools.Get(ctx, req.Tenant, in.PoolID)
+	if api.IsCode(err, api.CodeNotFound) {
+		return nil, api.InvalidInput("poolId", "pool %q not found", in.PoolID)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := refuseDeletingPool(&pool); err != nil {
@@ -84,7 +93,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		UserData: in.UserData, SSHKeys: in.SSHKeys, Desired: api.DesiredState{Power: in.Power},
 		Status: api.InstanceStatus{Phase: api.PhasePending}, Generation: 1, Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	if _, err := bus.CreateJSON(ctx, r.st.Instances, instanceKey(req.Tenant, id), &inst); err != nil {
+	if _, err := r.instances.Create(ctx, req.Tenant, id, inst); err != nil {
 		if api.IsCode(err, api.CodeAlreadyExists) { // a retry after a crash between the two writes
 			existing, err := r.load(ctx, req.Tenant, id)
 			if err == nil {
@@ -97,7 +106,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if err := r.recheckPool(ctx, req.Tenant, in.PoolID); err != nil {
 		// The pool is being deleted (or is gone): take the instance back
 		// rather than leave it orphaned.
-		_ = r.st.Instances.Delete(ctx, instanceKey(req.Tenant, id))
+		_ = r.instances.Remove(ctx, req.Tenant, id)
 		return nil, err
 	}
 	req.Log.Info().Str("instance", id).Str("pool", in.PoolID).Str("flavor", in.Flavor).Msg("instance created")
@@ -113,18 +122,17 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string, in *api.InstanceCreateRequest, id string) (*api.Instance, string, error) {
 	body, _ := json.Marshal(in)
 	reqHash := sha256.Sum256(body)
-	keyHash := sha256.Sum256([]byte(in.IdempotencyKey))
-	key := tenant + ".instances-create." + hex.EncodeToString(keyHash[:])
+	key := bus.IdempotencyID(createOp, in.IdempotencyKey)
 	rec := idempotencyRecord{InstanceID: id, RequestHash: hex.EncodeToString(reqHash[:])}
-	_, err := bus.CreateJSON(ctx, r.st.Idempotency, key, &rec)
+	_, err := r.idempotency.Create(ctx, tenant, key, rec)
 	if err == nil {
 		return nil, id, nil
 	}
 	if !api.IsCode(err, api.CodeAlreadyExists) {
 		return nil, "", err
 	}
-	var prev idempotencyRecord
-	if _, err := bus.GetJSON(ctx, r.st.Idempotency, key, &prev); err != nil {
+	prev, _, err := r.idempotency.Get(ctx, tenant, key)
+	if err != nil {
 		return nil, "", api.Errorf(api.CodeUnavailable, "idempotency record is being written; retry")
 	}
 	if prev.RequestHash != rec.RequestHash {
@@ -144,11 +152,8 @@ func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string, in *ap
 
 // load reads one instance. Errors: NOT_FOUND, UNAVAILABLE.
 func (r *Reconciler) load(ctx context.Context, tenant, id string) (*api.Instance, error) {
-	var inst api.Instance
-	if _, err := bus.GetJSON(ctx, r.st.Instances, instanceKey(tenant, id), &inst); err != nil {
-		if errors.Is(err, bus.ErrNotFound) {
-			return nil, api.NotFound("instance", id)
-		}
+	inst, _, err := r.instances.Get(ctx, tenant, id)
+	if err != nil {
 		return nil, err
 	}
 	return &inst, nil
@@ -189,7 +194,7 @@ func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
 	if in.PoolID != "" && !api.ValidID(api.PrefixPool, in.PoolID) {
 		return nil, api.InvalidInput("poolId", "poolId must be a pool id (pool_…)")
 	}
-	return bus.ListJSON(ctx, r.st.Instances, req.Tenant+".", in.Limit, in.Cursor, func(i *api.Instance) bool {
+	return r.instances.List(ctx, req.Tenant, in.Limit, in.Cursor, func(i *api.Instance) bool {
 		return (in.PoolID == "" || i.PoolID == in.PoolID) && (in.Phase == "" || i.Status.Phase == in.Phase)
 	})
 }
@@ -282,49 +287,41 @@ func refusePendingOperation(inst *api.Instance) error {
 	return api.Errorf(api.CodeInvalidState, "operation %s (%s) of instance %s has not finished; retry when status.lastOperation shows it", op.ID, op.Action, inst.ID)
 }
 
-// mutate applies a change of the desired state with CAS (retrying on
-// conflicts), bumps generation and version, and queues the work. A change
+// mutate applies a change of the desired state (Table.Mutate: CAS,
+// retrying on conflicts), bumps generation and version, and queues the
+// work. Errors: NOT_FOUND, INVALID_STATE (being deleted), change's,
+// CONFLICT (the instance kept changing), UNAVAILABLE. A change
 // returning errUnchanged answers the record unwritten (its work queued).
 func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, change func(*api.Instance) error, what string) (*api.Instance, error) {
-	key := instanceKey(req.Tenant, id)
-	for attempt := 0; attempt < 10; attempt++ {
-		var inst api.Instance
-		rev, err := bus.GetJSON(ctx, r.st.Instances, key, &inst)
-		if err != nil {
-			if errors.Is(err, bus.ErrNotFound) {
-				return nil, api.NotFound("instance", id)
-			}
-			return nil, err
-		}
+	var phase string
+	inst, _, err := r.instances.Mutate(ctx, req.Tenant, id, func(inst *api.Instance) error {
 		if inst.DeletionRequestedAt != nil && what != "deleting" {
-			return nil, api.Errorf(api.CodeInvalidState, "instance %s is being deleted", id)
+			return api.Errorf(api.CodeInvalidState, "instance %s is being deleted", id)
 		}
-		phase := inst.Status.Phase
-		if err := change(&inst); errors.Is(err, errUnchanged) {
-			// Queued again all the same: the caller may be retrying because
-			// the first request's work was lost, or to resume a failed one.
-			r.requeue(&inst)
-			return &inst, nil
-		} else if err != nil {
-			return nil, err
+		phase = inst.Status.Phase
+		if err := change(inst); err != nil {
+			return err
 		}
 		inst.Generation++
 		inst.Version++
 		inst.UpdatedAt = time.Now().UTC()
-		if _, err := bus.UpdateJSON(ctx, r.st.Instances, key, &inst, rev); err != nil {
-			if api.IsCode(err, api.CodeConflict) {
-				continue
-			}
-			return nil, err
-		}
-		req.Log.Info().Str("instance", id).Int64("generation", inst.Generation).Str("change", what).Msg("instance changed")
-		if inst.Status.Phase != phase {
-			r.publishEvent(&inst, eventType(inst.Status.Phase), "")
-		}
-		r.enqueue(&inst)
+		return nil
+	})
+	if errors.Is(err, errUnchanged) {
+		// Queued again all the same: the caller may be retrying because
+		// the first request's work was lost, or to resume a failed one.
+		r.requeue(&inst)
 		return &inst, nil
 	}
-	return nil, api.Errorf(api.CodeConflict, "instance %s is changing too often; retry", id)
+	if err != nil {
+		return nil, err
+	}
+	req.Log.Info().Str("instance", id).Int64("generation", inst.Generation).Str("change", what).Msg("instance changed")
+	if inst.Status.Phase != phase {
+		r.publishEvent(&inst, eventType(inst.Status.Phase), "")
+	}
+	r.enqueue(&inst)
+	return &inst, nil
 }
 
 // errUnchanged, returned by a mutate change, answers the record as it is
@@ -337,11 +334,11 @@ var errUnchanged = errors.New("unchanged")
 // scan sees the new instance, or this read sees the mark (or the pool gone).
 // Errors: INVALID_STATE (being deleted), INVALID_INPUT (gone), UNAVAILABLE.
 func (r *Reconciler) recheckPool(ctx context.Context, tenant, poolID string) error {
-	var pool api.Pool
-	if _, err := bus.GetJSON(ctx, r.st.Pools, tenant+"."+poolID, &pool); err != nil {
-		if errors.Is(err, bus.ErrNotFound) {
-			return api.InvalidInput("poolId", "pool %q was deleted", poolID)
-		}
+	pool, _, err := r.pools.Get(ctx, tenant, poolID)
+	if api.IsCode(err, api.CodeNotFound) {
+		return api.InvalidInput("poolId", "pool %q was deleted", poolID)
+	}
+	if err != nil {
 		return err
 	}
 	return refuseDeletingPool(&pool)

@@ -53,13 +53,13 @@ func newHarness(t testing.TB, opts Options) *harness {
 	ctx := context.Background()
 	acct := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: tenant, Provider: memory.ProviderID, Name: "mem",
 		Config: map[string]any{"token": "secret://acme/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "region": "mem1"}, Version: 1}
-	if _, err := bus.CreateJSON(ctx, h.env.Stores.Accounts, tenant+"."+acct.ID, &acct); err != nil {
+	if _, err := h.env.Stores.AccountTable().Create(ctx, tenant, acct.ID, acct); err != nil {
 		t.Fatal(err)
 	}
 	h.pool = api.Pool{ID: api.NewID(api.PrefixPool), TenantID: tenant, Class: api.PoolClassProvider,
 		ProviderAccountID: acct.ID, Agent: api.PoolAgentNone, Version: 1,
 		Flavors: []api.Flavor{{Name: "small", OfferID: "small", Image: "debian-12"}, {Name: "bogus", OfferID: "no-such-offer", Image: "x"}}}
-	if _, err := bus.CreateJSON(ctx, h.env.Stores.Pools, tenant+"."+h.pool.ID, &h.pool); err != nil {
+	if _, err := h.env.Stores.PoolTable().Create(ctx, tenant, h.pool.ID, h.pool); err != nil {
 		t.Fatal(err)
 	}
 	h.rec = h.startReconciler(h.env.Connect(t))
@@ -143,7 +143,7 @@ func (h *harness) waitGone(id string) {
 // startAPIOnly serves the instance API alone (no work is consumed).
 func (h *harness) startAPIOnly() {
 	h.t.Helper()
-	r := &Reconciler{nc: h.env.NC, st: h.env.Stores, o: h.opts, log: zerolog.Nop()}
+	r := &Reconciler{nc: h.env.NC, st: h.env.Stores, tables: tablesOf(h.env.Stores), o: h.opts, log: zerolog.Nop()}
 	svc, err := bus.StartService(h.env.NC, bus.ServiceConfig{Name: "instances-api", Version: "0.0.1", Endpoints: r.endpoints(), Logger: zerolog.Nop()})
 	if err != nil {
 		h.t.Fatal(err)

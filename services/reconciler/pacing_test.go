@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
@@ -48,12 +47,12 @@ func (h *harness) servePool(def *provider.Defined, name string, config map[strin
 	h.t.Cleanup(func() { _ = svc.Stop() })
 	ctx := context.Background()
 	acct := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: tenant, Provider: def.ID(), Name: name, Version: 1, Config: config}
-	if _, err := bus.CreateJSON(ctx, h.env.Stores.Accounts, tenant+"."+acct.ID, &acct); err != nil {
+	if _, err := h.env.Stores.AccountTable().Create(ctx, tenant, acct.ID, acct); err != nil {
 		h.t.Fatal(err)
 	}
 	pool := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: tenant, Class: api.PoolClassProvider, ProviderAccountID: acct.ID,
 		Agent: api.PoolAgentNone, Version: 1, Flavors: []api.Flavor{flavor}}
-	if _, err := bus.CreateJSON(ctx, h.env.Stores.Pools, tenant+"."+pool.ID, &pool); err != nil {
+	if _, err := h.env.Stores.PoolTable().Create(ctx, tenant, pool.ID, pool); err != nil {
 		h.t.Fatal(err)
 	}
 	return pool

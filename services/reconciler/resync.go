@@ -2,13 +2,11 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
 )
 
@@ -57,10 +55,6 @@ const resyncPageSize = provider.MaxListLimit
 // resync: nothing is sent to it before its reset, not a list and not a get
 // per instance. Errors: UNAVAILABLE (state store).
 func (r *Reconciler) Resync(ctx context.Context) (int, error) {
-	keys, err := bus.Keys(ctx, r.st.Instances, "")
-	if err != nil {
-		return 0, err
-	}
 	// With the periodic resync off (tests), every call queues anew.
 	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, 1))
 	queued := 0
@@ -72,24 +66,21 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	}
 	byAccount := map[string][]*api.Instance{} // settled instances by "<tenant>.<account id>"
 	accounts := &accountCache{byPool: map[string]*api.Account{}, byAccount: map[string]*api.Account{}}
-	for _, k := range keys {
-		var inst api.Instance
-		if _, err := bus.GetJSON(ctx, r.st.Instances, k, &inst); err != nil {
-			if errors.Is(err, bus.ErrNotFound) {
-				continue // deleted since the listing
-			}
-			return queued, err
-		}
+	err := r.instances.Each(ctx, "", func(_, _ string, inst api.Instance, _ uint64) error {
 		if !settled(&inst) {
 			queue(&inst)
-			continue
+			return nil
 		}
 		acct, err := r.accountOf(ctx, &inst, accounts)
 		if err != nil {
 			queue(&inst) // its reconcile records what is missing
-			continue
+			return nil
 		}
 		byAccount[acct.TenantID+"."+acct.ID] = append(byAccount[acct.TenantID+"."+acct.ID], &inst)
+		return nil
+	})
+	if err != nil {
+		return queued, err
 	}
 	for key, insts := range byAccount {
 		acct := accounts.byAccount[key]
@@ -147,23 +138,24 @@ type accountCache struct {
 }
 
 // accountOf returns the provider account behind an instance's pool.
-// Errors: bus.ErrNotFound (pool or account gone), UNAVAILABLE.
+// Errors: NOT_FOUND (pool or account gone), UNAVAILABLE, INTERNAL.
 func (r *Reconciler) accountOf(ctx context.Context, inst *api.Instance, cache *accountCache) (*api.Account, error) {
 	poolKey := inst.TenantID + "." + inst.PoolID
 	if a, ok := cache.byPool[poolKey]; ok {
 		return a, nil
 	}
-	var pool api.Pool
-	if _, err := bus.GetJSON(ctx, r.st.Pools, poolKey, &pool); err != nil {
+	pool, _, err := r.pools.Get(ctx, inst.TenantID, inst.PoolID)
+	if err != nil {
 		return nil, err
 	}
 	acctKey := inst.TenantID + "." + pool.ProviderAccountID
 	acct, ok := cache.byAccount[acctKey]
 	if !ok {
-		acct = &api.Account{}
-		if _, err := bus.GetJSON(ctx, r.st.Accounts, acctKey, acct); err != nil {
+		a, _, err := r.accounts.Get(ctx, inst.TenantID, pool.ProviderAccountID)
+		if err != nil {
 			return nil, err
 		}
+		acct = &a
 		cache.byAccount[acctKey] = acct
 	}
 	cache.byPool[poolKey] = acct

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 )
 
@@ -89,10 +90,26 @@ func (o *Options) defaults() {
 	}
 }
 
+// tables are the records the reconciler reads and writes: instances (and
+// its instances-create idempotency records), the table it owns; pools and
+// accounts, owned by the accounts service and only read here.
+type tables struct {
+	instances   *bus.Table[api.Instance]
+	idempotency *bus.Table[idempotencyRecord]
+	pools       bus.Reader[api.Pool]
+	accounts    bus.Reader[api.Account]
+}
+
+func tablesOf(st *bus.Stores) tables {
+	return tables{instances: st.InstanceTable(), idempotency: bus.NewTable[idempotencyRecord](st.Idempotency, "idempotency record"),
+		pools: st.PoolTable().Reader(), accounts: st.AccountTable().Reader()}
+}
+
 // Reconciler is a running instance API and reconcile loop.
 type Reconciler struct {
-	nc     *nats.Conn
-	st     *bus.Stores
+	nc *nats.Conn
+	st *bus.Stores
+	tables
 	o      Options
 	log    zerolog.Logger
 	svc    *bus.Service
@@ -113,7 +130,7 @@ type Reconciler struct {
 func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	o.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Reconciler{nc: nc, st: st, o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
+	r := &Reconciler{nc: nc, st: st, tables: tablesOf(st), o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
 		cancel: cancel, slots: make(chan struct{}, 2*o.ReconcileWorkers), sem: make(chan struct{}, o.ReconcileWorkers),
 		stopping: make(chan struct{}), consumerTrouble: make(chan struct{}, 1), budgets: newBudgets(o.RateReserve)}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{

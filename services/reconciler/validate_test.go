@@ -59,7 +59,7 @@ func TestBadInputIsRefusedAndLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if keys, err := bus.Keys(ctx, b, ""); err != nil || len(keys) != 0 {
+		if keys, err := bus.NewTable[struct{}](b, "record").Keys(ctx, ""); err != nil || len(keys) != 0 {
 			t.Fatalf("%s holds %v after refused requests (err %v)", kv, keys, err)
 		}
 	}
@@ -147,7 +147,7 @@ func TestCreateRefusedWhilePoolIsBeingDeleted(t *testing.T) {
 	if err := h.rec.recheckPool(ctx, tenant, marked.ID); !api.IsCode(err, api.CodeInvalidInput) {
 		t.Fatalf("recheck of a deleted pool: %v", err)
 	}
-	if keys, _ := bus.Keys(ctx, h.env.Stores.Instances, ""); len(keys) != 0 {
+	if keys, _ := h.env.Stores.InstanceTable().Keys(ctx, ""); len(keys) != 0 {
 		t.Fatalf("instances left: %v", keys)
 	}
 }

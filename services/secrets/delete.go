@@ -8,9 +8,6 @@ import (
 	"better-compute.io/compute/pkg/bus"
 )
 
-// deleteAttempts bounds the revision CAS retries of a delete.
-const deleteAttempts = 3
-
 // delete removes a secret (secrets.delete). Errors: INVALID_INPUT (id),
 // NOT_FOUND, INVALID_STATE with details.accounts (ids of the tenant's
 // accounts whose config references the secret), CONFLICT (the record kept
@@ -20,7 +17,7 @@ const deleteAttempts = 3
 // name the secret; its calls then fail with NOT_FOUND from resolve, a clear
 // error rather than a leak. The delete is a revision CAS; the only writer
 // that changes a stored secret is a rekey re-sealing it, so on a conflict
-// the delete reads the new revision and tries again.
+// the delete reads the new revision and tries again (Table.Remove).
 func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.IDRequest
 	if err := req.Decode(&in); err != nil {
@@ -32,8 +29,7 @@ func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 	case !api.ValidID(api.PrefixSecret, in.ID):
 		return nil, api.InvalidInput("id", "id must be a secret id (sec_<ulid>)")
 	}
-	_, rev, err := s.local.read(ctx, req.Tenant, in.ID)
-	if err != nil {
+	if _, _, err := s.local.read(ctx, req.Tenant, in.ID); err != nil {
 		return nil, err
 	}
 	accounts, err := referencingAccounts(ctx, s.accounts, req.Tenant, secretRef(req.Tenant, in.ID))
@@ -44,17 +40,7 @@ func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 		return nil, api.Errorf(api.CodeInvalidState, "secret %s is referenced by provider account(s) %s; remove the references first", in.ID, strings.Join(accounts, ", ")).
 			With("accounts", accounts)
 	}
-	key := secretKey(req.Tenant, in.ID)
-	for attempt := 1; ; attempt++ {
-		err = bus.DeleteKey(ctx, s.local.kv, key, rev)
-		if !api.IsCode(err, api.CodeConflict) || attempt == deleteAttempts {
-			break
-		}
-		if _, rev, err = s.local.read(ctx, req.Tenant, in.ID); err != nil {
-			return nil, err
-		}
-	}
-	if err != nil {
+	if err := s.local.secrets.Remove(ctx, req.Tenant, in.ID); err != nil {
 		return nil, err
 	}
 	req.Log.Info().Str("secret_id", in.ID).Msg("secret deleted")

@@ -2,18 +2,17 @@ package secrets
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 )
 
-// keyCheckPrefix prefixes the key check records in the secrets bucket. It
-// starts with "_", which no tenant id does, so no tenant listing sees them.
-const keyCheckPrefix = "_keycheck."
+// keyCheckTenant is the tenant token of the key check records in the
+// secrets bucket (keys _keycheck.<keyId>). It starts with
+// bus.InternalTenantPrefix, so no tenant listing sees them.
+const keyCheckTenant = bus.InternalTenantPrefix + "keycheck"
 
 // keyCheckRecord remembers which key material a key id named when it first
 // sealed a value: the keyring's KeyCheck (an HMAC, not the key).
@@ -34,31 +33,19 @@ type keyCheckRecord struct {
 // fails too: the key file is older than the last rekey. Errors: plain errors
 // naming the key id; UNAVAILABLE from the store.
 func (s *localStore) verifyKeys(ctx context.Context) error {
-	keys, err := bus.Keys(ctx, s.kv, keyCheckPrefix)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		var rec keyCheckRecord
-		if _, err := bus.GetJSON(ctx, s.kv, k, &rec); err != nil {
-			if errors.Is(err, bus.ErrNotFound) {
-				continue
-			}
-			return err
-		}
-		id := strings.TrimPrefix(k, keyCheckPrefix)
+	return s.checks.Each(ctx, keyCheckTenant, func(_, id string, rec keyCheckRecord, _ uint64) error {
 		_, inKeyring := s.keys.KeyCheck(id)
 		switch {
 		case rec.RetiredAt != nil && id == s.keys.Current():
 			return fmt.Errorf("current seal key %s was retired by a rekey: the key file is outdated (make a new key, with a new id, the last line)", id)
 		case rec.RetiredAt != nil && !inKeyring:
-			continue
+			return nil
 		}
 		if err := s.keys.VerifyKeyCheck(id, rec.Check); err != nil {
 			return fmt.Errorf("stored secrets cannot be opened with this keyring: %w", err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // ensureKeyCheck runs before every seal: it writes the current key's check
@@ -68,19 +55,17 @@ func (s *localStore) verifyKeys(ctx context.Context) error {
 // seal. Errors: INTERNAL (refusing to seal), UNAVAILABLE.
 func (s *localStore) ensureKeyCheck(ctx context.Context) error {
 	id := s.keys.Current()
-	k := keyCheckPrefix + id
-	var rec keyCheckRecord
-	_, err := bus.GetJSON(ctx, s.kv, k, &rec)
-	if errors.Is(err, bus.ErrNotFound) {
+	rec, _, err := s.checks.Get(ctx, keyCheckTenant, id)
+	if api.IsCode(err, api.CodeNotFound) {
 		check, _ := s.keys.KeyCheck(id)
-		_, err = bus.CreateJSON(ctx, s.kv, k, keyCheckRecord{KeyID: id, Check: check, CreatedAt: time.Now().UTC()})
+		_, err = s.checks.Create(ctx, keyCheckTenant, id, keyCheckRecord{KeyID: id, Check: check, CreatedAt: time.Now().UTC()})
 		if err == nil {
 			return nil
 		}
 		if !api.IsCode(err, api.CodeAlreadyExists) {
 			return err
 		}
-		_, err = bus.GetJSON(ctx, s.kv, k, &rec) // another replica wrote it first
+		rec, _, err = s.checks.Get(ctx, keyCheckTenant, id) // another replica wrote it first
 	}
 	if err != nil {
 		return api.Errorf(api.CodeUnavailable, "read key check of seal key %s: %v", id, err)
@@ -95,40 +80,35 @@ func (s *localStore) ensureKeyCheck(ctx context.Context) error {
 }
 
 // retireKeys marks the check record of every key but the current one
-// retired (revision CAS; a record changed meanwhile is left for the next
-// rekey) and returns the ids of all retired keys other than the current
+// retired (Table.MutateAt) and returns the ids of all retired keys other than the current
 // one: those may be removed from the key file. Callers make sure no stored
 // value is sealed with them. Errors: UNAVAILABLE, INTERNAL.
 func (s *localStore) retireKeys(ctx context.Context) ([]string, error) {
-	keys, err := bus.Keys(ctx, s.kv, keyCheckPrefix)
-	if err != nil {
-		return nil, err
-	}
 	retired := []string{}
-	for _, k := range keys {
-		id := strings.TrimPrefix(k, keyCheckPrefix)
+	now := time.Now().UTC()
+	err := s.checks.Each(ctx, keyCheckTenant, func(_, id string, rec keyCheckRecord, rev uint64) error {
 		if id == s.keys.Current() {
-			continue
-		}
-		var rec keyCheckRecord
-		rev, err := bus.GetJSON(ctx, s.kv, k, &rec)
-		if errors.Is(err, bus.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
+			return nil
 		}
 		if rec.RetiredAt == nil {
-			now := time.Now().UTC()
-			rec.RetiredAt = &now
-			if _, err := bus.UpdateJSON(ctx, s.kv, k, rec, rev); err != nil {
-				if api.IsCode(err, api.CodeConflict) {
-					continue
+			_, _, err := s.checks.MutateAt(ctx, keyCheckTenant, id, rec, rev, func(r *keyCheckRecord) error {
+				if r.RetiredAt == nil {
+					r.RetiredAt = &now
 				}
-				return nil, err
+				return nil
+			})
+			if api.IsCode(err, api.CodeNotFound) {
+				return nil // deleted meanwhile: nothing to retire
+			}
+			if err != nil {
+				return err
 			}
 		}
 		retired = append(retired, id)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return retired, nil
 }

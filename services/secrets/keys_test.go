@@ -108,8 +108,8 @@ func TestVaultOptionServesItsScheme(t *testing.T) {
 func TestReplicaWithOtherKeyRefusesToSeal(t *testing.T) {
 	h := startHarness(t)
 	ctx := context.Background()
-	a := &localStore{kv: h.env.Stores.Secrets, keys: testKeyring(t, "k7", 1)}
-	b := &localStore{kv: h.env.Stores.Secrets, keys: testKeyring(t, "k7", 2)}
+	a := newLocalStore(h.env.Stores.Secrets, testKeyring(t, "k7", 1))
+	b := newLocalStore(h.env.Stores.Secrets, testKeyring(t, "k7", 2))
 	if _, err := a.create(ctx, "acme", api.NewID(api.PrefixSecret), "n", "replica-value"); err != nil {
 		t.Fatalf("first replica: %v", err)
 	}

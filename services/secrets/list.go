@@ -8,12 +8,12 @@ import (
 )
 
 // list pages through the tenant's secrets (secrets.list), metadata only:
-// records decode as api.Secret, which has no value field. Errors:
+// records decode as api.Secret (s.metadata), which has no value field. Errors:
 // INVALID_INPUT (body, limit), UNAVAILABLE, INTERNAL.
 func (s *service) list(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.ListRequest
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	return bus.ListJSON[api.Secret](ctx, s.local.kv, req.Tenant+".", in.Limit, in.Cursor, nil)
+	return s.metadata.List(ctx, req.Tenant, in.Limit, in.Cursor, nil)
 }

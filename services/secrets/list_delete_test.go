@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 )
 
 func TestListShowsMetadataOnly(t *testing.T) {
@@ -72,10 +71,10 @@ func TestDeleteRefusedWhileAnAccountReferencesIt(t *testing.T) {
 	h := startHarness(t)
 	s := h.put(t, "acme", api.SecretPutRequest{Name: "a", Value: "referenced-value"})
 	ctx := context.Background()
-	accounts := h.env.Stores.Accounts
+	accounts := h.env.Stores.AccountTable()
 	write := func(tenant, id string, config map[string]any) {
 		t.Helper()
-		if _, err := bus.CreateJSON(ctx, accounts, tenant+"."+id, api.Account{ID: id, TenantID: tenant, Provider: "hetzner-cloud", Name: id, Config: config, Version: 1}); err != nil {
+		if _, err := accounts.Create(ctx, tenant, id, api.Account{ID: id, TenantID: tenant, Provider: "hetzner-cloud", Name: id, Config: config, Version: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +92,7 @@ func TestDeleteRefusedWhileAnAccountReferencesIt(t *testing.T) {
 	}
 
 	for _, id := range []string{"pacct_nested", "pacct_top"} {
-		if err := accounts.Delete(ctx, "acme."+id); err != nil {
+		if err := accounts.Remove(ctx, "acme", id); err != nil {
 			t.Fatal(err)
 		}
 	}

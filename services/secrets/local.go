@@ -2,7 +2,6 @@ package secrets
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,13 +22,18 @@ type record struct {
 }
 
 // localStore is the sealed store of secret:// references in the
-// compute_secrets bucket, keyed <tenant>.<secretId>.
+// compute_secrets bucket (owner: this service): the sealed records of
+// tenants, and the key check records under keyCheckTenant.
 type localStore struct {
-	kv   jetstream.KeyValue
-	keys *seal.Keyring
+	secrets *bus.Table[record]
+	checks  *bus.Table[keyCheckRecord]
+	keys    *seal.Keyring
 }
 
-func secretKey(tenant, id string) string { return tenant + "." + id }
+// newLocalStore keeps secrets sealed with keys in kv (compute_secrets).
+func newLocalStore(kv jetstream.KeyValue, keys *seal.Keyring) *localStore {
+	return &localStore{secrets: bus.NewTable[record](kv, "secret"), checks: bus.NewTable[keyCheckRecord](kv, "key check"), keys: keys}
+}
 
 func secretRef(tenant, id string) string {
 	return api.SecretRef{Scheme: api.SchemeSecret, Tenant: tenant, ID: id}.String()
@@ -45,7 +49,7 @@ func (s *localStore) create(ctx context.Context, tenant, id, name, value string)
 	meta := api.Secret{ID: id, TenantID: tenant, Name: name, Ref: secretRef(tenant, id), CreatedAt: time.Now().UTC()}
 	rec := record{Secret: meta}
 	s.sealInto(&rec, tenant, id, []byte(value))
-	if _, err := bus.CreateJSON(ctx, s.kv, secretKey(tenant, id), rec); err != nil {
+	if _, err := s.secrets.Create(ctx, tenant, id, rec); err != nil {
 		return api.Secret{}, err
 	}
 	return meta, nil
@@ -68,12 +72,7 @@ func (s *localStore) open(ctx context.Context, tenant, id string) (api.Secret, [
 // read returns the stored record of tenant's secret id and its revision.
 // Errors: NOT_FOUND, UNAVAILABLE, INTERNAL (corrupt record).
 func (s *localStore) read(ctx context.Context, tenant, id string) (record, uint64, error) {
-	var rec record
-	rev, err := bus.GetJSON(ctx, s.kv, secretKey(tenant, id), &rec)
-	if errors.Is(err, bus.ErrNotFound) {
-		return record{}, 0, api.NotFound("secret", id)
-	}
-	return rec, rev, err
+	return s.secrets.Get(ctx, tenant, id)
 }
 
 // unseal opens rec, stored under tenant and id. The additional data is the

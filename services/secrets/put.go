@@ -2,10 +2,7 @@ package secrets
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
-	"errors"
 	"regexp"
 	"unicode/utf8"
 
@@ -50,12 +47,9 @@ type idempotencyRecord struct {
 	SecretID string `json:"secretId"`
 }
 
-// idempotencyKey is the NATS-token-safe key of a tenant's put idempotency
-// key: <tenant>.secrets-put.<hex sha256 of the key>.
-func idempotencyKey(tenant, key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return tenant + ".secrets-put." + hex.EncodeToString(sum[:])
-}
+// idempotencyOp names a put's records in compute_idempotency
+// (bus.IdempotencyID).
+var idempotencyOp = bus.EndpointName(bus.ResourceSecrets, "put")
 
 // put stores a secret (secrets.put). Errors: UNSUPPORTED when the store
 // configuration leaves secret:// out, INVALID_INPUT naming the field,
@@ -112,20 +106,19 @@ func (s *service) put(ctx context.Context, req *bus.Request) (any, error) {
 // recording a new one if there is none. Errors: UNAVAILABLE (also when the
 // record keeps vanishing under a race), INTERNAL (corrupt record).
 func (s *service) reserve(ctx context.Context, tenant, key string) (string, error) {
-	k := idempotencyKey(tenant, key)
+	id := bus.IdempotencyID(idempotencyOp, key)
 	for range 2 {
-		var rec idempotencyRecord
-		_, err := bus.GetJSON(ctx, s.idempotency, k, &rec)
+		rec, _, err := s.idempotency.Get(ctx, tenant, id)
 		switch {
 		case err == nil && api.ValidID(api.PrefixSecret, rec.SecretID):
 			return rec.SecretID, nil
 		case err == nil:
-			return "", api.Errorf(api.CodeInternal, "idempotency record %s is corrupt", k)
-		case !errors.Is(err, bus.ErrNotFound):
+			return "", api.Errorf(api.CodeInternal, "idempotency record %s of tenant %s is corrupt", id, tenant)
+		case !api.IsCode(err, api.CodeNotFound):
 			return "", err
 		}
 		rec.SecretID = api.NewID(api.PrefixSecret)
-		_, err = bus.CreateJSON(ctx, s.idempotency, k, rec)
+		_, err = s.idempotency.Create(ctx, tenant, id, rec)
 		if err == nil {
 			return rec.SecretID, nil
 		}
@@ -134,7 +127,7 @@ func (s *service) reserve(ctx context.Context, tenant, key string) (string, erro
 		}
 		// A concurrent put reserved first: read its reservation.
 	}
-	return "", api.Errorf(api.CodeUnavailable, "idempotency record %s changed concurrently; retry", k)
+	return "", api.Errorf(api.CodeUnavailable, "idempotency record %s of tenant %s changed concurrently; retry", id, tenant)
 }
 
 // repeated answers a put whose reserved secret already exists: the same

@@ -56,7 +56,7 @@ func TestPutIdempotent(t *testing.T) {
 		t.Fatalf("list: %d secrets (err %v), want exactly the one of the first put", len(list.Items), err)
 	}
 
-	key := idempotencyKey("acme", req.IdempotencyKey)
+	key := bus.RecordKey("acme", bus.IdempotencyID(idempotencyOp, req.IdempotencyKey))
 	if !regexp.MustCompile(`^acme\.secrets-put\.[0-9a-f]{64}$`).MatchString(key) {
 		t.Fatalf("idempotency key %q is not <tenant>.secrets-put.<hex sha256>", key)
 	}
@@ -74,7 +74,8 @@ func TestPutIdempotent(t *testing.T) {
 func TestPutCompletesAReservation(t *testing.T) {
 	h := startHarness(t)
 	reserved := api.NewID(api.PrefixSecret)
-	if _, err := bus.CreateJSON(context.Background(), h.env.Stores.Idempotency, idempotencyKey("acme", "k1"), idempotencyRecord{SecretID: reserved}); err != nil {
+	idempotency := bus.NewTable[idempotencyRecord](h.env.Stores.Idempotency, "idempotency record")
+	if _, err := idempotency.Create(context.Background(), "acme", bus.IdempotencyID(idempotencyOp, "k1"), idempotencyRecord{SecretID: reserved}); err != nil {
 		t.Fatal(err)
 	}
 	s := h.put(t, "acme", api.SecretPutRequest{Name: "tok", Value: "reserved-value", IdempotencyKey: "k1"})

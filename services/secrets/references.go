@@ -2,10 +2,6 @@ package secrets
 
 import (
 	"context"
-	"errors"
-	"strings"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -15,26 +11,15 @@ import (
 // compute_accounts, keys <tenant>.<accountId>) whose config holds ref
 // anywhere. Only the tenant's own accounts are read: another tenant's
 // account cannot resolve the reference anyway. Errors: UNAVAILABLE, INTERNAL.
-func referencingAccounts(ctx context.Context, kv jetstream.KeyValue, tenant, ref string) ([]string, error) {
-	prefix := tenant + "."
-	keys, err := bus.Keys(ctx, kv, prefix)
-	if err != nil {
-		return nil, err
-	}
+func referencingAccounts(ctx context.Context, accounts bus.Reader[api.Account], tenant, ref string) ([]string, error) {
 	var ids []string
-	for _, k := range keys {
-		var acct api.Account
-		if _, err := bus.GetJSON(ctx, kv, k, &acct); err != nil {
-			if errors.Is(err, bus.ErrNotFound) {
-				continue
-			}
-			return nil, err
-		}
+	err := accounts.Each(ctx, tenant, func(_, id string, acct api.Account, _ uint64) error {
 		if holdsRef(acct.Config, ref) {
-			ids = append(ids, strings.TrimPrefix(k, prefix))
+			ids = append(ids, id)
 		}
-	}
-	return ids, nil
+		return nil
+	})
+	return ids, err
 }
 
 // holdsRef walks a decoded JSON value (objects, arrays, at any depth) for a

@@ -3,7 +3,6 @@ package secrets
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"better-compute.io/compute/pkg/api"
@@ -64,9 +63,6 @@ func (r *RekeyReply) Merge(batch RekeyReply) {
 	r.NextCursor, r.Remaining, r.Retired = batch.NextCursor, batch.Remaining, batch.Retired
 }
 
-// rekeyAttempts bounds the CAS retries of one record.
-const rekeyAttempts = 4
-
 // rekey re-seals stored values with the current key
 // (compute.internal.secrets.rekey), one record at a time: read, open,
 // seal, write back only if the record's revision is unchanged (else read
@@ -90,7 +86,7 @@ func (s *service) rekey(ctx context.Context, req *bus.Request) (any, error) {
 		return nil, err
 	}
 	stopAt := batchEnd(ctx)
-	keys, err := recordKeys(ctx, s.local)
+	keys, err := s.local.secrets.Keys(ctx, "") // every tenant's, not the key checks
 	if err != nil {
 		return nil, err
 	}
@@ -144,82 +140,58 @@ func (s *service) rekeyRecord(ctx context.Context, req *bus.Request, k string, o
 		out.Failed = append(out.Failed, k)
 		return nil
 	}
-	for range rekeyAttempts {
-		rec, rev, err := s.local.read(ctx, tenant, id)
-		switch {
-		case api.IsCode(err, api.CodeNotFound):
-			out.Vanished++
-			return nil
-		case err != nil:
-			return err
-		case rec.KeyID == out.KeyID:
-			out.Current++
-			return nil
+	from := ""
+	_, _, err := s.local.secrets.Mutate(ctx, tenant, id, func(rec *record) error {
+		from = rec.KeyID
+		if rec.KeyID == out.KeyID {
+			return errSealedWithCurrent
 		}
-		plain, err := s.local.unseal(tenant, id, rec)
+		plain, err := s.local.unseal(tenant, id, *rec)
 		if err != nil {
-			req.Log.Warn().Str("for_tenant", tenant).Str("secret_id", id).Str("key_id", rec.KeyID).Msg("rekey: secret does not open; left as is")
-			out.Failed = append(out.Failed, secretRef(tenant, id))
-			return nil
+			return errUnopened
 		}
-		from := rec.KeyID
-		s.local.sealInto(&rec, tenant, id, plain)
+		s.local.sealInto(rec, tenant, id, plain)
 		clear(plain)
-		_, err = bus.UpdateJSON(ctx, s.local.kv, k, rec, rev)
-		if api.IsCode(err, api.CodeConflict) {
-			continue // deleted or re-sealed meanwhile: look again
-		}
-		if err != nil {
-			return err
-		}
-		req.Log.Debug().Str("for_tenant", tenant).Str("secret_id", id).Str("from_key_id", from).Str("key_id", rec.KeyID).Msg("secret resealed")
-		out.Resealed++
 		return nil
+	})
+	switch {
+	case api.IsCode(err, api.CodeNotFound): // deleted meanwhile
+		out.Vanished++
+	case errors.Is(err, errSealedWithCurrent):
+		out.Current++
+	case errors.Is(err, errUnopened):
+		req.Log.Warn().Str("for_tenant", tenant).Str("secret_id", id).Str("key_id", from).Msg("rekey: secret does not open; left as is")
+		out.Failed = append(out.Failed, secretRef(tenant, id))
+	case err != nil:
+		return err
+	default:
+		req.Log.Debug().Str("for_tenant", tenant).Str("secret_id", id).Str("from_key_id", from).Str("key_id", out.KeyID).Msg("secret resealed")
+		out.Resealed++
 	}
-	return api.Errorf(api.CodeConflict, "secret %s kept changing during the rekey; run it again", secretRef(tenant, id))
+	return nil
 }
 
-// recordKeys returns the keys of every stored secret (not the key check
-// records), sorted. Errors: UNAVAILABLE.
-func recordKeys(ctx context.Context, s *localStore) ([]string, error) {
-	all, err := bus.Keys(ctx, s.kv, "")
-	if err != nil {
-		return nil, err
-	}
-	keys := all[:0]
-	for _, k := range all {
-		if !strings.HasPrefix(k, "_") {
-			keys = append(keys, k)
-		}
-	}
-	return keys, nil
-}
+// Outcomes of a rekeyRecord change that leave the record as it is.
+var (
+	errSealedWithCurrent = errors.New("sealed with the current key")
+	errUnopened          = errors.New("does not open")
+)
 
 // parseRecordKey splits a record key <tenant>.<secretId>.
 func parseRecordKey(k string) (tenant, id string, ok bool) {
-	tenant, id, ok = strings.Cut(k, ".")
+	tenant, id, ok = bus.SplitKey(k)
 	return tenant, id, ok && api.ValidTenant(tenant) && api.ValidID(api.PrefixSecret, id)
 }
 
 // countOtherKeys counts the stored values sealed with a key other than the
 // current one. Errors: UNAVAILABLE, INTERNAL.
 func (s *localStore) countOtherKeys(ctx context.Context) (int, error) {
-	keys, err := recordKeys(ctx, s)
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, k := range keys {
-		var rec record
-		if _, err := bus.GetJSON(ctx, s.kv, k, &rec); err != nil {
-			if errors.Is(err, bus.ErrNotFound) {
-				continue
-			}
-			return 0, err
-		}
+	err := s.secrets.Each(ctx, "", func(_, _ string, rec record, _ uint64) error {
 		if rec.KeyID != s.keys.Current() {
 			n++
 		}
-	}
-	return n, nil
+		return nil
+	})
+	return n, err
 }

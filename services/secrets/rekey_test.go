@@ -201,7 +201,7 @@ func TestRekeyUnderLoad(t *testing.T) {
 
 	// A replica still running with the old key file refuses to seal, and
 	// the old key file no longer starts the service.
-	lagging := &localStore{kv: h.env.Stores.Secrets, keys: testKeyring(t, "k1", 1)}
+	lagging := newLocalStore(h.env.Stores.Secrets, testKeyring(t, "k1", 1))
 	_, err := lagging.create(context.Background(), "acme", api.NewID(api.PrefixSecret), "n", "lagging-value")
 	if ce := wantError(t, err, api.CodeInternal, "", "lagging-value"); !strings.Contains(ce.Message, "retired") {
 		t.Fatalf("lagging replica: %s; want a refusal naming the retired key", ce.Message)
@@ -218,13 +218,12 @@ func TestRekeyReportsValuesThatDoNotOpen(t *testing.T) {
 	good := h.put(t, "acme", api.SecretPutRequest{Name: "good", Value: "rekey-good-value"})
 	bad := h.put(t, "acme", api.SecretPutRequest{Name: "bad", Value: "rekey-bad-value"})
 	ctx := context.Background()
-	var rec record
-	rev, err := bus.GetJSON(ctx, h.env.Stores.Secrets, secretKey("acme", bad.ID), &rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Ciphertext[0] ^= 0xff
-	if _, err := bus.UpdateJSON(ctx, h.env.Stores.Secrets, secretKey("acme", bad.ID), rec, rev); err != nil {
+	secrets := newLocalStore(h.env.Stores.Secrets, nil).secrets
+	if _, _, err := secrets.Mutate(ctx, "acme", bad.ID, func(rec *record) error {
+		rec.Ciphertext = append([]byte(nil), rec.Ciphertext...)
+		rec.Ciphertext[0] ^= 0xff
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.restart(t, sealKey("k1", 1), sealKey("k2", 2)); err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
@@ -46,10 +45,13 @@ type Options struct {
 
 // service holds what the handlers share.
 type service struct {
-	local       *localStore
-	broker      broker
-	accounts    jetstream.KeyValue
-	idempotency jetstream.KeyValue
+	local  *localStore
+	broker broker
+	// metadata reads compute_secrets' records as api.Secret: no value.
+	metadata bus.Reader[api.Secret]
+	// accounts is read for references to a secret being deleted.
+	accounts    bus.Reader[api.Account]
+	idempotency *bus.Table[idempotencyRecord]
 }
 
 // Start checks the keyring against the key check records of the secrets
@@ -69,7 +71,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if len(o.Stores) == 0 {
 		o.Stores = DefaultStores
 	}
-	local := &localStore{kv: st.Secrets, keys: o.Keyring}
+	local := newLocalStore(st.Secrets, o.Keyring)
 	b, err := newBroker(o.Stores, map[string]Store{api.SchemeSecret: local, api.SchemeEnv: envStore{}, api.SchemeVault: o.Vault})
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
@@ -79,17 +81,18 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if err := local.verifyKeys(ctx); err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
-	s := &service{local: local, broker: b, accounts: st.Accounts, idempotency: st.Idempotency}
+	s := &service{local: local, broker: b, metadata: bus.NewTable[api.Secret](st.Secrets, "secret").Reader(),
+		accounts: st.AccountTable().Reader(), idempotency: bus.NewTable[idempotencyRecord](st.Idempotency, "idempotency record")}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: ServiceName, Version: Version, Description: "secret store and broker",
 		Workers: o.Workers, Logger: o.Logger,
 		Endpoints: []bus.Endpoint{
-			{Name: "put", Subject: bus.Command("*", bus.ResourceSecrets, "put"), Handler: s.put},
-			{Name: "list", Subject: bus.Command("*", bus.ResourceSecrets, "list"), Handler: s.list},
-			{Name: "delete", Subject: bus.Command("*", bus.ResourceSecrets, "delete"), Handler: s.delete},
-			{Name: "resolve", Subject: bus.SecretsResolve, Handler: s.resolve},
-			{Name: "check", Subject: bus.SecretsCheck, Handler: s.check},
-			{Name: "rekey", Subject: RekeySubject, Handler: s.rekey},
+			bus.CommandEndpoint(bus.ResourceSecrets, "put", s.put),
+			bus.CommandEndpoint(bus.ResourceSecrets, "list", s.list),
+			bus.CommandEndpoint(bus.ResourceSecrets, "delete", s.delete),
+			{Name: bus.EndpointName(bus.ResourceSecrets, "resolve"), Subject: bus.SecretsResolve, Handler: s.resolve},
+			{Name: bus.EndpointName(bus.ResourceSecrets, "check"), Subject: bus.SecretsCheck, Handler: s.check},
+			{Name: bus.EndpointName(bus.ResourceSecrets, "rekey"), Subject: RekeySubject, Handler: s.rekey},
 		},
 	})
 	if err != nil {
