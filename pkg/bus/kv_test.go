@@ -78,7 +78,7 @@ func TestTableCompareAndSet(t *testing.T) {
 
 // Mutate applies its change to the latest record: a write that lost to
 // another one (made by the change itself here, once) is tried again on a
-// fresh read; an error of the change ends it unwritten.
+// fresh read; an error of the change, also a CONFLICT, ends it unwritten.
 func TestTableMutate(t *testing.T) {
 	env := bustest.Start(t)
 	ctx, tab := testCtx(t), bus.NewTable[rec](env.Stores.Pools, "rec")
@@ -103,9 +103,10 @@ func TestTableMutate(t *testing.T) {
 		t.Fatalf("stored %+v rev %d, %v; want %+v rev %d", stored, storedRev, err, got, rev)
 	}
 
-	refused := api.Errorf(api.CodeInvalidState, "no")
-	if got, _, err := tab.Mutate(ctx, "acme", "x", func(r *rec) error { r.N = 99; return refused }); err != refused || got.N != 11 {
-		t.Fatalf("refused Mutate = %+v, %v; want the record as read and %v", got, err, refused)
+	refused := api.Errorf(api.CodeConflict, "version is stale") // a change's own CONFLICT is no lost race
+	calls = 0
+	if got, _, err := tab.Mutate(ctx, "acme", "x", func(r *rec) error { calls++; r.N = 99; return refused }); err != refused || got.N != 11 || calls != 1 {
+		t.Fatalf("refused Mutate = %+v, %v after %d calls; want the record as read and %v after 1", got, err, calls, refused)
 	}
 	if _, _, err := tab.Mutate(ctx, "acme", "y", func(*rec) error { return nil }); !api.IsCode(err, api.CodeNotFound) {
 		t.Fatalf("Mutate of a missing record = %v, want NOT_FOUND", err)
@@ -122,6 +123,23 @@ func TestTableMutate(t *testing.T) {
 	want := api.Errorf(api.CodeConflict, "rec x kept changing (%d attempts); retry", bus.CASAttempts)
 	if !reflect.DeepEqual(api.AsComputeError(err), want) || calls != bus.CASAttempts {
 		t.Fatalf("Mutate losing every race = %v after %d calls, want %v after %d", err, calls, want, bus.CASAttempts)
+	}
+}
+
+// GetOrCreate creates a missing record once; later calls return it.
+func TestTableGetOrCreate(t *testing.T) {
+	env := bustest.Start(t)
+	ctx, tab := testCtx(t), bus.NewTable[rec](env.Stores.Idempotency, "rec")
+	got, rev1, created, err := tab.GetOrCreate(ctx, "acme", "op.k", rec{N: 1})
+	if err != nil || !created || got.N != 1 || rev1 == 0 {
+		t.Fatalf("first GetOrCreate = %+v rev %d created %v, %v; want n=1 created", got, rev1, created, err)
+	}
+	got, rev, created, err := tab.GetOrCreate(ctx, "acme", "op.k", rec{N: 2})
+	if err != nil || created || got.N != 1 || rev != rev1 {
+		t.Fatalf("second GetOrCreate = %+v rev %d created %v, %v; want the first record (n=1, rev %d)", got, rev, created, err, rev1)
+	}
+	if stored, _, err := tab.Get(ctx, "acme", "op.k"); err != nil || stored.N != 1 {
+		t.Fatalf("stored %+v, %v; want n=1", stored, err)
 	}
 }
 

@@ -106,28 +106,17 @@ func (t *Table[T]) Mutate(ctx context.Context, tenant, id string, change func(*T
 // a change that modifies them copies them first. Errors: those of Mutate.
 func (t *Table[T]) MutateAt(ctx context.Context, tenant, id string, cur T, rev uint64, change func(*T) error) (T, uint64, error) {
 	key := RecordKey(tenant, id)
-	for attempt := 1; ; attempt++ {
+	return t.cas(ctx, tenant, id, cur, rev, func(cur T, rev uint64) (T, uint64, bool, error) {
 		next := cur
 		if err := change(&next); err != nil {
-			return cur, rev, err
+			return cur, rev, false, err // change's own CONFLICT is no lost race
 		}
 		newRev, err := writeJSON(ctx, t.kv, key, next, rev, false)
-		if err == nil {
-			return next, newRev, nil
+		if err != nil {
+			return cur, rev, api.IsCode(err, api.CodeConflict), err
 		}
-		if !api.IsCode(err, api.CodeConflict) {
-			return cur, rev, err
-		}
-		if attempt == CASAttempts {
-			return cur, rev, api.Errorf(api.CodeConflict, "%s %s kept changing (%d attempts); retry", t.kind, id, CASAttempts)
-		}
-		// Also a re-read that finds rev unchanged tries again: under load
-		// nats-server sometimes refuses a write on a replicated stream at
-		// the latest revision.
-		if cur, rev, err = t.Get(ctx, tenant, id); err != nil {
-			return cur, rev, err
-		}
-	}
+		return next, newRev, false, nil
+	})
 }
 
 // Delete deletes record id of tenant only if its revision is still rev.
@@ -141,19 +130,55 @@ func (t *Table[T]) Delete(ctx context.Context, tenant, id string, rev uint64) er
 // changed in between (CASAttempts tries in all). Errors: NOT_FOUND,
 // CONFLICT (the record kept changing), UNAVAILABLE, INTERNAL.
 func (t *Table[T]) Remove(ctx context.Context, tenant, id string) error {
+	cur, rev, err := t.Get(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	_, _, err = t.cas(ctx, tenant, id, cur, rev, func(cur T, rev uint64) (T, uint64, bool, error) {
+		err := t.Delete(ctx, tenant, id, rev)
+		return cur, rev, api.IsCode(err, api.CodeConflict), err
+	})
+	return err
+}
+
+// cas is the one compare-and-set loop: it runs step on the record as last
+// read (cur at rev) until step does not report its write lost to another
+// (lost), reading the record afresh after each loss, at most CASAttempts
+// times. Errors: those of step and Get, CONFLICT (the record kept changing).
+func (t *Table[T]) cas(ctx context.Context, tenant, id string, cur T, rev uint64, step func(cur T, rev uint64) (v T, newRev uint64, lost bool, err error)) (T, uint64, error) {
 	for attempt := 1; ; attempt++ {
-		_, rev, err := t.Get(ctx, tenant, id)
-		if err != nil {
-			return err
-		}
-		err = t.Delete(ctx, tenant, id, rev)
-		if !api.IsCode(err, api.CodeConflict) {
-			return err
+		v, newRev, lost, err := step(cur, rev)
+		if !lost {
+			return v, newRev, err
 		}
 		if attempt == CASAttempts {
-			return api.Errorf(api.CodeConflict, "%s %s kept changing (%d attempts); retry", t.kind, id, CASAttempts)
+			return cur, rev, api.Errorf(api.CodeConflict, "%s %s kept changing (%d attempts); retry", t.kind, id, CASAttempts)
+		}
+		// Also a re-read that finds rev unchanged tries again: under load
+		// nats-server sometimes refuses a write on a replicated stream at
+		// the latest revision.
+		if cur, rev, err = t.Get(ctx, tenant, id); err != nil {
+			return cur, rev, err
 		}
 	}
+}
+
+// GetOrCreate returns record id of tenant, creating it as v if there is
+// none; created says which. It reads first, so a record that exists costs
+// one read. A create that loses to another one reads the winner's record
+// (and creates again if that was deleted meanwhile, CASAttempts tries in
+// all). Errors: UNAVAILABLE (also when the record keeps appearing and
+// vanishing), INTERNAL (undecodable value).
+func (t *Table[T]) GetOrCreate(ctx context.Context, tenant, id string, v T) (stored T, rev uint64, created bool, err error) {
+	for range CASAttempts {
+		if stored, rev, err = t.Get(ctx, tenant, id); !api.IsCode(err, api.CodeNotFound) {
+			return stored, rev, false, err
+		}
+		if rev, err = t.Create(ctx, tenant, id, v); !api.IsCode(err, api.CodeAlreadyExists) {
+			return v, rev, err == nil, err
+		}
+	}
+	return v, 0, false, api.Errorf(api.CodeUnavailable, "%s %s of tenant %s keeps being created and deleted; retry", t.kind, id, tenant)
 }
 
 // List returns one page of tenant's records in id order (see

@@ -124,16 +124,12 @@ func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string, in *ap
 	reqHash := sha256.Sum256(body)
 	key := bus.IdempotencyID(createOp, in.IdempotencyKey)
 	rec := idempotencyRecord{InstanceID: id, RequestHash: hex.EncodeToString(reqHash[:])}
-	_, err := r.idempotency.Create(ctx, tenant, key, rec)
-	if err == nil {
+	prev, _, created, err := r.idempotency.GetOrCreate(ctx, tenant, key, rec)
+	if created {
 		return nil, id, nil
 	}
-	if !api.IsCode(err, api.CodeAlreadyExists) {
-		return nil, "", err
-	}
-	prev, _, err := r.idempotency.Get(ctx, tenant, key)
 	if err != nil {
-		return nil, "", api.Errorf(api.CodeUnavailable, "idempotency record is being written; retry")
+		return nil, "", err
 	}
 	if prev.RequestHash != rec.RequestHash {
 		return nil, "", api.Errorf(api.CodeConflict, "idempotencyKey was used for a different create request").With(api.DetailPath, "idempotencyKey")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
 )
 
@@ -76,7 +77,8 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 			queue(&inst) // its reconcile records what is missing
 			return nil
 		}
-		byAccount[acct.TenantID+"."+acct.ID] = append(byAccount[acct.TenantID+"."+acct.ID], &inst)
+		key := bus.RecordKey(acct.TenantID, acct.ID)
+		byAccount[key] = append(byAccount[key], &inst)
 		return nil
 	})
 	if err != nil {
@@ -140,7 +142,7 @@ type accountCache struct {
 // accountOf returns the provider account behind an instance's pool.
 // Errors: NOT_FOUND (pool or account gone), UNAVAILABLE, INTERNAL.
 func (r *Reconciler) accountOf(ctx context.Context, inst *api.Instance, cache *accountCache) (*api.Account, error) {
-	poolKey := inst.TenantID + "." + inst.PoolID
+	poolKey := bus.RecordKey(inst.TenantID, inst.PoolID)
 	if a, ok := cache.byPool[poolKey]; ok {
 		return a, nil
 	}
@@ -148,7 +150,7 @@ func (r *Reconciler) accountOf(ctx context.Context, inst *api.Instance, cache *a
 	if err != nil {
 		return nil, err
 	}
-	acctKey := inst.TenantID + "." + pool.ProviderAccountID
+	acctKey := bus.RecordKey(inst.TenantID, pool.ProviderAccountID)
 	acct, ok := cache.byAccount[acctKey]
 	if !ok {
 		a, _, err := r.accounts.Get(ctx, inst.TenantID, pool.ProviderAccountID)

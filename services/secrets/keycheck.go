@@ -55,17 +55,11 @@ func (s *localStore) verifyKeys(ctx context.Context) error {
 // seal. Errors: INTERNAL (refusing to seal), UNAVAILABLE.
 func (s *localStore) ensureKeyCheck(ctx context.Context) error {
 	id := s.keys.Current()
-	rec, _, err := s.checks.Get(ctx, keyCheckTenant, id)
-	if api.IsCode(err, api.CodeNotFound) {
-		check, _ := s.keys.KeyCheck(id)
-		_, err = s.checks.Create(ctx, keyCheckTenant, id, keyCheckRecord{KeyID: id, Check: check, CreatedAt: time.Now().UTC()})
-		if err == nil {
-			return nil
-		}
-		if !api.IsCode(err, api.CodeAlreadyExists) {
-			return err
-		}
-		rec, _, err = s.checks.Get(ctx, keyCheckTenant, id) // another replica wrote it first
+	check, _ := s.keys.KeyCheck(id)
+	// Another replica may write it first: GetOrCreate then reads its record.
+	rec, _, created, err := s.checks.GetOrCreate(ctx, keyCheckTenant, id, keyCheckRecord{KeyID: id, Check: check, CreatedAt: time.Now().UTC()})
+	if created {
+		return nil
 	}
 	if err != nil {
 		return api.Errorf(api.CodeUnavailable, "read key check of seal key %s: %v", id, err)
@@ -80,8 +74,8 @@ func (s *localStore) ensureKeyCheck(ctx context.Context) error {
 }
 
 // retireKeys marks the check record of every key but the current one
-// retired (Table.MutateAt) and returns the ids of all retired keys other than the current
-// one: those may be removed from the key file. Callers make sure no stored
+// retired (Table.MutateAt) and returns the ids of all retired keys other
+// than the current one: those may be removed from the key file. Callers make sure no stored
 // value is sealed with them. Errors: UNAVAILABLE, INTERNAL.
 func (s *localStore) retireKeys(ctx context.Context) ([]string, error) {
 	retired := []string{}

@@ -107,27 +107,15 @@ func (s *service) put(ctx context.Context, req *bus.Request) (any, error) {
 // record keeps vanishing under a race), INTERNAL (corrupt record).
 func (s *service) reserve(ctx context.Context, tenant, key string) (string, error) {
 	id := bus.IdempotencyID(idempotencyOp, key)
-	for range 2 {
-		rec, _, err := s.idempotency.Get(ctx, tenant, id)
-		switch {
-		case err == nil && api.ValidID(api.PrefixSecret, rec.SecretID):
-			return rec.SecretID, nil
-		case err == nil:
-			return "", api.Errorf(api.CodeInternal, "idempotency record %s of tenant %s is corrupt", id, tenant)
-		case !api.IsCode(err, api.CodeNotFound):
-			return "", err
-		}
-		rec.SecretID = api.NewID(api.PrefixSecret)
-		_, err = s.idempotency.Create(ctx, tenant, id, rec)
-		if err == nil {
-			return rec.SecretID, nil
-		}
-		if !api.IsCode(err, api.CodeAlreadyExists) {
-			return "", err
-		}
-		// A concurrent put reserved first: read its reservation.
+	// A concurrent put may reserve first: GetOrCreate then reads its reservation.
+	rec, _, _, err := s.idempotency.GetOrCreate(ctx, tenant, id, idempotencyRecord{SecretID: api.NewID(api.PrefixSecret)})
+	if err != nil {
+		return "", err
 	}
-	return "", api.Errorf(api.CodeUnavailable, "idempotency record %s of tenant %s changed concurrently; retry", id, tenant)
+	if !api.ValidID(api.PrefixSecret, rec.SecretID) {
+		return "", api.Errorf(api.CodeInternal, "idempotency record %s of tenant %s is corrupt", id, tenant)
+	}
+	return rec.SecretID, nil
 }
 
 // repeated answers a put whose reserved secret already exists: the same
