@@ -39,9 +39,9 @@ func IdempotencyID(op, key string) string {
 	return op + "." + hex.EncodeToString(sum[:])
 }
 
-// CASAttempts is the retry budget of every compare-and-set loop (Mutate,
-// MutateAt, Remove): how many times a read-modify-write is tried before a
-// record that keeps changing answers CONFLICT.
+// CASAttempts is the one retry budget of the compare-and-set loop (Mutate,
+// MutateAt, Remove: how many times a write is tried before a record that
+// keeps changing answers CONFLICT) and of GetOrCreate.
 const CASAttempts = 10
 
 // Table is one KV bucket of JSON records of type T, keyed RecordKey(tenant,
