@@ -211,9 +211,6 @@ func (r Reader[T]) Get(ctx context.Context, tenant, id string) (T, uint64, error
 	return r.t.Get(ctx, tenant, id)
 }
 
-// Kind is Table.Kind.
-func (r Reader[T]) Kind() string { return r.t.kind }
-
 // Page limits of List.
 const (
 	DefaultPageSize = 100
