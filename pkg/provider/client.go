@@ -38,7 +38,7 @@ type Client interface {
 type Powerer interface {
 	// Power applies action (api.Action*); NOT_FOUND for an absent machine,
 	// UNSUPPORTED for an action the provider cannot do.
-	Power(ctx context.Context, call *Call, id, action string) error
+	Power(ctx context.Context, call *Call, id string, action api.PowerAction) error
 }
 
 // Reinstaller is implemented by clients with the "reinstall" capability.

@@ -258,8 +258,8 @@ func (s *server) power(ctx context.Context, req *bus.Request, c Client, call *Ca
 	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(api.PowerActions, in.Action) {
-		return nil, api.InvalidInput("action", "action must be one of %v", api.PowerActions)
+	if !slices.Contains(api.PowerActions(), in.Action) {
+		return nil, api.InvalidInput("action", "action must be one of %v", api.PowerActions())
 	}
 	p, ok := c.(Powerer)
 	if !ok || !s.def.Has(CapabilityPower) {

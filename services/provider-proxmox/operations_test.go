@@ -23,7 +23,7 @@ func TestPowerActions(t *testing.T) {
 	m := e.create(t, "inst_power")
 	vmid, _ := strconv.Atoi(m.ID)
 	cases := []struct {
-		action string
+		action api.PowerAction
 		routes map[string]int
 		status string
 	}{

@@ -245,14 +245,14 @@ func TestServerDeletedOutOfBandIsNotShownDeleting(t *testing.T) {
 	seen := h.waitFor(inst.ID, "the deleting server seen", func(i *api.Instance, err error) bool {
 		return err == nil && i.Status.Machine != nil && i.Status.Machine.State == api.StateDeleting
 	})
-	if c := condition(seen, ConditionDrift); seen.Status.Phase != api.PhaseProvisioning || c == nil || c.Status != api.ConditionTrue {
+	if c := condition(seen, api.ConditionDrift); seen.Status.Phase != api.PhaseProvisioning || c == nil || c.Status != api.ConditionTrue {
 		t.Fatalf("instance whose server is deleted out of band: phase %s, drift %+v; want Provisioning with Drift True", seen.Status.Phase, c)
 	}
 	emu.DeleteServerOutOfBand(sid)
 	again := h.waitFor(inst.ID, "re-created", func(i *api.Instance, err error) bool {
 		return err == nil && i.Status.Phase == api.PhaseRunning && i.Status.Machine != nil && i.Status.Machine.ID != inst.Status.Machine.ID
 	})
-	if c := condition(again, ConditionDrift); c == nil || c.Status != api.ConditionFalse {
+	if c := condition(again, api.ConditionDrift); c == nil || c.Status != api.ConditionFalse {
 		t.Fatalf("drift after the re-create: %+v, want False", c)
 	}
 	if msg, err := deleting.NextMsg(100 * time.Millisecond); err == nil {
@@ -374,7 +374,7 @@ func TestFailingProviderCallsShowInList(t *testing.T) {
 		c := ready(i)
 		return err == nil && c != nil && c.Status == api.ConditionFalse
 	})
-	if c := ready(listed()); c == nil || c.Status != api.ConditionFalse || c.Reason != string(api.CodeProviderError) || c.Message == "" {
+	if c := ready(listed()); c == nil || c.Status != api.ConditionFalse || c.Reason != api.ReasonOf(api.CodeProviderError) || c.Message == "" {
 		t.Fatalf("listed while every call fails: Ready %+v, want False with PROVIDER_ERROR and the error", c)
 	}
 

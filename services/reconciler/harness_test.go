@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -122,15 +123,16 @@ func (h *harness) waitFor(id, what string, cond func(*api.Instance, error) bool)
 			return inst
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("instance %s never became %s; last: %+v (err %v)", id, what, inst.Status, err)
+			status, _ := json.MarshalIndent(inst.Status, "", "  ")
+			h.t.Fatalf("instance %s never became %s (err %v); last status:\n%s", id, what, err, status)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-func (h *harness) waitPhase(id, phase string) *api.Instance {
+func (h *harness) waitPhase(id string, phase api.Phase) *api.Instance {
 	h.t.Helper()
-	return h.waitFor(id, phase, func(i *api.Instance, err error) bool {
+	return h.waitFor(id, string(phase), func(i *api.Instance, err error) bool {
 		return err == nil && i.Status.Phase == phase && i.Status.ObservedGeneration == i.Generation
 	})
 }
@@ -143,7 +145,9 @@ func (h *harness) waitGone(id string) {
 // startAPIOnly serves the instance API alone (no work is consumed).
 func (h *harness) startAPIOnly() {
 	h.t.Helper()
-	r := &Reconciler{nc: h.env.NC, st: h.env.Stores, o: h.opts, log: zerolog.Nop()}
+	o := h.opts
+	o.defaults()
+	r := &Reconciler{nc: h.env.NC, st: h.env.Stores, o: o, log: zerolog.Nop()}
 	svc, err := bus.StartService(h.env.NC, bus.ServiceConfig{Name: "instances-api", Version: "0.0.1", Endpoints: r.endpoints(), Logger: zerolog.Nop()})
 	if err != nil {
 		h.t.Fatal(err)

@@ -50,7 +50,7 @@ func TestCreateToRunningThenDelete(t *testing.T) {
 		t.Fatalf("%d machines left after delete", n)
 	}
 
-	seen := map[string]bool{}
+	seen := map[api.EventType]bool{}
 	for len(events) > 0 {
 		var ev api.Event
 		if err := json.Unmarshal((<-events).Data, &ev); err != nil {
@@ -61,7 +61,7 @@ func TestCreateToRunningThenDelete(t *testing.T) {
 		}
 		seen[ev.Type] = true
 	}
-	for _, typ := range []string{"created", "provisioning", "running", "deleting", "deleted"} {
+	for _, typ := range []api.EventType{"created", "provisioning", "running", "deleting", "deleted"} {
 		if !seen[typ] {
 			t.Errorf("no %q event; saw %v", typ, seen)
 		}
@@ -191,7 +191,7 @@ func TestTerminalErrorFailsWithoutFurtherCalls(t *testing.T) {
 	inst := h.create(api.InstanceCreateRequest{Flavor: "bogus"})
 	failed := h.waitPhase(inst.ID, api.PhaseFailed)
 	c := providerCondition(failed)
-	if c == nil || c.Reason != string(api.CodeInvalidConfig) || c.Status != api.ConditionTrue || c.Message == "" {
+	if c == nil || c.Reason != api.ReasonOf(api.CodeInvalidConfig) || c.Status != api.ConditionTrue || c.Message == "" {
 		t.Fatalf("condition: %+v", c)
 	}
 	if _, err := h.rec.Resync(context.Background()); err != nil {
@@ -218,7 +218,7 @@ func TestDriftIsRepairedAtResync(t *testing.T) {
 	}
 	repaired := h.waitFor(inst.ID, "powered on again, drift resolved", func(i *api.Instance, err error) bool {
 		m := h.cloud.Machines()
-		c := condition(i, ConditionDrift)
+		c := condition(i, api.ConditionDrift)
 		return err == nil && len(m) == 1 && m[0].State == api.StateRunning && h.cloud.Calls(provider.VerbPower) == 1 &&
 			c != nil && c.Status == api.ConditionFalse
 	})
@@ -488,7 +488,7 @@ func TestExecutingOperationClaimIsALease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	state := func() string {
+	state := func() api.OperationState {
 		t.Helper()
 		got, err := h.get(inst.ID)
 		if err != nil || got.Status.LastOperation == nil {
@@ -603,7 +603,7 @@ func TestRefusedCreateFailsTheInstance(t *testing.T) {
 	inst := h.create(api.InstanceCreateRequest{})
 	failed := h.waitPhase(inst.ID, api.PhaseFailed)
 	c := providerCondition(failed)
-	if c == nil || c.Reason != string(api.CodeProviderError) || c.RetryAt != nil {
+	if c == nil || c.Reason != api.ReasonOf(api.CodeProviderError) || c.RetryAt != nil {
 		t.Fatalf("condition %+v, want PROVIDER_ERROR without a retry", c)
 	}
 	time.Sleep(100 * time.Millisecond) // several retry periods of fastOptions

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/clock"
 )
 
 // Options configures the reconciler. Zero values take the defaults.
@@ -47,6 +48,10 @@ type Options struct {
 	// RateReserve is the share of a provider account's reported rate limit
 	// left unused for the operator's other tools (default 0.1; negative: none).
 	RateReserve float64
+	// Clock is the time source of every record time, lease, retry and
+	// rate-limit budget (default clock.Real). The loop's own waits
+	// (JetStream redelivery, resync ticks) run on the wall clock.
+	Clock clock.Clock
 	// Hooks are test seams.
 	Hooks Hooks
 }
@@ -79,6 +84,9 @@ func (o *Options) defaults() {
 	}
 	if o.GracefulOffTimeout <= 0 {
 		o.GracefulOffTimeout = 5 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
 	}
 	o.Retry.defaults()
 	switch {
@@ -115,7 +123,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Reconciler{nc: nc, st: st, o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
 		cancel: cancel, slots: make(chan struct{}, 2*o.ReconcileWorkers), sem: make(chan struct{}, o.ReconcileWorkers),
-		stopping: make(chan struct{}), consumerTrouble: make(chan struct{}, 1), budgets: newBudgets(o.RateReserve)}
+		stopping: make(chan struct{}), consumerTrouble: make(chan struct{}, 1), budgets: newBudgets(o.RateReserve, o.Clock)}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
 		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),
