@@ -7,6 +7,7 @@ import (
 
 	"better-compute.io/compute/conformance"
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
 )
 
@@ -118,7 +119,7 @@ func (l *faultLayer) enter(ctx context.Context, op string) (lost bool, err error
 		return false, api.Errorf(api.CodeUnavailable, "the API did not answer: %v", ctx.Err())
 	}
 	if delay > 0 {
-		if err := provider.Sleep(ctx, provider.SystemClock{}, delay); err != nil {
+		if err := provider.Sleep(ctx, clock.Real{}, delay); err != nil {
 			return false, err
 		}
 	}

@@ -51,7 +51,7 @@ func TestPowerActions(t *testing.T) {
 		}
 	}
 	// The VM is stopped now: reset and reboot cannot run.
-	for _, action := range []string{api.ActionReset, api.ActionGracefulRestart} {
+	for _, action := range []api.PowerAction{api.ActionReset, api.ActionGracefulRestart} {
 		err := e.client.Power(context.Background(), e.call(""), m.ID, action)
 		providertest.WantCode(t, err, api.CodeInvalidState)
 	}
