@@ -64,3 +64,30 @@ func (c *Fake) After(d time.Duration) <-chan time.Time {
 	ch <- c.now
 	return ch
 }
+
+// Shifted is the wall clock moved ahead by Advance: time passes as on the
+// wall (so a system under test keeps running), and a test jumps over a
+// lease, a backoff or a timeout without sleeping. Safe for concurrent use;
+// the zero value reads the wall clock.
+type Shifted struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now returns the wall time plus every Advance so far.
+func (c *Shifted) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock ahead by d.
+func (c *Shifted) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// After returns time.After(d): a wait of d on the wall (an Advance does
+// not end it early).
+func (c *Shifted) After(d time.Duration) <-chan time.Time { return time.After(d) }

@@ -193,7 +193,7 @@ func TestLooksAfterRetriesFollowTheBoot(t *testing.T) {
 		if cur, err := h.get(inst.ID); err == nil && cur.Status.Machine != nil {
 			looks = append(looks, out.requeue)
 		}
-		time.Sleep(out.requeue) // what JetStream's redelivery would wait
+		h.clock.Advance(out.requeue) // what JetStream's redelivery would wait
 	}
 	want := []time.Duration{opts.PollInterval, 2 * opts.PollInterval}
 	if len(looks) != len(want) || looks[0] != want[0] || looks[1] != want[1] {

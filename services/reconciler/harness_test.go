@@ -12,6 +12,7 @@ import (
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/bus/bustest"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/memory"
 )
@@ -24,11 +25,14 @@ type staticResolver struct{}
 func (staticResolver) Resolve(context.Context, string) (string, error) { return "test-token", nil }
 
 // harness is a bus with the memory provider, one account and pool written
-// straight into KV, and a reconciler.
+// straight into KV, and a reconciler. Its reconcilers run on clock (unless
+// the test's options name another): a test moves it past a lease, a
+// backoff or a timeout instead of sleeping.
 type harness struct {
 	t     testing.TB
 	env   *bustest.Env
 	cloud *memory.Cloud
+	clock *clock.Shifted
 	pool  api.Pool
 	opts  Options
 	rec   *Reconciler
@@ -44,7 +48,10 @@ func fastOptions() Options {
 
 func newHarness(t testing.TB, opts Options) *harness {
 	t.Helper()
-	h := &harness{t: t, env: bustest.Start(t), cloud: memory.NewCloud(), opts: opts}
+	h := &harness{t: t, env: bustest.Start(t), cloud: memory.NewCloud(), clock: &clock.Shifted{}, opts: opts}
+	if h.opts.Clock == nil {
+		h.opts.Clock = h.clock
+	}
 	svc, err := provider.Serve(h.env.NC, memory.Definition(h.cloud), provider.ServeOptions{
 		Logger: zerolog.Nop(), Resolver: func(string) provider.SecretResolver { return staticResolver{} }})
 	if err != nil {
@@ -103,6 +110,16 @@ func (h *harness) create(req api.InstanceCreateRequest) *api.Instance {
 	var inst api.Instance
 	if err := h.call("create", req, &inst); err != nil {
 		h.t.Fatalf("create: %v", err)
+	}
+	return &inst
+}
+
+// record reads the instance's record straight from KV.
+func (h *harness) record(id string) *api.Instance {
+	h.t.Helper()
+	var inst api.Instance
+	if _, err := bus.GetJSON(context.Background(), h.env.Stores.Instances, instanceKey(tenant, id), &inst); err != nil {
+		h.t.Fatal(err)
 	}
 	return &inst
 }
