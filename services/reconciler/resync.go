@@ -114,13 +114,15 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 }
 
 // settled reports whether an instance needs no work unless its machine
-// changed: converged for its generation, running or stopped, not being
+// changed: converged for its generation, its machine running or stopped, not being
 // deleted, no operation pending and no provider failure outstanding (a
 // failed operation's ProviderError is its outcome, not work to do).
 func settled(inst *api.Instance) bool {
 	s := &inst.Status
-	if inst.DeletionRequestedAt != nil || s.Machine == nil || s.ObservedGeneration != inst.Generation ||
-		(s.Phase != api.PhaseRunning && s.Phase != api.PhaseStopped) {
+	if inst.DeletionRequestedAt != nil || s.Machine == nil || s.ObservedGeneration != inst.Generation {
+		return false
+	}
+	if p := phaseTable[s.Machine.State]; p != api.PhaseRunning && p != api.PhaseStopped {
 		return false
 	}
 	if op := inst.Desired.Operation; op != nil && (s.LastOperation == nil || s.LastOperation.ID != op.ID || s.LastOperation.State == api.OperationExecuting) {
