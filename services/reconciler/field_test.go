@@ -173,9 +173,7 @@ func TestRefusedOperationIsRetriedAndALostOneIsNot(t *testing.T) {
 func TestLooksAfterRetriesFollowTheBoot(t *testing.T) {
 	opts := fastOptions()
 	opts.Retry = RetryPolicy{Initial: time.Millisecond, Max: time.Millisecond}
-	h := newHarness(t, opts)
-	h.rec.Stop() // the passes below are the only ones
-	h.startAPIOnly()
+	h := newHarness(t, opts, startAPI) // the passes below are the only ones
 	h.cloud.BootPolls = 2
 	busy := api.ProviderError(412, "resource_unavailable", "no capacity")
 	h.cloud.FailNext(provider.VerbCreate, busy, busy, busy, busy, busy)

@@ -46,7 +46,20 @@ func fastOptions() Options {
 	}
 }
 
-func newHarness(t testing.TB, opts Options) *harness {
+// start is what newHarness starts besides the bus, the memory provider,
+// its account and pool.
+type start int
+
+const (
+	// startReconciler starts a reconciler: instance API, work and resync
+	// as configured (the default).
+	startReconciler start = iota
+	// startAPI serves the instance API alone: no pass runs but the ones
+	// the test runs itself (h.rec.reconcile).
+	startAPI
+)
+
+func newHarness(t testing.TB, opts Options, what ...start) *harness {
 	t.Helper()
 	h := &harness{t: t, env: bustest.Start(t), cloud: memory.NewCloud(), clock: &clock.Shifted{}, opts: opts}
 	if h.opts.Clock == nil {
@@ -69,6 +82,10 @@ func newHarness(t testing.TB, opts Options) *harness {
 		Flavors: []api.Flavor{{Name: "small", OfferID: "small", Image: "debian-12"}, {Name: "bogus", OfferID: "no-such-offer", Image: "x"}}}
 	if _, err := bus.CreateJSON(ctx, h.env.Stores.Pools, tenant+"."+h.pool.ID, &h.pool); err != nil {
 		t.Fatal(err)
+	}
+	if len(what) > 0 && what[0] == startAPI {
+		h.startAPIOnly()
+		return h
 	}
 	h.rec = h.startReconciler(h.env.Connect(t))
 	return h
@@ -159,13 +176,12 @@ func (h *harness) waitGone(id string) {
 	h.waitFor(id, "deleted", func(_ *api.Instance, err error) bool { return api.IsCode(err, api.CodeNotFound) })
 }
 
-// startAPIOnly serves the instance API alone (no work is consumed).
+// startAPIOnly serves the instance API alone (no work is consumed) with a
+// reconciler that runs only the passes the test calls (h.rec).
 func (h *harness) startAPIOnly() {
 	h.t.Helper()
-	o := h.opts
-	o.defaults()
-	r := &Reconciler{nc: h.env.NC, st: h.env.Stores, o: o, log: zerolog.Nop()}
-	svc, err := bus.StartService(h.env.NC, bus.ServiceConfig{Name: "instances-api", Version: "0.0.1", Endpoints: r.endpoints(), Logger: zerolog.Nop()})
+	h.rec = newReconciler(h.env.NC, h.env.Stores, h.opts)
+	svc, err := bus.StartService(h.env.NC, bus.ServiceConfig{Name: "instances-api", Version: "0.0.1", Endpoints: h.rec.endpoints(), Logger: zerolog.Nop()})
 	if err != nil {
 		h.t.Fatal(err)
 	}

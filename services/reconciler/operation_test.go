@@ -161,9 +161,7 @@ func TestNoPassActsOnTheMachineDuringAnOperation(t *testing.T) {
 // failed, is not left waiting for the periodic resync.
 func TestRepeatedDeleteQueuesWorkAgain(t *testing.T) {
 	t.Run("lost work", func(t *testing.T) {
-		h := newHarness(t, fastOptions())
-		h.rec.Stop()
-		h.startAPIOnly()
+		h := newHarness(t, fastOptions(), startAPI)
 		inst := h.create(api.InstanceCreateRequest{})
 		if err := h.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
 			t.Fatal(err)

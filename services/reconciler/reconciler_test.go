@@ -518,9 +518,7 @@ func TestExecutingOperationClaimIsALease(t *testing.T) {
 }
 
 func TestSecondOperationRefusedWhilePending(t *testing.T) {
-	h := newHarness(t, fastOptions())
-	h.rec.Stop() // nothing runs the first operation
-	h.startAPIOnly()
+	h := newHarness(t, fastOptions(), startAPI) // nothing runs the first operation
 	inst := h.create(api.InstanceCreateRequest{})
 	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-11"}, nil); err != nil {
 		t.Fatal(err)
@@ -538,9 +536,7 @@ func TestSecondOperationRefusedWhilePending(t *testing.T) {
 // not have) is deleted without a machine, not retried forever.
 // A repeated delete answers the record as it is: no new generation.
 func TestRepeatedDeleteAnswersTheSameRecord(t *testing.T) {
-	h := newHarness(t, fastOptions())
-	h.rec.Stop() // the record stays while we look at it
-	h.startAPIOnly()
+	h := newHarness(t, fastOptions(), startAPI) // the record stays while we look at it
 	inst := h.create(api.InstanceCreateRequest{})
 	var first, second api.Instance
 	if err := h.call("delete", api.IDRequest{ID: inst.ID}, &first); err != nil {

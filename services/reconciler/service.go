@@ -119,11 +119,9 @@ type Reconciler struct {
 // Start serves the instance API on nc and starts consuming work. Stop it
 // with Stop. Errors: the stores or the consumer could not be set up.
 func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
-	o.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Reconciler{nc: nc, st: st, o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
-		cancel: cancel, slots: make(chan struct{}, 2*o.ReconcileWorkers), sem: make(chan struct{}, o.ReconcileWorkers),
-		stopping: make(chan struct{}), consumerTrouble: make(chan struct{}, 1), budgets: newBudgets(o.RateReserve, o.Clock)}
+	r := newReconciler(nc, st, o)
+	r.cancel, o = cancel, r.o
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
 		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),
@@ -145,6 +143,15 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 		go r.resyncLoop(ctx)
 	}
 	return r, nil
+}
+
+// newReconciler is a reconciler of o (defaults applied) that serves and
+// consumes nothing yet.
+func newReconciler(nc *nats.Conn, st *bus.Stores, o Options) *Reconciler {
+	o.defaults()
+	return &Reconciler{nc: nc, st: st, o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
+		cancel: func() {}, slots: make(chan struct{}, 2*o.ReconcileWorkers), sem: make(chan struct{}, o.ReconcileWorkers),
+		stopping: make(chan struct{}), consumerTrouble: make(chan struct{}, 1), budgets: newBudgets(o.RateReserve, o.Clock)}
 }
 
 // Stop stops consuming, serving and resyncing. Work waiting for a worker
