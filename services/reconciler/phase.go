@@ -6,9 +6,10 @@ import "better-compute.io/compute/pkg/api"
 // only writer of status.phase (every reconciler write, every API write)
 // and nothing decides on the phase: decisions read the facts below. In
 // order:
-//   - Failed: a terminal failure of this generation (failedThisGeneration),
-//     also while deleting (failedWhileDeleting);
+//   - Failed while deleting (failedWhileDeleting): the deletion failed
+//     terminally;
 //   - Deleting: deletion requested;
+//   - Failed: a terminal failure of this generation (failedThisGeneration);
 //   - Reinstalling: a reinstall runs, or succeeded and its machine was not
 //     seen out of pending since (reinstalling);
 //   - with a machine recorded: the machine state's phase (machinePhase);
@@ -22,10 +23,12 @@ import "better-compute.io/compute/pkg/api"
 func derivePhase(inst *api.Instance) api.Phase {
 	s := &inst.Status
 	switch {
-	case failedThisGeneration(inst):
+	case failedWhileDeleting(inst):
 		return api.PhaseFailed
 	case inst.DeletionRequestedAt != nil:
 		return api.PhaseDeleting
+	case failedThisGeneration(inst):
+		return api.PhaseFailed
 	case reinstalling(s):
 		return api.PhaseReinstalling
 	case s.Machine != nil:
