@@ -88,7 +88,7 @@ func (b missingIsProviderError) Reinstall(ctx context.Context, call *provider.Ca
 // powerUnsupported claims power but answers UNSUPPORTED.
 type powerUnsupported struct{ full }
 
-func (powerUnsupported) Power(context.Context, *provider.Call, string, string) error {
+func (powerUnsupported) Power(context.Context, *provider.Call, string, api.PowerAction) error {
 	return api.Errorf(api.CodeUnsupported, "power is not implemented")
 }
 

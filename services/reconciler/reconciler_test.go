@@ -50,10 +50,18 @@ func TestCreateToRunningThenDelete(t *testing.T) {
 		t.Fatalf("%d machines left after delete", n)
 	}
 
+	// The deleted event is published after the record is gone: read until
+	// it came (or 10 s passed), then look at every event seen.
 	seen := map[api.EventType]bool{}
-	for len(events) > 0 {
+	for timeout := time.After(10 * time.Second); !seen[api.EventDeleted]; {
+		var msg *nats.Msg
+		select {
+		case msg = <-events:
+		case <-timeout:
+			t.Fatalf("no %q event; saw %v", api.EventDeleted, seen)
+		}
 		var ev api.Event
-		if err := json.Unmarshal((<-events).Data, &ev); err != nil {
+		if err := json.Unmarshal(msg.Data, &ev); err != nil {
 			t.Fatal(err)
 		}
 		if ev.ResourceID != inst.ID {
