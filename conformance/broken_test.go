@@ -76,7 +76,7 @@ func (b missingIsProviderError) Delete(ctx context.Context, call *provider.Call,
 	return notFoundToProviderError(b.full.Delete(ctx, call, id))
 }
 
-func (b missingIsProviderError) Power(ctx context.Context, call *provider.Call, id, action string) error {
+func (b missingIsProviderError) Power(ctx context.Context, call *provider.Call, id string, action api.PowerAction) error {
 	return notFoundToProviderError(b.full.Power(ctx, call, id, action))
 }
 
@@ -88,7 +88,7 @@ func (b missingIsProviderError) Reinstall(ctx context.Context, call *provider.Ca
 // powerUnsupported claims power but answers UNSUPPORTED.
 type powerUnsupported struct{ full }
 
-func (powerUnsupported) Power(context.Context, *provider.Call, string, string) error {
+func (powerUnsupported) Power(context.Context, *provider.Call, string, api.PowerAction) error {
 	return api.Errorf(api.CodeUnsupported, "power is not implemented")
 }
 

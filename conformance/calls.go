@@ -85,7 +85,7 @@ func (c *check) del(id string) error {
 }
 
 // power applies a power action once.
-func (c *check) power(id, action string) error {
+func (c *check) power(id string, action api.PowerAction) error {
 	ctx, cancel := c.callCtx()
 	defer cancel()
 	return c.remote().Power(ctx, c.acct(), id, action)
@@ -180,9 +180,9 @@ func decodeReply(m *nats.Msg, out any) error {
 
 // waitState polls get until the machine is in state; absence stops the
 // behaviour.
-func (c *check) waitState(id, state string) *api.ExternalMachine {
+func (c *check) waitState(id string, state api.MachineState) *api.ExternalMachine {
 	var last *api.ExternalMachine
-	c.poll(id, "to be "+state, func(m *api.ExternalMachine) (bool, error) {
+	c.poll(id, "to be "+string(state), func(m *api.ExternalMachine) (bool, error) {
 		if m == nil {
 			c.Fatalf("get %s answered absent while waiting for it to be %s", id, state)
 		}

@@ -21,8 +21,8 @@ func (c *check) checkMachine(what string, m *api.ExternalMachine) {
 		c.Errorf("%s answered no machine", what)
 	case m.ID == "":
 		c.Errorf("%s answered a machine without an id", what)
-	case !slices.Contains(api.MachineStates, m.State):
-		c.Errorf("%s answered machine %s in state %q, not one of %v", what, m.ID, m.State, api.MachineStates)
+	case !slices.Contains(api.MachineStates(), m.State):
+		c.Errorf("%s answered machine %s in state %q, not one of %v", what, m.ID, m.State, api.MachineStates())
 	}
 }
 
@@ -152,7 +152,10 @@ func lifeGetUnknown(c *check) {
 
 func lifePower(c *check) {
 	m := c.runningMachine("m")
-	for _, step := range []struct{ action, state string }{{api.ActionOff, api.StateStopped}, {api.ActionOn, api.StateRunning}} {
+	for _, step := range []struct {
+		action api.PowerAction
+		state  api.MachineState
+	}{{api.ActionOff, api.StateStopped}, {api.ActionOn, api.StateRunning}} {
 		start := time.Now()
 		err := c.power(m.ID, step.action)
 		c.claimedButUnsupported(provider.CapabilityPower, err)
@@ -164,7 +167,7 @@ func lifePower(c *check) {
 			continue
 		}
 		c.waitState(m.ID, step.state)
-		c.Metric("power."+step.action+"Ms", float64(time.Since(start).Milliseconds()))
+		c.Metric("power."+string(step.action)+"Ms", float64(time.Since(start).Milliseconds()))
 	}
 }
 

@@ -78,7 +78,7 @@ type Faults interface {
 	SetLatency(ctx context.Context, op string, d time.Duration) error
 	// FailNextAction makes the next asynchronous provider action doing
 	// action (an api.Action* power action or api.ActionReinstall) fail.
-	FailNextAction(ctx context.Context, action string) error
+	FailNextAction(ctx context.Context, action api.PowerAction) error
 	// RateLimit empties the API's rate budget until resetAt, when it is
 	// full again; the zero time restores a full budget at once.
 	RateLimit(ctx context.Context, resetAt time.Time) error

@@ -49,8 +49,8 @@ func messages(t testing.TB) map[string][]any {
 			Action: api.ActionReinstall, Image: "debian-12", RequestedAt: now}},
 		Status: api.InstanceStatus{Phase: api.PhaseReinstalling, Machine: &machine, ObservedGeneration: 3,
 			Conditions: []api.Condition{{Type: api.ConditionProviderError, Status: api.ConditionTrue,
-				Reason: string(api.CodeRateLimited), Message: "provider rate limit", LastTransitionTime: now, RetryAt: &later},
-				{Type: api.ConditionReady, Status: api.ConditionFalse, Reason: string(api.CodeRateLimited), Message: "provider rate limit", LastTransitionTime: now}},
+				Reason: api.ReasonOf(api.CodeRateLimited), Message: "provider rate limit", LastTransitionTime: now, RetryAt: &later},
+				{Type: api.ConditionReady, Status: api.ConditionFalse, Reason: api.ReasonOf(api.CodeRateLimited), Message: "provider rate limit", LastTransitionTime: now}},
 			CreateRequested: true, Retries: 2, Polls: 1,
 			LastOperation: &api.OperationStatus{ID: api.NewID(api.PrefixOperation), Action: api.ActionGracefulRestart,
 				State: api.OperationSucceeded, Message: "done", StartedAt: now, FinishedAt: &later}},
@@ -118,7 +118,7 @@ func messages(t testing.TB) map[string][]any {
 // powerRequests is one instances.power request per power action.
 func powerRequests(tenant, id string) []any {
 	var out []any
-	for _, a := range api.PowerActions {
+	for _, a := range api.PowerActions() {
 		out = append(out, api.InstancePowerRequest{TenantID: tenant, ID: id, Action: a})
 	}
 	return out

@@ -70,8 +70,19 @@ func TestEnumsMatchGo(t *testing.T) {
 		codes[i] = string(c)
 	}
 	assert.Equal(t, codes, enumOf(defs["code"]))
-	assert.Equal(t, api.PowerActions, enumOf(defs["powerAction"]))
-	assert.Equal(t, api.MachineStates, enumOf(state))
+	assert.Equal(t, strs(api.PowerActions()), enumOf(defs["powerAction"]))
+	assert.Equal(t, strs(api.MachineStates()), enumOf(state))
+	assert.Equal(t, strs(api.Phases()), enumOf(defs["phase"]))
+	assert.Equal(t, strs([]api.Power{api.PowerOn, api.PowerOff}), enumOf(defs["power"]))
+}
+
+// strs is a list of typed wire values as strings.
+func strs[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // enumOf is the string enum of a schema node.

@@ -55,7 +55,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	fl.StringVar(&req.Name, "name", "", "name (hostname; default: the instance id)")
 	fl.StringVar(&userDataFile, "user-data-file", "", "cloud-init user data file")
 	fl.StringArrayVar(&req.SSHKeys, "ssh-key", nil, "OpenSSH public key (repeatable)")
-	fl.StringVar(&req.Power, "power", "", "on (default) or off")
+	fl.StringVar((*string)(&req.Power), "power", "", "on (default) or off")
 	fl.StringVar(&req.IdempotencyKey, "idempotency-key", "", "a repeated create with this key answers the same instance")
 	fl.BoolVar(&wait, "wait", false, "wait until the instance runs (or is stopped, with --power off), showing progress (as instances wait)")
 
@@ -67,7 +67,7 @@ func instancesCmd(g *globals) *cobra.Command {
 		RunE:  func(*cobra.Command, []string) error { return g.request(bus.ResourceInstances, "list", lreq, nil) },
 	}
 	list.Flags().StringVar(&lreq.PoolID, "pool", "", "only this pool")
-	list.Flags().StringVar(&lreq.Phase, "phase", "", "only this phase (Pending, Provisioning, Running, Stopped, Reinstalling, Deleting, Failed)")
+	list.Flags().StringVar((*string)(&lreq.Phase), "phase", "", "only this phase (Pending, Provisioning, Running, Stopped, Reinstalling, Deleting, Failed)")
 	list.Flags().IntVar(&lreq.Limit, "limit", 0, "page size (default 100, max 1000)")
 	list.Flags().StringVar(&lreq.Cursor, "cursor", "", "nextCursor of the previous page")
 
@@ -76,7 +76,7 @@ func instancesCmd(g *globals) *cobra.Command {
 		Short: "Power action: on, off, graceful-off, reset, cycle, graceful-restart, nmi",
 		Args:  exactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return g.request(bus.ResourceInstances, "power", api.InstancePowerRequest{ID: args[0], Action: args[1]}, nil)
+			return g.request(bus.ResourceInstances, "power", api.InstancePowerRequest{ID: args[0], Action: api.PowerAction(args[1])}, nil)
 		},
 	}
 	reinstall := &cobra.Command{
@@ -155,7 +155,7 @@ var waitGoals = map[string]waitGoal{
 	},
 }
 
-func phaseGoal(phase string) waitGoal {
+func phaseGoal(phase api.Phase) waitGoal {
 	return func(inst *api.Instance, getErr error) (bool, error) {
 		if getErr != nil {
 			return false, getErr
@@ -238,9 +238,9 @@ func progressLine(inst *api.Instance, getErr error) string {
 		}
 		return "waiting: " + getErr.Error()
 	}
-	parts := []string{inst.ID, inst.Status.Phase}
+	parts := []string{inst.ID, string(inst.Status.Phase)}
 	if m := inst.Status.Machine; m != nil {
-		parts = append(parts, "machine "+m.ID+" "+m.State)
+		parts = append(parts, "machine "+m.ID+" "+string(m.State))
 		if len(m.Addresses) > 0 {
 			parts = append(parts, strings.Join(m.Addresses, ","))
 		}
@@ -254,7 +254,7 @@ func progressLine(inst *api.Instance, getErr error) string {
 func conditionText(inst *api.Instance) string {
 	for _, c := range inst.Status.Conditions {
 		if c.Problem() {
-			text := c.Reason + ": " + c.Message
+			text := string(c.Reason) + ": " + c.Message
 			if c.RetryAt != nil {
 				text += ", retry at " + c.RetryAt.Format(time.TimeOnly)
 			}

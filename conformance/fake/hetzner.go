@@ -39,7 +39,7 @@ var hetznerRoutes = map[string]string{
 }
 
 // hetznerCommands are the action commands of each power action.
-var hetznerCommands = map[string]string{
+var hetznerCommands = map[api.PowerAction]string{
 	api.ActionOn: "start_server", api.ActionOff: "stop_server", api.ActionGracefulOff: "shutdown_server",
 	api.ActionReset: "reset_server", api.ActionCycle: "reset_server", api.ActionGracefulRestart: "reboot_server",
 	api.ActionReinstall: "rebuild_server",
@@ -129,7 +129,7 @@ func (h hetznerHooks) SetLatency(_ context.Context, op string, d time.Duration) 
 }
 
 // FailNextAction arms emulator.FailNextAction on the action's command.
-func (h hetznerHooks) FailNextAction(_ context.Context, action string) error {
+func (h hetznerHooks) FailNextAction(_ context.Context, action api.PowerAction) error {
 	cmd, ok := hetznerCommands[action]
 	if !ok {
 		return conformance.ErrNotSupported

@@ -7,6 +7,7 @@ import (
 
 	"better-compute.io/compute/conformance"
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
 )
 
@@ -21,13 +22,13 @@ type faultLayer struct {
 	drop       map[string]int
 	hang       map[string]int
 	latency    map[string]time.Duration
-	actionFail map[string]int
+	actionFail map[api.PowerAction]int
 	rateUntil  time.Time
 }
 
 func newFaultLayer() *faultLayer {
 	return &faultLayer{fail: map[string][]int{}, drop: map[string]int{}, hang: map[string]int{},
-		latency: map[string]time.Duration{}, actionFail: map[string]int{}}
+		latency: map[string]time.Duration{}, actionFail: map[api.PowerAction]int{}}
 }
 
 // FailNext implements conformance.Faults: 429 is RATE_LIMITED (1 s), any
@@ -68,7 +69,7 @@ func (l *faultLayer) SetLatency(_ context.Context, op string, d time.Duration) e
 
 // FailNextAction implements conformance.Faults: the next power action (or
 // reinstall) does nothing and answers PROVIDER_ERROR.
-func (l *faultLayer) FailNextAction(_ context.Context, action string) error {
+func (l *faultLayer) FailNextAction(_ context.Context, action api.PowerAction) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.actionFail[action]++
@@ -118,7 +119,7 @@ func (l *faultLayer) enter(ctx context.Context, op string) (lost bool, err error
 		return false, api.Errorf(api.CodeUnavailable, "the API did not answer: %v", ctx.Err())
 	}
 	if delay > 0 {
-		if err := provider.Sleep(ctx, provider.SystemClock{}, delay); err != nil {
+		if err := provider.Sleep(ctx, clock.Real{}, delay); err != nil {
 			return false, err
 		}
 	}
@@ -132,7 +133,7 @@ func (l *faultLayer) enter(ctx context.Context, op string) (lost bool, err error
 }
 
 // action pops an armed failure of action.
-func (l *faultLayer) action(action string) error {
+func (l *faultLayer) action(action api.PowerAction) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.actionFail[action] == 0 {
@@ -209,7 +210,7 @@ func (c layered) DeleteByKey(ctx context.Context, call *provider.Call, key strin
 	return err
 }
 
-func (c layered) Power(ctx context.Context, call *provider.Call, id, action string) error {
+func (c layered) Power(ctx context.Context, call *provider.Call, id string, action api.PowerAction) error {
 	lost, err := c.l.enter(ctx, provider.VerbPower)
 	if err != nil {
 		return err

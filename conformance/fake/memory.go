@@ -9,6 +9,7 @@ import (
 
 	"better-compute.io/compute/conformance"
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/memory"
 )
@@ -81,7 +82,7 @@ func (m *memoryInventory) Seed(ctx context.Context, n int, managed bool, namePre
 		m.seen++
 		name := fmt.Sprintf("%s-%d", namePrefix, m.seen)
 		m.mu.Unlock()
-		call := &provider.Call{IdempotencyKey: name, Account: acct, Clock: provider.SystemClock{}, Secrets: staticSecret(m.token), Log: zerolog.Nop()}
+		call := &provider.Call{IdempotencyKey: name, Account: acct, Clock: clock.Real{}, Secrets: staticSecret(m.token), Log: zerolog.Nop()}
 		x, err := m.seeder.Create(ctx, call, api.MachineSpec{Name: name, OfferID: memory.Offers[0].ID, Image: "debian-12"})
 		if err != nil {
 			return ids, err

@@ -51,7 +51,7 @@ var proxmoxRoutes = map[string]string{
 }
 
 // proxmoxTasks are the task types of each action.
-var proxmoxTasks = map[string]string{
+var proxmoxTasks = map[api.PowerAction]string{
 	api.ActionOn: "qmstart", api.ActionOff: "qmstop", api.ActionGracefulOff: "qmshutdown",
 	api.ActionReset: "qmreset", api.ActionCycle: "qmstop", api.ActionGracefulRestart: "qmreboot",
 	api.ActionReinstall: "qmclone",
@@ -171,7 +171,7 @@ func (h *proxmoxHooks) SetLatency(_ context.Context, op string, d time.Duration)
 }
 
 // FailNextAction makes the next task of the action's type fail.
-func (h *proxmoxHooks) FailNextAction(_ context.Context, action string) error {
+func (h *proxmoxHooks) FailNextAction(_ context.Context, action api.PowerAction) error {
 	typ, ok := proxmoxTasks[action]
 	if !ok {
 		return conformance.ErrNotSupported

@@ -140,7 +140,7 @@ func (f *fleet) waitConverged(s *stack, timeout time.Duration) time.Duration {
 		if err != nil {
 			s.t.Fatalf("list %s: %v", f.w.tenant, err)
 		}
-		running, phases := 0, map[string]int{}
+		running, phases := 0, map[api.Phase]int{}
 		for _, inst := range all {
 			name, ok := acked[inst.ID]
 			if !ok || inst.Name != name {

@@ -208,7 +208,7 @@ func TestCodeTerminal(t *testing.T) {
 }
 
 func TestNameHolderSurvivesTheWire(t *testing.T) {
-	want := NameHolder{ID: "50000001", IdempotencyKey: "inst_01", State: StateDeleting}
+	want := NameHolder{ID: "50000001", IdempotencyKey: "inst_01", State: string(StateDeleting)}
 	data, err := json.Marshal(ProviderError(409, "uniqueness_error", "taken").WithNameHolder(want))
 	if err != nil {
 		t.Fatal(err)

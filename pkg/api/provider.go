@@ -100,7 +100,7 @@ type ProviderGetReply struct {
 type ProviderPowerRequest struct {
 	Account ProviderAccount `json:"account"`
 	ID      string          `json:"id"`
-	Action  string          `json:"action"`
+	Action  PowerAction     `json:"action"`
 	// IdempotencyKey, when set, is the key the caller's machine carries:
 	// a machine with this id carrying another key is not the caller's (its
 	// id was reused) and is treated as absent (NOT_FOUND), never touched.

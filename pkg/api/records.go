@@ -112,42 +112,10 @@ func (p *Pool) Flavor(name string) (Flavor, bool) {
 	return Flavor{}, false
 }
 
-// Instance phases.
-const (
-	PhasePending      = "Pending"
-	PhaseProvisioning = "Provisioning"
-	PhaseRunning      = "Running"
-	PhaseStopped      = "Stopped"
-	PhaseReinstalling = "Reinstalling"
-	PhaseDeleting     = "Deleting"
-	PhaseFailed       = "Failed"
-)
-
-// Desired power states (level state of an instance).
-const (
-	PowerOn  = "on"
-	PowerOff = "off"
-)
-
-// Power actions a caller may ask for (instances.power and the provider power
-// subject). On and off are level state; the others are one-shot operations.
-const (
-	ActionOn              = "on"
-	ActionOff             = "off"
-	ActionGracefulOff     = "graceful-off"
-	ActionReset           = "reset"
-	ActionCycle           = "cycle"
-	ActionGracefulRestart = "graceful-restart"
-	ActionNMI             = "nmi"
-)
-
-// PowerActions lists every power action.
-var PowerActions = []string{ActionOn, ActionOff, ActionGracefulOff, ActionReset, ActionCycle, ActionGracefulRestart, ActionNMI}
-
 // DesiredState is what the caller asked for: the power level, and the
 // latest one-shot operation (nil when none was asked for).
 type DesiredState struct {
-	Power     string     `json:"power"`
+	Power     Power      `json:"power"`
 	Operation *Operation `json:"operation,omitempty"`
 }
 
@@ -175,7 +143,7 @@ type Instance struct {
 
 // InstanceStatus is what the reconciler last observed.
 type InstanceStatus struct {
-	Phase              string           `json:"phase"`
+	Phase              Phase            `json:"phase"`
 	Machine            *ExternalMachine `json:"machine,omitempty"`
 	Conditions         []Condition      `json:"conditions,omitempty"`
 	ObservedGeneration int64            `json:"observedGeneration"`
@@ -197,58 +165,31 @@ type InstanceStatus struct {
 	LastOperation *OperationStatus `json:"lastOperation,omitempty"`
 }
 
-// Machine states reported by providers.
-const (
-	StatePending  = "pending"
-	StateRunning  = "running"
-	StateStopped  = "stopped"
-	StateRescue   = "rescue"
-	StateDeleting = "deleting"
-	StateDeleted  = "deleted"
-	StateError    = "error"
-	StateUnknown  = "unknown"
-)
-
-// MachineStates lists every machine state.
-var MachineStates = []string{StatePending, StateRunning, StateStopped, StateRescue, StateDeleting, StateDeleted, StateError, StateUnknown}
-
 // ExternalMachine is a machine as its provider reports it. ID is the
 // provider's own id (a Hetzner server id, a Proxmox VMID) as a string.
 // IdempotencyKey is the key the machine carries (a Hetzner label, a line of
 // a Proxmox VM's description): callers compare it with theirs, because a
 // provider may hand a freed id to another machine.
 type ExternalMachine struct {
-	ID             string   `json:"id"`
-	IdempotencyKey string   `json:"idempotencyKey,omitempty"`
-	Name           string   `json:"name,omitempty"`
-	State          string   `json:"state"`
-	OfferID        string   `json:"offerId,omitempty"`
-	Region         string   `json:"region,omitempty"`
-	Addresses      []string `json:"addresses"`
+	ID             string       `json:"id"`
+	IdempotencyKey string       `json:"idempotencyKey,omitempty"`
+	Name           string       `json:"name,omitempty"`
+	State          MachineState `json:"state"`
+	OfferID        string       `json:"offerId,omitempty"`
+	Region         string       `json:"region,omitempty"`
+	Addresses      []string     `json:"addresses"`
 }
-
-// Condition types and statuses. Ready summarises an instance: True when its
-// machine was last seen as declared; False while it is on its way or a
-// provider call failed, with the failure's code as Reason and its error as
-// Message (back to True once the machine is seen as declared again).
-// ProviderError is True while provider calls fail.
-const (
-	ConditionReady         = "Ready"
-	ConditionProviderError = "ProviderError"
-	ConditionTrue          = "True"
-	ConditionFalse         = "False"
-)
 
 // Condition is one observed aspect of an instance, Kubernetes style. For
 // ProviderError, Reason is the ComputeError code and RetryAt when the
 // reconciler tries again.
 type Condition struct {
-	Type               string     `json:"type"`
-	Status             string     `json:"status"`
-	Reason             string     `json:"reason,omitempty"`
-	Message            string     `json:"message,omitempty"`
-	LastTransitionTime time.Time  `json:"lastTransitionTime"`
-	RetryAt            *time.Time `json:"retryAt,omitempty"`
+	Type               ConditionType   `json:"type"`
+	Status             ConditionStatus `json:"status"`
+	Reason             ConditionReason `json:"reason,omitempty"`
+	Message            string          `json:"message,omitempty"`
+	LastTransitionTime time.Time       `json:"lastTransitionTime"`
+	RetryAt            *time.Time      `json:"retryAt,omitempty"`
 }
 
 // Problem reports whether the condition reports a problem: True, and not
@@ -264,8 +205,8 @@ type Event struct {
 	TenantID   string    `json:"tenantId"`
 	Resource   string    `json:"resource"`
 	ResourceID string    `json:"resourceId"`
-	Type       string    `json:"type"`
-	Phase      string    `json:"phase,omitempty"`
+	Type       EventType `json:"type"`
+	Phase      Phase     `json:"phase,omitempty"`
 	Message    string    `json:"message,omitempty"`
 	Generation int64     `json:"generation,omitempty"`
 	Time       time.Time `json:"time"`
@@ -275,34 +216,18 @@ type Event struct {
 // graceful-restart, graceful-off, nmi, reinstall): executed at most once,
 // its outcome recorded in InstanceStatus.LastOperation.
 type Operation struct {
-	ID          string    `json:"id"`
-	Action      string    `json:"action"`
-	Image       string    `json:"image,omitempty"`
-	RequestedAt time.Time `json:"requestedAt"`
+	ID          string      `json:"id"`
+	Action      PowerAction `json:"action"`
+	Image       string      `json:"image,omitempty"`
+	RequestedAt time.Time   `json:"requestedAt"`
 }
-
-// Operation states.
-const (
-	OperationExecuting = "Executing"
-	OperationSucceeded = "Succeeded"
-	OperationFailed    = "Failed"
-	// OperationUnknown marks an operation that may have run without its
-	// outcome being learnt (no reply came, or the pass was interrupted after
-	// sending it): it is never sent again, since reset or reinstall must not
-	// run twice. One the provider proves it did not run
-	// (DetailNotExecuted) is sent again instead.
-	OperationUnknown = "Unknown"
-)
-
-// ActionReinstall names the reinstall operation in Operation.Action.
-const ActionReinstall = "reinstall"
 
 // OperationStatus is the recorded outcome of an Operation.
 type OperationStatus struct {
-	ID         string     `json:"id"`
-	Action     string     `json:"action"`
-	State      string     `json:"state"`
-	Message    string     `json:"message,omitempty"`
-	StartedAt  time.Time  `json:"startedAt"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	ID         string         `json:"id"`
+	Action     PowerAction    `json:"action"`
+	State      OperationState `json:"state"`
+	Message    string         `json:"message,omitempty"`
+	StartedAt  time.Time      `json:"startedAt"`
+	FinishedAt *time.Time     `json:"finishedAt,omitempty"`
 }

@@ -85,7 +85,7 @@ type InstanceCreateRequest struct {
 	Name           string   `json:"name,omitempty"`
 	UserData       string   `json:"userData,omitempty"`
 	SSHKeys        []string `json:"sshKeys,omitempty"`
-	Power          string   `json:"power,omitempty"`
+	Power          Power    `json:"power,omitempty"`
 	IdempotencyKey string   `json:"idempotencyKey,omitempty"`
 }
 
@@ -93,15 +93,15 @@ type InstanceCreateRequest struct {
 type InstanceListRequest struct {
 	ListRequest
 	PoolID string `json:"poolId,omitempty"`
-	Phase  string `json:"phase,omitempty"`
+	Phase  Phase  `json:"phase,omitempty"`
 }
 
 // InstancePowerRequest asks for a power action (instances.power): on and off
 // set the desired power; the others are one-shot operations.
 type InstancePowerRequest struct {
-	TenantID string `json:"tenantId,omitempty"`
-	ID       string `json:"id"`
-	Action   string `json:"action"`
+	TenantID string      `json:"tenantId,omitempty"`
+	ID       string      `json:"id"`
+	Action   PowerAction `json:"action"`
 }
 
 // InstanceReinstallRequest reinstalls an instance with Image (instances.reinstall).

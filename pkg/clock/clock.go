@@ -1,6 +1,7 @@
-// Package clock is the time source of code that tests run on fake time: the
-// emulators measure actions and tasks on a Clock, and a Fake makes both them
-// and a provider's waits deterministic.
+// Package clock is the project's one time source for code that tests run
+// on fake time: the emulators measure actions and tasks on a Clock, a
+// provider call waits on one (provider.Sleep), and the reconciler stamps
+// records, leases and retries with one. A Fake makes them deterministic.
 package clock
 
 import (
@@ -8,10 +9,13 @@ import (
 	"time"
 )
 
-// Clock tells what time it is.
+// Clock tells what time it is, and waits on that time.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time
+	// After is time.After on this clock: the channel receives the time
+	// once d has passed on it.
+	After(d time.Duration) <-chan time.Time
 }
 
 // Real is the wall clock.
@@ -20,9 +24,11 @@ type Real struct{}
 // Now returns time.Now().
 func (Real) Now() time.Time { return time.Now() }
 
+// After returns time.After(d).
+func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
 // Fake is a manually advanced clock for tests. It is safe for concurrent
-// use. Besides Clock it implements provider.Clock: After advances it, so a
-// wait on it ends at once.
+// use. After advances it, so a wait on it ends at once.
 type Fake struct {
 	mu  sync.Mutex
 	now time.Time
@@ -58,3 +64,30 @@ func (c *Fake) After(d time.Duration) <-chan time.Time {
 	ch <- c.now
 	return ch
 }
+
+// Shifted is the wall clock moved ahead by Advance: time passes as on the
+// wall (so a system under test keeps running), and a test jumps over a
+// lease, a backoff or a timeout without sleeping. Safe for concurrent use;
+// the zero value reads the wall clock.
+type Shifted struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now returns the wall time plus every Advance so far.
+func (c *Shifted) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock ahead by d.
+func (c *Shifted) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// After returns time.After(d): a wait of d on the wall (an Advance does
+// not end it early).
+func (c *Shifted) After(d time.Duration) <-chan time.Time { return time.After(d) }

@@ -33,3 +33,15 @@ func TestReal(t *testing.T) {
 		t.Fatalf("Real.Now = %v, before %v", got, before)
 	}
 }
+
+func TestShifted(t *testing.T) {
+	var c clock.Shifted
+	before := time.Now()
+	if got := c.Now(); got.Before(before) || got.After(time.Now()) {
+		t.Fatalf("unshifted Now = %v, want the wall time (%v)", got, before)
+	}
+	c.Advance(time.Hour)
+	if got := c.Now(); got.Before(before.Add(time.Hour)) || got.After(time.Now().Add(time.Hour)) {
+		t.Fatalf("after Advance(1h): Now = %v, want an hour past the wall time", got)
+	}
+}

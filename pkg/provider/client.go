@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 )
 
 // Client is what every provider implements for one account. Errors are
@@ -38,7 +39,7 @@ type Client interface {
 type Powerer interface {
 	// Power applies action (api.Action*); NOT_FOUND for an absent machine,
 	// UNSUPPORTED for an action the provider cannot do.
-	Power(ctx context.Context, call *Call, id, action string) error
+	Power(ctx context.Context, call *Call, id string, action api.PowerAction) error
 }
 
 // Reinstaller is implemented by clients with the "reinstall" capability.
@@ -74,29 +75,13 @@ type SecretResolver interface {
 	Resolve(ctx context.Context, ref string) (string, error)
 }
 
-// Clock is the time source of a call, so tests can run waits on a fake clock.
-type Clock interface {
-	Now() time.Time
-	// After is time.After on this clock.
-	After(d time.Duration) <-chan time.Time
-}
-
-// SystemClock is the real clock.
-type SystemClock struct{}
-
-// Now is time.Now.
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// After is time.After.
-func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // Sleep waits d on clock, or until ctx ends (returning UNAVAILABLE wrapping
 // the context's error).
-func Sleep(ctx context.Context, clock Clock, d time.Duration) error {
+func Sleep(ctx context.Context, c clock.Clock, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return api.Errorf(api.CodeUnavailable, "call ended while waiting: %v", ctx.Err())
-	case <-clock.After(d):
+	case <-c.After(d):
 		return nil
 	}
 }
@@ -113,7 +98,7 @@ type Call struct {
 	// creates of one key must still meet on one machine.
 	FirstAttempt bool
 	Account      api.ProviderAccount
-	Clock        Clock
+	Clock        clock.Clock
 	Secrets      SecretResolver
 	Log          zerolog.Logger
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
 )
 
@@ -43,20 +44,20 @@ func (c *manualClock) After(d time.Duration) <-chan time.Time {
 }
 
 func TestSleep(t *testing.T) {
-	clock := &manualClock{fired: make(chan time.Time, 1), asked: make(chan time.Duration, 1)}
+	manual := &manualClock{fired: make(chan time.Time, 1), asked: make(chan time.Duration, 1)}
 	done := make(chan error, 1)
-	go func() { done <- provider.Sleep(context.Background(), clock, 90*time.Second) }()
-	if d := <-clock.asked; d != 90*time.Second {
-		t.Fatalf("Sleep asked the clock for %v", d)
+	go func() { done <- provider.Sleep(context.Background(), manual, 90*time.Second) }()
+	if d := <-manual.asked; d != 90*time.Second {
+		t.Fatalf("Sleep asked the manual for %v", d)
 	}
-	clock.fired <- clock.now
+	manual.fired <- manual.now
 	if err := <-done; err != nil {
 		t.Fatalf("Sleep = %v", err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- provider.Sleep(ctx, clock, time.Hour) }()
-	<-clock.asked
+	go func() { done <- provider.Sleep(ctx, manual, time.Hour) }()
+	<-manual.asked
 	cancel()
 	want := api.Errorf(api.CodeUnavailable, "call ended while waiting: context canceled")
 	if err := <-done; !reflect.DeepEqual(api.AsComputeError(err), want) {
@@ -64,10 +65,10 @@ func TestSleep(t *testing.T) {
 	}
 
 	start := time.Now()
-	if now := (provider.SystemClock{}).Now(); now.Before(start) {
-		t.Fatalf("SystemClock.Now = %v, before %v", now, start)
+	if now := (clock.Real{}).Now(); now.Before(start) {
+		t.Fatalf("clock.Real.Now = %v, before %v", now, start)
 	}
-	if err := provider.Sleep(context.Background(), provider.SystemClock{}, time.Millisecond); err != nil {
+	if err := provider.Sleep(context.Background(), clock.Real{}, time.Millisecond); err != nil {
 		t.Fatalf("Sleep on the system clock = %v", err)
 	}
 }

@@ -115,7 +115,7 @@ func (c *bareClient) Delete(_ context.Context, call *provider.Call, id string) e
 
 type fullClient struct{ bareClient }
 
-func (c *fullClient) Power(_ context.Context, call *provider.Call, id, action string) error {
+func (c *fullClient) Power(_ context.Context, call *provider.Call, id string, action api.PowerAction) error {
 	c.st.remember(call)
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
@@ -123,7 +123,7 @@ func (c *fullClient) Power(_ context.Context, call *provider.Call, id, action st
 	if m == nil {
 		return api.NotFound("machine", id)
 	}
-	m.State = map[bool]string{true: api.StateStopped, false: api.StateRunning}[action == api.ActionOff]
+	m.State = map[bool]api.MachineState{true: api.StateStopped, false: api.StateRunning}[action == api.ActionOff]
 	return nil
 }
 

@@ -85,7 +85,7 @@ func (r Remote) DeleteByKey(ctx context.Context, acct api.ProviderAccount, key s
 }
 
 // Power applies a power action (api.Action*).
-func (r Remote) Power(ctx context.Context, acct api.ProviderAccount, id, action string) error {
+func (r Remote) Power(ctx context.Context, acct api.ProviderAccount, id string, action api.PowerAction) error {
 	return r.call(ctx, VerbPower, api.ProviderPowerRequest{Account: acct, ID: id, Action: action, IdempotencyKey: r.IdempotencyKey}, nil)
 }
 

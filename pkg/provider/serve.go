@@ -13,6 +13,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/clock"
 )
 
 // Verbs of the provider subjects.
@@ -47,8 +48,8 @@ type ServeOptions struct {
 	Logger zerolog.Logger
 	// Workers bounds concurrent calls (default 64).
 	Workers int
-	// Clock given to calls (default SystemClock).
-	Clock Clock
+	// Clock given to calls (default clock.Real).
+	Clock clock.Clock
 	// Resolver builds the secret resolver of a call for tenant; default
 	// resolves through compute.internal.secrets.resolve on the same connection.
 	Resolver func(tenant string) SecretResolver
@@ -81,7 +82,7 @@ type cachedClient struct {
 // are redacted from every error message.
 func Serve(nc *nats.Conn, d *Defined, o ServeOptions) (*bus.Service, error) {
 	if o.Clock == nil {
-		o.Clock = SystemClock{}
+		o.Clock = clock.Real{}
 	}
 	if o.Resolver == nil {
 		o.Resolver = func(tenant string) SecretResolver { return busResolver{nc: nc, tenant: tenant} }
@@ -258,8 +259,8 @@ func (s *server) power(ctx context.Context, req *bus.Request, c Client, call *Ca
 	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(api.PowerActions, in.Action) {
-		return nil, api.InvalidInput("action", "action must be one of %v", api.PowerActions)
+	if !slices.Contains(api.PowerActions(), in.Action) {
+		return nil, api.InvalidInput("action", "action must be one of %v", api.PowerActions())
 	}
 	p, ok := c.(Powerer)
 	if !ok || !s.def.Has(CapabilityPower) {

@@ -31,7 +31,7 @@ func TestThroughBus(t *testing.T) {
 		t.Fatalf("create = %+v, %v", m, err)
 	}
 	e.clock.Advance(testActionDuration)
-	wantState := func(state string) {
+	wantState := func(state api.MachineState) {
 		t.Helper()
 		got, err := r.Get(ctx, acct, m.ID)
 		if err != nil || got == nil || got.State != state {

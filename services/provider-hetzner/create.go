@@ -86,7 +86,7 @@ func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) 
 	if len(holders) == 0 {
 		return nil, api.ProviderError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),
 			"hetzner-cloud: server name %q was taken, and is free now", name).
-			WithNameHolder(api.NameHolder{State: api.StateDeleted})
+			WithNameHolder(api.NameHolder{State: string(api.StateDeleted)})
 	}
 	for _, w := range holders {
 		if c.labels.hasKey(w.Labels, key) {
@@ -99,7 +99,7 @@ func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) 
 			m := c.toMachine(w, "")
 			return nil, api.ProviderError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),
 				"hetzner-cloud: server name %q is used by managed server %s (%s) of another request", name, m.ID, w.Status).
-				WithNameHolder(api.NameHolder{ID: m.ID, IdempotencyKey: m.IdempotencyKey, State: m.State})
+				WithNameHolder(api.NameHolder{ID: m.ID, IdempotencyKey: m.IdempotencyKey, State: string(m.State)})
 		}
 	}
 	return nil, api.ProviderError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),

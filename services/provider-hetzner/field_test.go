@@ -90,7 +90,7 @@ func TestTakenNameNamesAManagedHolder(t *testing.T) {
 		wantHolder api.NameHolder
 		wantNamed  bool
 	}{
-		{"w1", api.NameHolder{ID: old.ID, IdempotencyKey: "inst_04old", State: api.StateDeleting}, true},
+		{"w1", api.NameHolder{ID: old.ID, IdempotencyKey: "inst_04old", State: string(api.StateDeleting)}, true},
 		{foreignName, api.NameHolder{}, false},
 	} {
 		_, err := e.client.Create(context.Background(), e.call("inst_04new"), api.MachineSpec{Name: tc.name, OfferID: "cx23", Image: "ubuntu-24.04"})
@@ -120,7 +120,7 @@ func TestTakenNameFreedBeforeTheLookup(t *testing.T) {
 	}
 	_, err := e.client.Create(context.Background(), e.call("inst_05new"), api.MachineSpec{Name: "w1", OfferID: "cx23", Image: "ubuntu-24.04"})
 	ce := providertest.WantProviderError(t, err, http.StatusConflict, "uniqueness_error")
-	if holder, named := ce.NameHolder(); !named || holder != (api.NameHolder{State: api.StateDeleted}) {
+	if holder, named := ce.NameHolder(); !named || holder != (api.NameHolder{State: string(api.StateDeleted)}) {
 		t.Fatalf("holder %+v, %v; want one in state deleted, without an id", holder, named)
 	}
 }

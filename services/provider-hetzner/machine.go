@@ -17,7 +17,7 @@ import (
 // rebuilding is "pending": the disk is being replaced and the machine
 // comes back running. migrating is "running": a live migration keeps the
 // machine up.
-var serverStates = map[hcloud.ServerStatus]string{
+var serverStates = map[hcloud.ServerStatus]api.MachineState{
 	hcloud.ServerStatusInitializing: api.StatePending,
 	hcloud.ServerStatusStarting:     api.StatePending,
 	hcloud.ServerStatusRunning:      api.StateRunning,
@@ -30,7 +30,7 @@ var serverStates = map[hcloud.ServerStatus]string{
 }
 
 // machineState is the machine state of a server status.
-func machineState(status hcloud.ServerStatus) string {
+func machineState(status hcloud.ServerStatus) api.MachineState {
 	if s, ok := serverStates[status]; ok {
 		return s
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 func TestMachineStateTable(t *testing.T) {
-	cases := map[hcloud.ServerStatus]string{
+	cases := map[hcloud.ServerStatus]api.MachineState{
 		"initializing": api.StatePending,
 		"starting":     api.StatePending,
 		"running":      api.StateRunning,
@@ -40,7 +40,7 @@ func TestMachineStateTable(t *testing.T) {
 }
 
 func TestPowerEndpointsTable(t *testing.T) {
-	providertest.WantPowerTable(t, powerEndpoints, map[string]string{
+	providertest.WantPowerTable(t, powerEndpoints, map[api.PowerAction]string{
 		api.ActionOn: "poweron", api.ActionOff: "poweroff", api.ActionGracefulOff: "shutdown",
 		api.ActionReset: "reset", api.ActionCycle: "reset", api.ActionGracefulRestart: "reboot",
 	})

@@ -55,7 +55,11 @@ func TestPowerActions(t *testing.T) {
 	e := newEnv(t)
 	m := e.create(t, "inst_p", "inst_p")
 	e.clock.Advance(testActionDuration)
-	cases := []struct{ action, endpoint, state string }{
+	cases := []struct {
+		action   api.PowerAction
+		endpoint string
+		state    api.MachineState
+	}{
 		{api.ActionOff, "poweroff", api.StateStopped},
 		{api.ActionOn, "poweron", api.StateRunning},
 		{api.ActionGracefulRestart, "reboot", api.StateRunning},

@@ -12,7 +12,7 @@ import (
 // powerEndpoints maps every supported power action to the server action
 // endpoint (POST /servers/{id}/actions/<endpoint>) that does it. nmi is
 // absent: Hetzner Cloud cannot send one.
-var powerEndpoints = map[string]string{
+var powerEndpoints = map[api.PowerAction]string{
 	api.ActionOn:              "poweron",
 	api.ActionOff:             "poweroff",
 	api.ActionGracefulOff:     "shutdown",
@@ -41,7 +41,7 @@ var endpointCalls = map[string]serverActionCall{
 // INVALID_INPUT (id), NOT_FOUND (absent), PROVIDER_ERROR (with the action's
 // error code if it failed; 423 locked while another action runs),
 // RATE_LIMITED, UNAVAILABLE.
-func (c *client) Power(ctx context.Context, call *provider.Call, id, action string) (err error) {
+func (c *client) Power(ctx context.Context, call *provider.Call, id string, action api.PowerAction) (err error) {
 	endpoint, ok := powerEndpoints[action]
 	if !ok {
 		return api.Errorf(api.CodeUnsupported, "hetzner-cloud cannot do power action %q", action)

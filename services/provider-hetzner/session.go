@@ -10,6 +10,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
 )
 
@@ -117,7 +118,7 @@ func (s *session) wait(ctx context.Context, a *hcloud.Action) error {
 type recorder struct {
 	base    http.RoundTripper
 	observe func(api.RateLimit)
-	clock   provider.Clock
+	clock   clock.Clock
 	mu      sync.Mutex
 	calls   int
 	status  int

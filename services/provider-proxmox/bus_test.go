@@ -33,7 +33,7 @@ func TestThroughBus(t *testing.T) {
 	if err != nil || m.State != api.StatePending || m.Name != "inst-bus" {
 		t.Fatalf("create = %+v, %v", m, err)
 	}
-	wantState := func(state string) *api.ExternalMachine {
+	wantState := func(state api.MachineState) *api.ExternalMachine {
 		t.Helper()
 		got, err := r.Get(ctx, acct, m.ID)
 		if err != nil || got == nil || got.State != state {

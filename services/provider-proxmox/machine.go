@@ -23,7 +23,7 @@ const notAMachine = ""
 // migrate — a live migration keeps it up —, snapshot, snapshot-delete)
 // are not listed: the status decides. status unknown is a VM on a node
 // that is offline.
-var machineStates = map[string]string{
+var machineStates = map[string]api.MachineState{
 	"template":        notAMachine,
 	"lock=clone":      api.StatePending,
 	"lock=create":     api.StatePending,
@@ -37,7 +37,7 @@ var machineStates = map[string]string{
 
 // machineState looks a VM's facts up in machineStates; machine is false
 // for a VM that is not a machine (a template).
-func machineState(template bool, lock, status string) (state string, machine bool) {
+func machineState(template bool, lock, status string) (state api.MachineState, machine bool) {
 	facts := []string{"lock=" + lock, "status=" + status}
 	if template {
 		facts = append([]string{"template"}, facts...)
@@ -56,7 +56,7 @@ const statusRunning = "running"
 // toMachine renders a VM of this system: id (the VMID), idempotency key,
 // name, state, offer (both from its description) and region (the
 // account's). Addresses are filled by the caller.
-func (c *client) toMachine(vmid int, cfg vmConfig, state string) *api.ExternalMachine {
+func (c *client) toMachine(vmid int, cfg vmConfig, state api.MachineState) *api.ExternalMachine {
 	key, _ := cfg.key()
 	return &api.ExternalMachine{
 		ID:             strconv.Itoa(vmid),

@@ -14,7 +14,7 @@ func TestMachineStateTable(t *testing.T) {
 	cases := []struct {
 		template      bool
 		lock, status  string
-		state         string
+		state         api.MachineState
 		isMachine     bool
 		coveredMapKey string
 	}{
@@ -50,11 +50,11 @@ func TestMachineStateTable(t *testing.T) {
 }
 
 func TestPowerEndpointsTable(t *testing.T) {
-	joined := make(map[string]string, len(powerEndpoints))
+	joined := make(map[api.PowerAction]string, len(powerEndpoints))
 	for action, endpoints := range powerEndpoints {
 		joined[action] = strings.Join(endpoints, ",")
 	}
-	providertest.WantPowerTable(t, joined, map[string]string{
+	providertest.WantPowerTable(t, joined, map[api.PowerAction]string{
 		api.ActionOn: "start", api.ActionOff: "stop", api.ActionGracefulOff: "shutdown",
 		api.ActionReset: "reset", api.ActionGracefulRestart: "reboot", api.ActionCycle: "stop,start",
 	})

@@ -23,7 +23,7 @@ func TestPowerActions(t *testing.T) {
 	m := e.create(t, "inst_power")
 	vmid, _ := strconv.Atoi(m.ID)
 	cases := []struct {
-		action string
+		action api.PowerAction
 		routes map[string]int
 		status string
 	}{
@@ -51,7 +51,7 @@ func TestPowerActions(t *testing.T) {
 		}
 	}
 	// The VM is stopped now: reset and reboot cannot run.
-	for _, action := range []string{api.ActionReset, api.ActionGracefulRestart} {
+	for _, action := range []api.PowerAction{api.ActionReset, api.ActionGracefulRestart} {
 		err := e.client.Power(context.Background(), e.call(""), m.ID, action)
 		providertest.WantCode(t, err, api.CodeInvalidState)
 	}

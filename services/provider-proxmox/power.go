@@ -12,7 +12,7 @@ import (
 // powerEndpoints maps every supported power action to the VM status
 // endpoints (POST /nodes/{node}/qemu/{vmid}/status/<endpoint>) it calls, in
 // order. nmi is absent: PVE's API cannot send one.
-var powerEndpoints = map[string][]string{
+var powerEndpoints = map[api.PowerAction][]string{
 	api.ActionOn:              {"start"},
 	api.ActionOff:             {"stop"},
 	api.ActionGracefulOff:     {"shutdown"},
@@ -32,7 +32,7 @@ var powerEndpoints = map[string][]string{
 // (a VM this system does not manage), INVALID_STATE (reset or
 // graceful-restart of a VM that is not running), PROVIDER_ERROR (a failed
 // task, with its exit status as details.code; an API error), UNAVAILABLE.
-func (c *client) Power(ctx context.Context, call *provider.Call, id, action string) (err error) {
+func (c *client) Power(ctx context.Context, call *provider.Call, id string, action api.PowerAction) (err error) {
 	endpoints, ok := powerEndpoints[action]
 	if !ok {
 		return api.Errorf(api.CodeUnsupported, "proxmox cannot do power action %q", action)

@@ -104,7 +104,7 @@ func TestDeleteOfInstanceWithoutVMWhenEverySlotIsTaken(t *testing.T) {
 	}
 	s.waitFor(t, inst.ID, "refused for capacity", func(i *api.Instance, err error) bool {
 		for _, c := range i.Status.Conditions {
-			if c.Type == api.ConditionProviderError && c.Reason == string(api.CodeCapacityUnavailable) {
+			if c.Type == api.ConditionProviderError && c.Reason == api.ReasonOf(api.CodeCapacityUnavailable) {
 				return err == nil && i.Status.CreateRequested && i.Status.Machine == nil
 			}
 		}

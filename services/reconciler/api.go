@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"time"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -83,7 +82,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		}
 		id = claimed
 	}
-	now := time.Now().UTC()
+	now := r.now()
 	name := in.Name
 	if name == "" {
 		name = id
@@ -91,8 +90,9 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	inst := api.Instance{
 		ID: id, TenantID: req.Tenant, PoolID: in.PoolID, Flavor: in.Flavor, Image: in.Image, Name: name,
 		UserData: in.UserData, SSHKeys: in.SSHKeys, Desired: api.DesiredState{Power: in.Power},
-		Status: api.InstanceStatus{Phase: api.PhasePending}, Generation: 1, Version: 1, CreatedAt: now, UpdatedAt: now,
+		Generation: 1, Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
+	inst.Status.Phase = derivePhase(&inst)
 	if _, err := r.instances.Create(ctx, req.Tenant, id, inst); err != nil {
 		if api.IsCode(err, api.CodeAlreadyExists) { // a retry after a crash between the two writes
 			existing, err := r.load(ctx, req.Tenant, id)
@@ -110,7 +110,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		return nil, err
 	}
 	req.Log.Info().Str("instance", id).Str("pool", in.PoolID).Str("flavor", in.Flavor).Msg("instance created")
-	r.publishEvent(&inst, "created", "")
+	r.publishEvent(&inst, api.EventCreated, "")
 	r.enqueue(&inst)
 	return &inst, nil
 }
@@ -174,9 +174,6 @@ func decodeID(req *bus.Request) (string, error) {
 	return in.ID, nil
 }
 
-var phases = []string{api.PhasePending, api.PhaseProvisioning, api.PhaseRunning, api.PhaseStopped,
-	api.PhaseReinstalling, api.PhaseDeleting, api.PhaseFailed}
-
 // list answers instances.list: a page of the tenant's instances, optionally
 // of one pool and one phase. Errors: INVALID_INPUT, UNAVAILABLE.
 func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
@@ -184,8 +181,8 @@ func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	if in.Phase != "" && !slices.Contains(phases, in.Phase) {
-		return nil, api.InvalidInput("phase", "phase must be one of %v", phases)
+	if in.Phase != "" && !slices.Contains(api.Phases(), in.Phase) {
+		return nil, api.InvalidInput("phase", "phase must be one of %v", api.Phases())
 	}
 	if in.PoolID != "" && !api.ValidID(api.PrefixPool, in.PoolID) {
 		return nil, api.InvalidInput("poolId", "poolId must be a pool id (pool_…)")
@@ -207,9 +204,8 @@ func (r *Reconciler) delete(ctx context.Context, req *bus.Request) (any, error) 
 		if inst.DeletionRequestedAt != nil {
 			return errUnchanged // a repeated delete answers the same record
 		}
-		now := time.Now().UTC()
+		now := r.now()
 		inst.DeletionRequestedAt = &now
-		inst.Status.Phase = api.PhaseDeleting
 		return nil
 	}, "deleting")
 }
@@ -234,18 +230,18 @@ func (r *Reconciler) power(ctx context.Context, req *bus.Request) (any, error) {
 	return r.mutate(ctx, req, in.ID, func(inst *api.Instance) error {
 		switch in.Action {
 		case api.ActionOn, api.ActionOff:
-			inst.Desired.Power = in.Action
+			inst.Desired.Power = api.Power(in.Action)
 		default:
 			if err := refusePendingOperation(inst); err != nil {
 				return err
 			}
-			inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: in.Action, RequestedAt: time.Now().UTC()}
+			inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: in.Action, RequestedAt: r.now()}
 			if in.Action == api.ActionGracefulOff {
 				inst.Desired.Power = api.PowerOff
 			}
 		}
 		return nil
-	}, "power-"+in.Action)
+	}, "power-"+string(in.Action))
 }
 
 // reinstall answers instances.reinstall: queues a reinstall operation with
@@ -267,7 +263,7 @@ func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, erro
 		if err := refusePendingOperation(inst); err != nil {
 			return err
 		}
-		inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall, Image: in.Image, RequestedAt: time.Now().UTC()}
+		inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall, Image: in.Image, RequestedAt: r.now()}
 		return nil
 	}, "reinstall")
 }
@@ -289,7 +285,7 @@ func refusePendingOperation(inst *api.Instance) error {
 // CONFLICT (the instance kept changing), UNAVAILABLE. A change
 // returning errUnchanged answers the record unwritten (its work queued).
 func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, change func(*api.Instance) error, what string) (*api.Instance, error) {
-	var phase string
+	var phase api.Phase
 	inst, _, err := r.instances.Mutate(ctx, req.Tenant, id, func(inst *api.Instance) error {
 		if inst.DeletionRequestedAt != nil && what != "deleting" {
 			return api.Errorf(api.CodeInvalidState, "instance %s is being deleted", id)
@@ -300,7 +296,8 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 		}
 		inst.Generation++
 		inst.Version++
-		inst.UpdatedAt = time.Now().UTC()
+		inst.UpdatedAt = r.now()
+		inst.Status.Phase = derivePhase(inst)
 		return nil
 	})
 	if errors.Is(err, errUnchanged) {
@@ -314,7 +311,7 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, ch
 	}
 	req.Log.Info().Str("instance", id).Int64("generation", inst.Generation).Str("change", what).Msg("instance changed")
 	if inst.Status.Phase != phase {
-		r.publishEvent(&inst, eventType(inst.Status.Phase), "")
+		r.publishEvent(&inst, api.PhaseEvent(inst.Status.Phase), "")
 	}
 	r.enqueue(&inst)
 	return &inst, nil

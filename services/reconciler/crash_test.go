@@ -160,7 +160,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 		}
 		ids[i] = inst.ID
 	}
-	wantPower := map[string]string{}
+	wantPower := map[string]api.Power{}
 	deleted := map[string]bool{}
 	for i, id := range ids {
 		var err error
@@ -203,7 +203,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 }
 
 // unconverged describes the first instance not (yet) as declared, or "".
-func (h *harness) unconverged(ids []string, wantPower map[string]string, deleted map[string]bool) string {
+func (h *harness) unconverged(ids []string, wantPower map[string]api.Power, deleted map[string]bool) string {
 	byKey := h.cloud.ByKey()
 	for _, id := range ids {
 		inst, err := h.get(id)

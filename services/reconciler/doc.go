@@ -4,5 +4,11 @@
 // as desired, one-shot operations executed at most once, deleted without
 // leaking. Work arrives on the COMPUTE_WORK stream (one durable consumer
 // shared by every replica); a periodic resync re-queues every instance so a
-// lost message never strands one. Every status write is a revision CAS.
+// lost message never strands one. Every status write is a revision CAS
+// (writeRecord, the one CAS loop).
+//
+// A pass runs the live or the delete phases in order (phases.go; each phase
+// in the file named after it). The phase is derived from the instance's
+// facts by derivePhase (phase.go), the only writer of status.phase; no
+// decision reads it. Time comes from Options.Clock (pkg/clock).
 package reconciler

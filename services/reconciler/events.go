@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -14,17 +13,14 @@ import (
 	"better-compute.io/compute/pkg/bus"
 )
 
-// eventType is the event type token of a phase ("running", "deleting", …).
-func eventType(phase string) string { return strings.ToLower(phase) }
-
 // publishEvent publishes an instance event on
 // compute.v1.<tenant>.events.instances.<id>.<type>; the COMPUTE_EVENTS
 // stream keeps it. Events are best effort: a failure is logged.
-func (r *Reconciler) publishEvent(inst *api.Instance, typ, message string) {
+func (r *Reconciler) publishEvent(inst *api.Instance, typ api.EventType, message string) {
 	ev := api.Event{ID: api.NewID(api.PrefixEvent), TenantID: inst.TenantID, Resource: bus.ResourceInstances,
-		ResourceID: inst.ID, Type: typ, Phase: inst.Status.Phase, Message: message, Generation: inst.Generation, Time: time.Now().UTC()}
+		ResourceID: inst.ID, Type: typ, Phase: inst.Status.Phase, Message: message, Generation: inst.Generation, Time: r.now()}
 	data, _ := json.Marshal(ev)
-	if err := r.nc.Publish(bus.Event(inst.TenantID, bus.ResourceInstances, inst.ID, typ), data); err != nil {
+	if err := r.nc.Publish(bus.Event(inst.TenantID, bus.ResourceInstances, inst.ID, string(typ)), data); err != nil {
 		r.log.Warn().Err(err).Str("tenant", inst.TenantID).Str("instance", inst.ID).Msg("event not published")
 	}
 }

@@ -173,9 +173,7 @@ func TestRefusedOperationIsRetriedAndALostOneIsNot(t *testing.T) {
 func TestLooksAfterRetriesFollowTheBoot(t *testing.T) {
 	opts := fastOptions()
 	opts.Retry = RetryPolicy{Initial: time.Millisecond, Max: time.Millisecond}
-	h := newHarness(t, opts)
-	h.rec.Stop() // the passes below are the only ones
-	h.startAPIOnly()
+	h := newHarness(t, opts, startAPI) // the passes below are the only ones
 	h.cloud.BootPolls = 2
 	busy := api.ProviderError(412, "resource_unavailable", "no capacity")
 	h.cloud.FailNext(provider.VerbCreate, busy, busy, busy, busy, busy)
@@ -193,7 +191,7 @@ func TestLooksAfterRetriesFollowTheBoot(t *testing.T) {
 		if cur, err := h.get(inst.ID); err == nil && cur.Status.Machine != nil {
 			looks = append(looks, out.requeue)
 		}
-		time.Sleep(out.requeue) // what JetStream's redelivery would wait
+		h.clock.Advance(out.requeue) // what JetStream's redelivery would wait
 	}
 	want := []time.Duration{opts.PollInterval, 2 * opts.PollInterval}
 	if len(looks) != len(want) || looks[0] != want[0] || looks[1] != want[1] {
@@ -245,14 +243,14 @@ func TestServerDeletedOutOfBandIsNotShownDeleting(t *testing.T) {
 	seen := h.waitFor(inst.ID, "the deleting server seen", func(i *api.Instance, err error) bool {
 		return err == nil && i.Status.Machine != nil && i.Status.Machine.State == api.StateDeleting
 	})
-	if c := condition(seen, ConditionDrift); seen.Status.Phase != api.PhaseProvisioning || c == nil || c.Status != api.ConditionTrue {
+	if c := condition(seen, api.ConditionDrift); seen.Status.Phase != api.PhaseProvisioning || c == nil || c.Status != api.ConditionTrue {
 		t.Fatalf("instance whose server is deleted out of band: phase %s, drift %+v; want Provisioning with Drift True", seen.Status.Phase, c)
 	}
 	emu.DeleteServerOutOfBand(sid)
 	again := h.waitFor(inst.ID, "re-created", func(i *api.Instance, err error) bool {
 		return err == nil && i.Status.Phase == api.PhaseRunning && i.Status.Machine != nil && i.Status.Machine.ID != inst.Status.Machine.ID
 	})
-	if c := condition(again, ConditionDrift); c == nil || c.Status != api.ConditionFalse {
+	if c := condition(again, api.ConditionDrift); c == nil || c.Status != api.ConditionFalse {
 		t.Fatalf("drift after the re-create: %+v, want False", c)
 	}
 	if msg, err := deleting.NextMsg(100 * time.Millisecond); err == nil {
@@ -374,7 +372,7 @@ func TestFailingProviderCallsShowInList(t *testing.T) {
 		c := ready(i)
 		return err == nil && c != nil && c.Status == api.ConditionFalse
 	})
-	if c := ready(listed()); c == nil || c.Status != api.ConditionFalse || c.Reason != string(api.CodeProviderError) || c.Message == "" {
+	if c := ready(listed()); c == nil || c.Status != api.ConditionFalse || c.Reason != api.ReasonOf(api.CodeProviderError) || c.Message == "" {
 		t.Fatalf("listed while every call fails: Ready %+v, want False with PROVIDER_ERROR and the error", c)
 	}
 

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/bus/bustest"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/memory"
 )
@@ -23,11 +25,14 @@ type staticResolver struct{}
 func (staticResolver) Resolve(context.Context, string) (string, error) { return "test-token", nil }
 
 // harness is a bus with the memory provider, one account and pool written
-// straight into KV, and a reconciler.
+// straight into KV, and a reconciler. Its reconcilers run on clock (unless
+// the test's options name another): a test moves it past a lease, a
+// backoff or a timeout instead of sleeping.
 type harness struct {
 	t     testing.TB
 	env   *bustest.Env
 	cloud *memory.Cloud
+	clock *clock.Shifted
 	pool  api.Pool
 	opts  Options
 	rec   *Reconciler
@@ -41,9 +46,25 @@ func fastOptions() Options {
 	}
 }
 
-func newHarness(t testing.TB, opts Options) *harness {
+// start is what newHarness starts besides the bus, the memory provider,
+// its account and pool.
+type start int
+
+const (
+	// startReconciler starts a reconciler: instance API, work and resync
+	// as configured (the default).
+	startReconciler start = iota
+	// startAPI serves the instance API alone: no pass runs but the ones
+	// the test runs itself (h.rec.reconcile).
+	startAPI
+)
+
+func newHarness(t testing.TB, opts Options, what ...start) *harness {
 	t.Helper()
-	h := &harness{t: t, env: bustest.Start(t), cloud: memory.NewCloud(), opts: opts}
+	h := &harness{t: t, env: bustest.Start(t), cloud: memory.NewCloud(), clock: &clock.Shifted{}, opts: opts}
+	if h.opts.Clock == nil {
+		h.opts.Clock = h.clock
+	}
 	svc, err := provider.Serve(h.env.NC, memory.Definition(h.cloud), provider.ServeOptions{
 		Logger: zerolog.Nop(), Resolver: func(string) provider.SecretResolver { return staticResolver{} }})
 	if err != nil {
@@ -61,6 +82,10 @@ func newHarness(t testing.TB, opts Options) *harness {
 		Flavors: []api.Flavor{{Name: "small", OfferID: "small", Image: "debian-12"}, {Name: "bogus", OfferID: "no-such-offer", Image: "x"}}}
 	if _, err := h.env.Stores.PoolTable().Create(ctx, tenant, h.pool.ID, h.pool); err != nil {
 		t.Fatal(err)
+	}
+	if len(what) > 0 && what[0] == startAPI {
+		h.startAPIOnly()
+		return h
 	}
 	h.rec = h.startReconciler(h.env.Connect(t))
 	return h
@@ -106,6 +131,16 @@ func (h *harness) create(req api.InstanceCreateRequest) *api.Instance {
 	return &inst
 }
 
+// record reads the instance's record straight from KV.
+func (h *harness) record(id string) *api.Instance {
+	h.t.Helper()
+	var inst api.Instance
+	if _, err := bus.GetJSON(context.Background(), h.env.Stores.Instances, instanceKey(tenant, id), &inst); err != nil {
+		h.t.Fatal(err)
+	}
+	return &inst
+}
+
 func (h *harness) get(id string) (*api.Instance, error) {
 	var inst api.Instance
 	err := h.call("get", api.IDRequest{ID: id}, &inst)
@@ -122,15 +157,16 @@ func (h *harness) waitFor(id, what string, cond func(*api.Instance, error) bool)
 			return inst
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("instance %s never became %s; last: %+v (err %v)", id, what, inst.Status, err)
+			status, _ := json.MarshalIndent(inst.Status, "", "  ")
+			h.t.Fatalf("instance %s never became %s (err %v); last status:\n%s", id, what, err, status)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-func (h *harness) waitPhase(id, phase string) *api.Instance {
+func (h *harness) waitPhase(id string, phase api.Phase) *api.Instance {
 	h.t.Helper()
-	return h.waitFor(id, phase, func(i *api.Instance, err error) bool {
+	return h.waitFor(id, string(phase), func(i *api.Instance, err error) bool {
 		return err == nil && i.Status.Phase == phase && i.Status.ObservedGeneration == i.Generation
 	})
 }
@@ -140,11 +176,12 @@ func (h *harness) waitGone(id string) {
 	h.waitFor(id, "deleted", func(_ *api.Instance, err error) bool { return api.IsCode(err, api.CodeNotFound) })
 }
 
-// startAPIOnly serves the instance API alone (no work is consumed).
+// startAPIOnly serves the instance API alone (no work is consumed) with a
+// reconciler that runs only the passes the test calls (h.rec).
 func (h *harness) startAPIOnly() {
 	h.t.Helper()
-	r := &Reconciler{nc: h.env.NC, st: h.env.Stores, tables: tablesOf(h.env.Stores), o: h.opts, log: zerolog.Nop()}
-	svc, err := bus.StartService(h.env.NC, bus.ServiceConfig{Name: "instances-api", Version: "0.0.1", Endpoints: r.endpoints(), Logger: zerolog.Nop()})
+	h.rec = newReconciler(h.env.NC, h.env.Stores, h.opts)
+	svc, err := bus.StartService(h.env.NC, bus.ServiceConfig{Name: "instances-api", Version: "0.0.1", Endpoints: h.rec.endpoints(), Logger: zerolog.Nop()})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -24,14 +24,14 @@ import (
 // again after its refusal is retried.
 const maxNameFreedRetries = 5
 
-func (r *Reconciler) nameBeingFreed(ctx context.Context, t *target, ce *api.ComputeError) bool {
+func (r *Reconciler) nameBeingFreed(ctx context.Context, t *scope, ce *api.ComputeError) bool {
 	holder, named := ce.NameHolder()
 	switch {
 	case !named:
 		return false
-	case holder.State == api.StateDeleted && holder.ID == "":
+	case holder.State == string(api.StateDeleted) && holder.ID == "":
 		return t.inst.Status.Retries < maxNameFreedRetries
-	case holder.State == api.StateDeleting || holder.State == api.StateDeleted:
+	case holder.State == string(api.StateDeleting) || holder.State == string(api.StateDeleted):
 		return true
 	case holder.IdempotencyKey == t.inst.ID || !api.ValidID(api.PrefixInstance, holder.IdempotencyKey):
 		return false

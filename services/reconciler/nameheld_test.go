@@ -33,7 +33,7 @@ func TestNameHeldByAServerBeingDeletedIsWaitedFor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h, emu, advancing := newNameHeldHarness(t)
 			old := h.create(api.InstanceCreateRequest{Name: "w1"})
-			h.waitFor(old.ID, api.PhaseRunning, advancing(api.PhaseRunning))
+			h.waitFor(old.ID, string(api.PhaseRunning), advancing(api.PhaseRunning))
 			emu.FailNext("DELETE /servers/{id}", tc.lockedDeletes, http.StatusLocked, "locked", "server is locked")
 			if err := h.call("delete", api.IDRequest{ID: old.ID}, nil); err != nil {
 				t.Fatal(err)
@@ -47,7 +47,7 @@ func TestNameHeldByAServerBeingDeletedIsWaitedFor(t *testing.T) {
 			if !strings.Contains(refused.Message, "("+tc.holder+")") {
 				t.Fatalf("first refusal %q, want one naming the old server %s", refused.Message, tc.holder)
 			}
-			h.waitFor(fresh.ID, api.PhaseRunning, advancing(api.PhaseRunning))
+			h.waitFor(fresh.ID, string(api.PhaseRunning), advancing(api.PhaseRunning))
 			h.waitGone(old.ID)
 
 			var named []emulator.ServerSnapshot
@@ -67,7 +67,7 @@ func TestNameHeldByAServerBeingDeletedIsWaitedFor(t *testing.T) {
 // newNameHeldHarness is a harness creating on a Hetzner emulator whose
 // actions take 5 s on a fake clock, and a waitFor condition that advances
 // that clock at every look and stops the test when the instance fails.
-func newNameHeldHarness(t *testing.T) (*harness, *emulator.Emulator, func(phase string) func(*api.Instance, error) bool) {
+func newNameHeldHarness(t *testing.T) (*harness, *emulator.Emulator, func(phase api.Phase) func(*api.Instance, error) bool) {
 	h := newHarness(t, fastOptions())
 	fake := clock.NewFake(time.Now())
 	srv, err := emulator.Start(emulator.Options{Clock: fake, ActionDuration: 5 * time.Second}, "127.0.0.1:0")
@@ -76,7 +76,7 @@ func newNameHeldHarness(t *testing.T) (*harness, *emulator.Emulator, func(phase 
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	h.pool = h.addHetznerPool(srv, http.DefaultTransport)
-	advancing := func(phase string) func(*api.Instance, error) bool {
+	advancing := func(phase api.Phase) func(*api.Instance, error) bool {
 		return func(i *api.Instance, err error) bool {
 			if err == nil && i.Status.Phase == api.PhaseFailed {
 				status, _ := json.Marshal(i.Status)

@@ -22,10 +22,10 @@ func (r *Reconciler) operationLease(inst *api.Instance) time.Duration {
 	if op == nil || last == nil || last.ID != op.ID || last.State != api.OperationExecuting {
 		return 0
 	}
-	return max(time.Until(last.StartedAt.Add(r.o.CallTimeout+claimMargin)), 0)
+	return max(last.StartedAt.Add(r.o.CallTimeout+claimMargin).Sub(r.o.Clock.Now()), 0)
 }
 
-// runOperation executes the instance's pending one-shot operation at most
+// operation executes the instance's pending one-shot operation at most
 // once: it is claimed with a CAS write (state Executing) before the provider
 // is called, and its outcome recorded after. A claim is a lease
 // (operationLease): while it lasts, the claiming pass (this replica or
@@ -35,52 +35,53 @@ func (r *Reconciler) operationLease(inst *api.Instance) time.Duration {
 // run twice). A call that failed is sent again (claimed anew after the
 // backoff) only when the provider proves it did not run
 // (details.notExecuted: a lock, a conflict, a 429, a refused connection);
-// one that got no reply is Unknown; any other failure is Failed.
-// done reports that this pass ends here (with out).
-func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.ExternalMachine) (out outcome, done bool, err error) {
-	op := t.inst.Desired.Operation
-	last := t.inst.Status.LastOperation
+// one that got no reply is Unknown; any other failure is Failed, and
+// recorded as the ProviderError condition too (operationFailed). The pass
+// ends here whenever an operation was acted on.
+func (r *Reconciler) operation(ctx context.Context, s *scope) (step, error) {
+	op := s.inst.Desired.Operation
+	last := s.inst.Status.LastOperation
 	switch {
 	case op == nil:
-		return outcome{}, false, nil
+		return next, nil
 	case last != nil && last.ID == op.ID && last.State == api.OperationExecuting:
 		// Its lease ran out (reconcile waits while it lasts).
-		err := r.finishOperation(ctx, t, op.ID, api.OperationUnknown, "interrupted after it was sent; not repeated")
-		return after(0), true, err
+		err := r.finishOperation(ctx, s, op.ID, api.OperationUnknown, "interrupted after it was sent; not repeated", nil)
+		return end(after(0)), err
 	case last != nil && last.ID == op.ID:
-		return outcome{}, false, nil
+		return next, nil
 	}
 	claimed := false
-	if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
+	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
 		// Re-applied to the fresh record when the CAS write loses: another
 		// pass (a replica, or a newer work message) may have claimed it, or
 		// run it and the next one: only the operation the record still
 		// wants, never claimed before, is claimed.
-		current := t.inst.Desired.Operation
-		if claimed = current != nil && current.ID == op.ID && (s.LastOperation == nil || s.LastOperation.ID != op.ID); !claimed {
+		current := s.inst.Desired.Operation
+		if claimed = current != nil && current.ID == op.ID && (st.LastOperation == nil || st.LastOperation.ID != op.ID); !claimed {
 			return
 		}
-		s.LastOperation = &api.OperationStatus{ID: op.ID, Action: op.Action, State: api.OperationExecuting, StartedAt: time.Now().UTC()}
-		if op.Action == api.ActionReinstall {
-			s.Phase = api.PhaseReinstalling
+		if c := statusCondition(st, api.ConditionProviderError); c != nil && operationFailure(st, c) {
+			resolve(st, api.ConditionProviderError) // the failure of the operation before
 		}
+		st.LastOperation = &api.OperationStatus{ID: op.ID, Action: op.Action, State: api.OperationExecuting, StartedAt: r.now()}
 	}); err != nil {
-		return outcome{}, true, err
+		return next, err
 	}
 	if !claimed {
-		return after(r.o.PollInterval), true, nil // another pass runs it, or ran it
+		return end(after(r.o.PollInterval)), nil // another pass runs it, or ran it
 	}
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	var callErr error
 	if op.Action == api.ActionReinstall {
-		_, callErr = t.remote.Reinstall(cctx, t.account, m.ID, op.Image)
+		_, callErr = s.remote.Reinstall(cctx, s.account, s.machine.ID, op.Image)
 	} else {
-		callErr = t.remote.Power(cctx, t.account, m.ID, op.Action)
+		callErr = s.remote.Power(cctx, s.account, s.machine.ID, op.Action)
 	}
-	t.log.Info().Str("operation", op.ID).Str("action", op.Action).AnErr("error", callErr).Msg("operation executed")
+	s.log.Info().Str("operation", op.ID).Str("action", string(op.Action)).AnErr("error", callErr).Msg("operation executed")
 	if callErr == nil {
-		return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationSucceeded, "")
+		return end(after(0)), r.finishOperation(ctx, s, op.ID, api.OperationSucceeded, "", nil)
 	}
 	ce := api.AsComputeError(callErr)
 	switch {
@@ -88,24 +89,23 @@ func (r *Reconciler) runOperation(ctx context.Context, t *target, m *api.Externa
 		// The provider proves it did not run (423 locked, 409 conflict,
 		// 429, a refused connection) and it can pass later: release the
 		// claim and send the same operation again after the backoff.
-		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) {
-			if claimedBy(s, op.ID) {
-				s.LastOperation = last
+		if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
+			if claimedBy(st, op.ID) {
+				st.LastOperation = last
 			}
 		}); err != nil {
-			return outcome{}, true, err
+			return next, err
 		}
-		out, err := r.failed(ctx, t, callErr)
-		return out, true, err
+		return next, callErr // failed records it and ends the pass
 	case !ce.NotExecuted() && noReply(ce):
-		return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationUnknown, "no reply, it may have run; not repeated: "+ce.Error())
+		return end(after(0)), r.finishOperation(ctx, s, op.ID, api.OperationUnknown, "no reply, it may have run; not repeated: "+ce.Error(), nil)
 	case !ce.NotExecuted() && ce.Code == api.CodeRateLimited:
 		// Accepted, then the look at its outcome was rate limited (e.g. the
 		// action poll got a 429): it may have run, so it is not Failed.
-		return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationUnknown,
-			"accepted, but its outcome could not be read; not repeated: "+ce.Error())
+		return end(after(0)), r.finishOperation(ctx, s, op.ID, api.OperationUnknown,
+			"accepted, but its outcome could not be read; not repeated: "+ce.Error(), nil)
 	}
-	return after(0), true, r.finishOperation(ctx, t, op.ID, api.OperationFailed, ce.Error())
+	return end(after(0)), r.finishOperation(ctx, s, op.ID, api.OperationFailed, ce.Error(), ce)
 }
 
 // noReply reports whether a call's error says no reply came: it ended
@@ -124,33 +124,47 @@ func claimedBy(s *api.InstanceStatus, id string) bool {
 // finishOperation records operation id's outcome (state, message), only
 // while its claim is still in the record: a pass whose view is stale never
 // overwrites an outcome another pass recorded.
-// A reinstall that succeeded makes its image the instance's; one that did
-// not leaves the machine's state unknown until the next look.
-func (r *Reconciler) finishOperation(ctx context.Context, t *target, id, state, message string) error {
-	now := time.Now().UTC()
-	return r.writeRecord(ctx, t, func(i *api.Instance) {
-		s := &i.Status
-		if !claimedBy(s, id) {
+// A reinstall that succeeded makes its image the instance's. What any
+// reinstall left behind is unknown until the next look (a booting or
+// stopped VM, an old disk): the record does not claim the machine runs.
+// A Failed operation (failure, its error) is also recorded as the
+// ProviderError condition (see operationFailed).
+func (r *Reconciler) finishOperation(ctx context.Context, s *scope, id string, state api.OperationState, message string, failure *api.ComputeError) error {
+	now := r.now()
+	return r.update(ctx, s, func(i *api.Instance) {
+		st := &i.Status
+		if !claimedBy(st, id) {
 			return
 		}
-		op := *s.LastOperation
+		op := *st.LastOperation
 		op.State, op.Message, op.FinishedAt = state, message, &now
-		s.LastOperation = &op
-		s.Polls = 0 // the machine starts its way from here
-		if s.Phase == api.PhaseReinstalling && state != api.OperationSucceeded {
-			s.Phase = api.PhaseProvisioning
-		}
-		if op.Action == api.ActionReinstall && state != api.OperationSucceeded && s.Machine != nil {
-			// What a reinstall left behind is unknown until the next look
-			// (a stopped VM, an old disk): the record does not claim it runs.
-			m := *s.Machine
+		st.LastOperation = &op
+		st.Polls = 0 // the machine starts its way from here
+		if op.Action == api.ActionReinstall && st.Machine != nil {
+			m := *st.Machine
 			m.State = api.StateUnknown
-			s.Machine = &m
+			st.Machine = &m
 		}
 		if want := i.Desired.Operation; state == api.OperationSucceeded && want != nil && want.ID == id && want.Action == api.ActionReinstall {
 			i.Image = want.Image
 		}
+		if failure != nil {
+			operationFailed(st, &op, failure)
+		}
 	})
+}
+
+// operationFailed records a failed one-shot operation (a power action or
+// a reinstall) as the ProviderError condition: True, with the error's code
+// as reason and a message naming the operation (operationFailureMessage).
+// Its lifetime: it stays until the next operation is claimed (operation
+// resolves it), or a later failure of another kind replaces it (failed);
+// the next successful look does not resolve it (converge), and it does not
+// fail the instance (failedThisGeneration). Ready is left to the looks at
+// the machine, which may well be as declared.
+func operationFailed(s *api.InstanceStatus, op *api.OperationStatus, ce *api.ComputeError) {
+	setCondition(s, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue,
+		Reason: api.ReasonOf(ce.Code), Message: operationFailureMessage(op)})
 }
 
 // unclaimedReinstall is the instance's pending reinstall when no pass has

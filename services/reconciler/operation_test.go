@@ -82,13 +82,16 @@ func TestStalePassNeverOverwritesAnOutcome(t *testing.T) {
 	inst := h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)
 	h.rec.Stop() // only the pass below runs
 
-	started := time.Now().UTC().Add(-opts.CallTimeout - claimMargin + 300*time.Millisecond) // 0.3 s of lease left
+	started := h.clock.Now().UTC().Add(-opts.CallTimeout - claimMargin + 300*time.Millisecond) // 0.3 s of lease left
 	op := &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReset, RequestedAt: started}
 	h.updateRecord(inst.ID, func(r *api.Instance) {
 		r.Desired.Operation = op
 		r.Status.LastOperation = &api.OperationStatus{ID: op.ID, Action: op.Action, State: api.OperationExecuting, StartedAt: started}
 	})
-	time.Sleep(400 * time.Millisecond) // the lease ran out: this pass goes on
+	if held := h.rec.operationLease(h.record(inst.ID)); held <= 0 {
+		t.Fatalf("the claim's lease already ran out")
+	}
+	h.clock.Advance(400 * time.Millisecond) // the lease ran out: this pass goes on
 	hold := h.cloud.HoldNext(provider.VerbGet)
 	done := make(chan error, 1)
 	go func() {
@@ -158,9 +161,7 @@ func TestNoPassActsOnTheMachineDuringAnOperation(t *testing.T) {
 // failed, is not left waiting for the periodic resync.
 func TestRepeatedDeleteQueuesWorkAgain(t *testing.T) {
 	t.Run("lost work", func(t *testing.T) {
-		h := newHarness(t, fastOptions())
-		h.rec.Stop()
-		h.startAPIOnly()
+		h := newHarness(t, fastOptions(), startAPI)
 		inst := h.create(api.InstanceCreateRequest{})
 		if err := h.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
 			t.Fatal(err)
@@ -204,9 +205,6 @@ func TestGracefulOffStaysOff(t *testing.T) {
 	for _, stopsInTime := range []bool{true, false} {
 		opts := fastOptions()
 		opts.GracefulOffTimeout = time.Hour
-		if !stopsInTime {
-			opts.GracefulOffTimeout = 300 * time.Millisecond
-		}
 		h := newHarness(t, opts)
 		h.cloud.AsyncShutdown = true
 		inst := h.create(api.InstanceCreateRequest{})
@@ -229,6 +227,8 @@ func TestGracefulOffStaysOff(t *testing.T) {
 				t.Fatalf("%d power calls while the guest shut down, want 1 (the graceful-off)", got)
 			}
 			h.cloud.SetState(m, api.StateStopped)
+		} else {
+			h.clock.Advance(opts.GracefulOffTimeout) // the guest never stops by itself
 		}
 		h.waitPhase(inst.ID, api.PhaseStopped)
 		want := 1

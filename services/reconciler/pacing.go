@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 )
 
 // budgets paces calls per provider account from the rate-limit state the
@@ -33,6 +34,7 @@ import (
 // empty has no rate to compare with and counts as a window.
 type budgets struct {
 	reserve float64
+	clock   clock.Clock
 	mu      sync.Mutex
 	byAcct  map[string]*budget
 }
@@ -64,8 +66,8 @@ type budget struct {
 // bucket's implied refill must be to count as a window.
 const windowRatio = 2
 
-func newBudgets(reserve float64) *budgets {
-	return &budgets{reserve: reserve, byAcct: map[string]*budget{}}
+func newBudgets(reserve float64, c clock.Clock) *budgets {
+	return &budgets{reserve: reserve, clock: c, byAcct: map[string]*budget{}}
 }
 
 func (b *budgets) get(account string) *budget {
@@ -88,7 +90,7 @@ func (b *budgets) observer(account string) func(api.RateLimit, bool) {
 			bg.unpaced = !bg.reported
 			return
 		}
-		if rl.Remaining > 0 && bg.closed(time.Now()) {
+		if rl.Remaining > 0 && bg.closed(b.clock.Now()) {
 			// Nothing was sent since the bucket closed: this reply answers
 			// a call sent before, and does not reopen it.
 			return
@@ -105,7 +107,7 @@ func (b *budgets) observer(account string) func(api.RateLimit, bool) {
 		bg.reported, bg.unpaced = true, false
 		// Passes still in flight may have calls this reply does not count
 		// yet (replies also arrive out of order): count them as spent.
-		bg.remaining, bg.refill, bg.limit, bg.at, bg.taken = float64(rl.Remaining), refill, float64(rl.Limit), time.Now(), float64(bg.inflight)
+		bg.remaining, bg.refill, bg.limit, bg.at, bg.taken = float64(rl.Remaining), refill, float64(rl.Limit), b.clock.Now(), float64(bg.inflight)
 		bg.resetAt = rl.ResetAt
 	}
 }

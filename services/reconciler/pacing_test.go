@@ -108,7 +108,7 @@ func sumCalls(counts map[string]int) int {
 }
 
 // waitPhases waits until every id is in phase as declared (any provider).
-func (h *harness) waitPhases(ids []string, phase string, within time.Duration) {
+func (h *harness) waitPhases(ids []string, phase api.Phase, within time.Duration) {
 	h.t.Helper()
 	deadline := time.Now().Add(within)
 	for _, id := range ids {
@@ -175,7 +175,7 @@ func TestHetznerRefusalsFailTheInstance(t *testing.T) {
 		inst := h.create(req)
 		failed := h.waitPhase(inst.ID, api.PhaseFailed)
 		c := providerCondition(failed)
-		if c == nil || c.Reason != string(api.CodeProviderError) || c.RetryAt != nil {
+		if c == nil || c.Reason != api.ReasonOf(api.CodeProviderError) || c.RetryAt != nil {
 			t.Fatalf("%+v: condition %+v, want PROVIDER_ERROR without a retry", req, c)
 		}
 	}

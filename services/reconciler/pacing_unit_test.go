@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 )
 
 func TestBudgetRules(t *testing.T) {
 	now := time.Now()
-	b := newBudgets(0.1)
+	b := newBudgets(0.1, clock.Real{})
 
 	// Before the provider's first reply: at most coldStartCalls in flight.
 	for i := range coldStartCalls {
@@ -57,7 +58,7 @@ func TestBudgetRules(t *testing.T) {
 func TestEmptyBudgetIsClosedUntilReset(t *testing.T) {
 	now := time.Now()
 	reset := now.Add(20 * time.Second)
-	b := newBudgets(0.1)
+	b := newBudgets(0.1, clock.Real{})
 	b.observer("hz")(api.RateLimit{Limit: 3600, Remaining: 0, RefillPerSecond: 180, ResetAt: reset}, true)
 	// A late reply to a call sent before the 429 does not reopen it.
 	b.observer("hz")(api.RateLimit{Limit: 3600, Remaining: 5, RefillPerSecond: 180, ResetAt: reset}, true)
@@ -91,7 +92,7 @@ func TestDrainedGradualBucketIsNotAWindow(t *testing.T) {
 		{"window", 20 * time.Second, 180, true, 22 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBudgets(0.1)
+			b := newBudgets(0.1, clock.Real{})
 			obs := b.observer("hz")
 			obs(api.RateLimit{Limit: 3600, Remaining: 100, RefillPerSecond: 1, ResetAt: now.Add(3500 * time.Second)}, true)
 			obs(api.RateLimit{Limit: 3600, Remaining: 0, RefillPerSecond: tc.refill, ResetAt: now.Add(tc.reset)}, true)

@@ -50,10 +50,18 @@ func TestCreateToRunningThenDelete(t *testing.T) {
 		t.Fatalf("%d machines left after delete", n)
 	}
 
-	seen := map[string]bool{}
-	for len(events) > 0 {
+	// The deleted event is published after the record is gone: read until
+	// it came (or 10 s passed), then look at every event seen.
+	seen := map[api.EventType]bool{}
+	for timeout := time.After(10 * time.Second); !seen[api.EventDeleted]; {
+		var msg *nats.Msg
+		select {
+		case msg = <-events:
+		case <-timeout:
+			t.Fatalf("no %q event; saw %v", api.EventDeleted, seen)
+		}
 		var ev api.Event
-		if err := json.Unmarshal((<-events).Data, &ev); err != nil {
+		if err := json.Unmarshal(msg.Data, &ev); err != nil {
 			t.Fatal(err)
 		}
 		if ev.ResourceID != inst.ID {
@@ -61,7 +69,7 @@ func TestCreateToRunningThenDelete(t *testing.T) {
 		}
 		seen[ev.Type] = true
 	}
-	for _, typ := range []string{"created", "provisioning", "running", "deleting", "deleted"} {
+	for _, typ := range []api.EventType{"created", "provisioning", "running", "deleting", "deleted"} {
 		if !seen[typ] {
 			t.Errorf("no %q event; saw %v", typ, seen)
 		}
@@ -191,7 +199,7 @@ func TestTerminalErrorFailsWithoutFurtherCalls(t *testing.T) {
 	inst := h.create(api.InstanceCreateRequest{Flavor: "bogus"})
 	failed := h.waitPhase(inst.ID, api.PhaseFailed)
 	c := providerCondition(failed)
-	if c == nil || c.Reason != string(api.CodeInvalidConfig) || c.Status != api.ConditionTrue || c.Message == "" {
+	if c == nil || c.Reason != api.ReasonOf(api.CodeInvalidConfig) || c.Status != api.ConditionTrue || c.Message == "" {
 		t.Fatalf("condition: %+v", c)
 	}
 	if _, err := h.rec.Resync(context.Background()); err != nil {
@@ -218,7 +226,7 @@ func TestDriftIsRepairedAtResync(t *testing.T) {
 	}
 	repaired := h.waitFor(inst.ID, "powered on again, drift resolved", func(i *api.Instance, err error) bool {
 		m := h.cloud.Machines()
-		c := condition(i, ConditionDrift)
+		c := condition(i, api.ConditionDrift)
 		return err == nil && len(m) == 1 && m[0].State == api.StateRunning && h.cloud.Calls(provider.VerbPower) == 1 &&
 			c != nil && c.Status == api.ConditionFalse
 	})
@@ -488,7 +496,7 @@ func TestExecutingOperationClaimIsALease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	state := func() string {
+	state := func() api.OperationState {
 		t.Helper()
 		got, err := h.get(inst.ID)
 		if err != nil || got.Status.LastOperation == nil {
@@ -518,9 +526,7 @@ func TestExecutingOperationClaimIsALease(t *testing.T) {
 }
 
 func TestSecondOperationRefusedWhilePending(t *testing.T) {
-	h := newHarness(t, fastOptions())
-	h.rec.Stop() // nothing runs the first operation
-	h.startAPIOnly()
+	h := newHarness(t, fastOptions(), startAPI) // nothing runs the first operation
 	inst := h.create(api.InstanceCreateRequest{})
 	if err := h.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-11"}, nil); err != nil {
 		t.Fatal(err)
@@ -538,9 +544,7 @@ func TestSecondOperationRefusedWhilePending(t *testing.T) {
 // not have) is deleted without a machine, not retried forever.
 // A repeated delete answers the record as it is: no new generation.
 func TestRepeatedDeleteAnswersTheSameRecord(t *testing.T) {
-	h := newHarness(t, fastOptions())
-	h.rec.Stop() // the record stays while we look at it
-	h.startAPIOnly()
+	h := newHarness(t, fastOptions(), startAPI) // the record stays while we look at it
 	inst := h.create(api.InstanceCreateRequest{})
 	var first, second api.Instance
 	if err := h.call("delete", api.IDRequest{ID: inst.ID}, &first); err != nil {
@@ -603,7 +607,7 @@ func TestRefusedCreateFailsTheInstance(t *testing.T) {
 	inst := h.create(api.InstanceCreateRequest{})
 	failed := h.waitPhase(inst.ID, api.PhaseFailed)
 	c := providerCondition(failed)
-	if c == nil || c.Reason != string(api.CodeProviderError) || c.RetryAt != nil {
+	if c == nil || c.Reason != api.ReasonOf(api.CodeProviderError) || c.RetryAt != nil {
 		t.Fatalf("condition %+v, want PROVIDER_ERROR without a retry", c)
 	}
 	time.Sleep(100 * time.Millisecond) // several retry periods of fastOptions

@@ -107,19 +107,22 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 }
 
 // settled reports whether an instance needs no work unless its machine
-// changed: converged for its generation, running or stopped, not being
-// deleted, no operation pending and no provider failure outstanding.
+// changed: converged for its generation, its machine running or stopped, not being
+// deleted, no operation pending and no provider failure outstanding (a
+// failed operation's ProviderError is its outcome, not work to do).
 func settled(inst *api.Instance) bool {
 	s := &inst.Status
-	if inst.DeletionRequestedAt != nil || s.Machine == nil || s.ObservedGeneration != inst.Generation ||
-		(s.Phase != api.PhaseRunning && s.Phase != api.PhaseStopped) {
+	if inst.DeletionRequestedAt != nil || s.Machine == nil || s.ObservedGeneration != inst.Generation {
+		return false
+	}
+	if p := phaseTable[s.Machine.State]; p != api.PhaseRunning && p != api.PhaseStopped {
 		return false
 	}
 	if op := inst.Desired.Operation; op != nil && (s.LastOperation == nil || s.LastOperation.ID != op.ID || s.LastOperation.State == api.OperationExecuting) {
 		return false
 	}
-	for _, c := range s.Conditions {
-		if c.Problem() {
+	for i := range s.Conditions {
+		if c := &s.Conditions[i]; c.Problem() && !operationFailure(s, c) {
 			return false
 		}
 	}
@@ -174,11 +177,11 @@ func (r *Reconciler) listMachines(ctx context.Context, acct *api.Account) (map[s
 	machines := map[string]api.ExternalMachine{}
 	cursor := ""
 	for {
-		if reset, closed := r.budgets.closedUntil(acct.ID, time.Now()); closed {
-			wait := time.Until(reset)
+		if reset, closed := r.budgets.closedUntil(acct.ID, r.o.Clock.Now()); closed {
+			wait := reset.Sub(r.o.Clock.Now())
 			return nil, api.RateLimited(wait, "the account's rate-limit budget is spent until %s", reset.UTC().Format(time.RFC3339))
 		}
-		for wait := r.budgets.take(acct.ID, time.Now()); wait > 0; wait = r.budgets.take(acct.ID, time.Now()) {
+		for wait := r.budgets.take(acct.ID, r.o.Clock.Now()); wait > 0; wait = r.budgets.take(acct.ID, r.o.Clock.Now()) {
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()

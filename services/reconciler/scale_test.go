@@ -107,7 +107,7 @@ func TestOutageAndRateLimitStorm(t *testing.T) {
 	for _, id := range outage {
 		h.waitFor(id, "retrying", func(i *api.Instance, err error) bool {
 			c := providerCondition(i)
-			return err == nil && i.Status.Retries >= 4 && c != nil && c.Reason == string(api.CodeProviderError) && c.RetryAt != nil
+			return err == nil && i.Status.Retries >= 4 && c != nil && c.Reason == api.ReasonOf(api.CodeProviderError) && c.RetryAt != nil
 		})
 	}
 	h.cloud.SetOutage(nil)

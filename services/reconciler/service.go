@@ -13,6 +13,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/clock"
 )
 
 // Options configures the reconciler. Zero values take the defaults.
@@ -48,6 +49,10 @@ type Options struct {
 	// RateReserve is the share of a provider account's reported rate limit
 	// left unused for the operator's other tools (default 0.1; negative: none).
 	RateReserve float64
+	// Clock is the time source of every record time, lease, retry and
+	// rate-limit budget (default clock.Real). The loop's own waits
+	// (JetStream redelivery, resync ticks) run on the wall clock.
+	Clock clock.Clock
 	// Hooks are test seams.
 	Hooks Hooks
 }
@@ -80,6 +85,9 @@ func (o *Options) defaults() {
 	}
 	if o.GracefulOffTimeout <= 0 {
 		o.GracefulOffTimeout = 5 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
 	}
 	o.Retry.defaults()
 	switch {
@@ -128,11 +136,9 @@ type Reconciler struct {
 // Start serves the instance API on nc and starts consuming work. Stop it
 // with Stop. Errors: the stores or the consumer could not be set up.
 func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
-	o.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Reconciler{nc: nc, st: st, tables: tablesOf(st), o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
-		cancel: cancel, slots: make(chan struct{}, 2*o.ReconcileWorkers), sem: make(chan struct{}, o.ReconcileWorkers),
-		stopping: make(chan struct{}), consumerTrouble: make(chan struct{}, 1), budgets: newBudgets(o.RateReserve)}
+	r := newReconciler(nc, st, o)
+	r.cancel, o = cancel, r.o
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
 		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),
@@ -154,6 +160,15 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 		go r.resyncLoop(ctx)
 	}
 	return r, nil
+}
+
+// newReconciler is a reconciler of o (defaults applied) that serves and
+// consumes nothing yet.
+func newReconciler(nc *nats.Conn, st *bus.Stores, o Options) *Reconciler {
+	o.defaults()
+	return &Reconciler{nc: nc, st: st, tables: tablesOf(st), o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
+		cancel: func() {}, slots: make(chan struct{}, 2*o.ReconcileWorkers), sem: make(chan struct{}, o.ReconcileWorkers),
+		stopping: make(chan struct{}), consumerTrouble: make(chan struct{}, 1), budgets: newBudgets(o.RateReserve, o.Clock)}
 }
 
 // Stop stops consuming, serving and resyncing. Work waiting for a worker

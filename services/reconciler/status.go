@@ -9,9 +9,6 @@ import (
 	"better-compute.io/compute/pkg/bus"
 )
 
-// ConditionDrift records a machine found changed or missing out of band.
-const ConditionDrift = "Drift"
-
 // storeError marks a state-store failure inside a reconcile: the work
 // message is left for redelivery instead of being recorded as a failure.
 type storeError struct{ error }
@@ -23,45 +20,61 @@ func isStoreError(err error) bool {
 	return errors.As(err, &se)
 }
 
-// writeStatus applies change to the instance's status and writes it with
-// CAS. On a conflict (the API changed the desired state meanwhile) it reloads
-// and applies change to the fresh record, so no concurrent write is lost.
-// It publishes an event when the phase changes.
-func (r *Reconciler) writeStatus(ctx context.Context, t *target, change func(*api.InstanceStatus)) error {
-	return r.writeRecord(ctx, t, func(i *api.Instance) { change(&i.Status) })
+// now is the reconciler's clock reading in UTC, the time every record
+// field and condition carries.
+func (r *Reconciler) now() time.Time { return r.o.Clock.Now().UTC() }
+
+// writeStatus applies change to the instance's status and writes it (see
+// update).
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope, change func(*api.InstanceStatus)) error {
+	return r.update(ctx, s, func(i *api.Instance) { change(&i.Status) })
 }
 
-// writeRecord is writeStatus for a change that also records what the
-// machine now is outside the status: its image, after a reinstall or a
-// create that used a reinstall's image.
-func (r *Reconciler) writeRecord(ctx context.Context, t *target, change func(*api.Instance)) error {
+// update applies change to the instance record and writes it
+// (writeRecord), then publishes the phase event when the phase derived
+// for the new record differs from the one of the record it replaced. Use
+// it for a change that also records what the machine now is outside the
+// status: its image, after a reinstall or a create that used a
+// reinstall's image.
+func (r *Reconciler) update(ctx context.Context, s *scope, change func(*api.Instance)) error {
+	replaced, err := r.writeRecord(ctx, s, change)
+	if err == nil && s.inst.Status.Phase != replaced {
+		r.publishEvent(&s.inst, api.PhaseEvent(s.inst.Status.Phase), conditionMessage(&s.inst.Status))
+	}
+	return err
+}
+
+// writeRecord, the reconciler's one CAS loop, applies change to the instance record and writes it with
+// CAS; the phase is derived from the result (derivePhase) and the
+// conditions' transition times stamped (stampTransitions). On a conflict
+// (the API changed the desired state meanwhile) it reloads and applies
+// change to the fresh record, so no concurrent write is lost. It returns
+// the phase of the record it replaced. Errors: storeError.
+func (r *Reconciler) writeRecord(ctx context.Context, s *scope, change func(*api.Instance)) (api.Phase, error) {
 	for attempt := 0; ; attempt++ {
-		before := t.inst.Status.Phase
-		next := t.inst
-		next.Status = cloneStatus(t.inst.Status)
+		next := s.inst
+		next.Status = cloneStatus(s.inst.Status)
 		change(&next)
-		if next.DeletionRequestedAt != nil && next.Status.Phase != api.PhaseFailed {
-			next.Status.Phase = api.PhaseDeleting
-		}
+		now := r.now()
+		stampTransitions(&next.Status, &s.inst.Status, now)
+		next.Status.Phase = derivePhase(&next)
 		next.Version++
-		next.UpdatedAt = time.Now().UTC()
-		rev, err := bus.UpdateJSON(ctx, r.st.Instances, t.key, &next, t.rev)
+		next.UpdatedAt = now
+		rev, err := bus.UpdateJSON(ctx, r.st.Instances, s.key, &next, s.rev)
 		if err == nil {
-			t.inst, t.rev = next, rev
-			if next.Status.Phase != before {
-				r.publishEvent(&t.inst, eventType(next.Status.Phase), conditionMessage(&next.Status))
-			}
-			return nil
+			replaced := s.inst.Status.Phase
+			s.inst, s.rev = next, rev
+			return replaced, nil
 		}
 		if !api.IsCode(err, api.CodeConflict) || attempt >= 5 {
-			return storeError{err}
+			return "", storeError{err}
 		}
 		var fresh api.Instance
-		rev, err = bus.GetJSON(ctx, r.st.Instances, t.key, &fresh)
+		rev, err = bus.GetJSON(ctx, r.st.Instances, s.key, &fresh)
 		if err != nil {
-			return storeError{err}
+			return "", storeError{err}
 		}
-		t.inst, t.rev = fresh, rev
+		s.inst, s.rev = fresh, rev
 	}
 }
 
@@ -71,57 +84,31 @@ func cloneStatus(s api.InstanceStatus) api.InstanceStatus {
 	return s
 }
 
-// phaseTable maps a machine state to the instance phase ("" keeps the
-// current phase: the machine is in a state that says nothing new).
-var phaseTable = map[string]string{
-	api.StatePending: api.PhaseProvisioning,
-	api.StateRunning: api.PhaseRunning,
-	api.StateStopped: api.PhaseStopped,
-	api.StateRescue:  api.PhaseRunning,
-	// A machine going away that nobody asked to delete is re-created
-	// (machineGoing); a deletion's phase is Deleting whatever the state.
-	api.StateDeleting: api.PhaseProvisioning,
-	api.StateDeleted:  api.PhaseProvisioning,
-	api.StateError:    api.PhaseFailed,
-	api.StateUnknown:  "",
-}
-
-// phaseOf is the phase for a machine state, from the current phase.
-func phaseOf(current, state string) string {
-	if current == api.PhaseReinstalling && state == api.StatePending {
-		return current
-	}
-	if p := phaseTable[state]; p != "" {
-		return p
-	}
-	return current
-}
-
-// machineMatches reports whether a machine in state satisfies the desired power.
-func machineMatches(desiredPower, state string) bool {
-	return desiredPower == api.PowerOn && state == api.StateRunning ||
-		desiredPower == api.PowerOff && state == api.StateStopped
-}
-
-// setCondition sets (or replaces) the condition of c.Type, keeping
-// LastTransitionTime when the status does not change.
-func setCondition(s *api.InstanceStatus, c api.Condition) {
-	now := time.Now().UTC()
-	c.LastTransitionTime = now
-	for i, old := range s.Conditions {
-		if old.Type == c.Type {
-			if old.Status == c.Status {
-				c.LastTransitionTime = old.LastTransitionTime
-			}
-			s.Conditions[i] = c
-			return
+// stampTransitions sets the LastTransitionTime of every condition of next
+// whose status differs from the one in prev (or that prev lacks) to now,
+// and keeps prev's for the others.
+func stampTransitions(next, prev *api.InstanceStatus, now time.Time) {
+	for i := range next.Conditions {
+		c := &next.Conditions[i]
+		c.LastTransitionTime = now
+		if old := statusCondition(prev, c.Type); old != nil && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
 		}
+	}
+}
+
+// setCondition sets (or replaces) the condition of c.Type; the write
+// stamps its transition time (stampTransitions).
+func setCondition(s *api.InstanceStatus, c api.Condition) {
+	if old := statusCondition(s, c.Type); old != nil {
+		*old = c
+		return
 	}
 	s.Conditions = append(s.Conditions, c)
 }
 
 // setReady sets the Ready condition (see api.ConditionReady).
-func setReady(s *api.InstanceStatus, ready bool, reason, message string) {
+func setReady(s *api.InstanceStatus, ready bool, reason api.ConditionReason, message string) {
 	status := api.ConditionFalse
 	if ready {
 		status = api.ConditionTrue
@@ -130,12 +117,9 @@ func setReady(s *api.InstanceStatus, ready bool, reason, message string) {
 }
 
 // resolve sets condition typ False ("Resolved") when it is True.
-func resolve(s *api.InstanceStatus, typ string) {
-	for _, c := range s.Conditions {
-		if c.Type == typ && c.Status == api.ConditionTrue {
-			setCondition(s, api.Condition{Type: typ, Status: api.ConditionFalse, Reason: "Resolved"})
-			return
-		}
+func resolve(s *api.InstanceStatus, typ api.ConditionType) {
+	if c := statusCondition(s, typ); c != nil && c.Status == api.ConditionTrue {
+		setCondition(s, api.Condition{Type: typ, Status: api.ConditionFalse, Reason: api.ReasonResolved})
 	}
 }
 
@@ -144,20 +128,27 @@ func providerCondition(inst *api.Instance) *api.Condition {
 	return condition(inst, api.ConditionProviderError)
 }
 
-// condition returns the condition of type typ, or nil.
-func condition(inst *api.Instance, typ string) *api.Condition {
-	for i := range inst.Status.Conditions {
-		if inst.Status.Conditions[i].Type == typ {
-			return &inst.Status.Conditions[i]
+// condition returns the instance's condition of type typ, or nil.
+func condition(inst *api.Instance, typ api.ConditionType) *api.Condition {
+	return statusCondition(&inst.Status, typ)
+}
+
+// statusCondition returns the status's condition of type typ, or nil.
+func statusCondition(s *api.InstanceStatus, typ api.ConditionType) *api.Condition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == typ {
+			return &s.Conditions[i]
 		}
 	}
 	return nil
 }
 
+// conditionMessage is the phase event's message: the first problem
+// condition's reason and message ("" when there is none).
 func conditionMessage(s *api.InstanceStatus) string {
 	for _, c := range s.Conditions {
 		if c.Problem() {
-			return c.Reason + ": " + c.Message
+			return string(c.Reason) + ": " + c.Message
 		}
 	}
 	return ""

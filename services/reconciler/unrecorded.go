@@ -33,9 +33,12 @@ import (
 //     offers (createToFind); with one recorded and absent, the record may
 //     go;
 //   - any other error is retried as failed says.
-func (r *Reconciler) deleteUnrecorded(ctx context.Context, t *target) (out outcome, done bool, err error) {
+func (r *Reconciler) deleteUnrecorded(ctx context.Context, t *scope) (step, error) {
+	if !t.inst.Status.CreateRequested && !machineMissing(&t.inst) {
+		return next, nil // no create was sent since the machine was last seen
+	}
 	cctx, cancel := r.callCtx(ctx)
-	err = t.remote.DeleteByKey(cctx, t.account, t.inst.ID)
+	err := t.remote.DeleteByKey(cctx, t.account, t.inst.ID)
 	cancel()
 	recorded := t.inst.Status.Machine != nil
 	switch {
@@ -43,45 +46,43 @@ func (r *Reconciler) deleteUnrecorded(ctx context.Context, t *target) (out outco
 		polls := t.inst.Status.Polls + 1
 		t.log.Info().Int("polls", polls).Msg("unrecorded machine carrying the key: delete requested")
 		if err := r.writeStatus(ctx, t, func(s *api.InstanceStatus) { s.Retries, s.Polls = 0, polls }); err != nil {
-			return outcome{}, false, err
+			return next, err
 		}
-		return after(r.pollDelay(polls)), false, nil
+		return end(after(r.pollDelay(polls))), nil
 	case api.IsCode(err, api.CodeUnsupported) && recorded:
 		t.log.Info().Msg("provider cannot delete by idempotency key; the recorded machine is gone")
-		return outcome{}, true, nil
+		return next, nil
 	case api.IsCode(err, api.CodeUnsupported):
 		return r.createToFind(ctx, t)
 	case !api.IsCode(err, api.CodeNotFound):
-		out, err := r.failed(ctx, t, err)
-		return out, false, err
+		return next, err
 	}
 	if sent := lastCreateSent(&t.inst); sent != nil && !recorded {
-		if wait := time.Until(sent.Add(2 * r.o.CallTimeout)); wait > 0 {
-			return after(min(wait, r.o.CallTimeout)), false, nil
+		if wait := sent.Add(2 * r.o.CallTimeout).Sub(r.o.Clock.Now()); wait > 0 {
+			return end(after(min(wait, r.o.CallTimeout))), nil
 		}
 	}
 	t.log.Info().Msg("no machine carries the key: nothing to delete")
-	return outcome{}, true, nil
+	return next, nil
 }
 
 // createToFind looks the key up with the keyed create, for a provider
 // without delete.byKey: it finds the key's machine (recorded by
-// ensureMachine, so the next pass deletes it by id) or, for a provider
+// createMachine, so the next pass deletes it by id) or, for a provider
 // that takes the name first, makes it. A refused create (not a first
 // attempt, so the provider looked the key up before refusing) means no
 // machine exists: done.
-func (r *Reconciler) createToFind(ctx context.Context, t *target) (outcome, bool, error) {
+func (r *Reconciler) createToFind(ctx context.Context, t *scope) (step, error) {
 	t.log.Warn().Msg("provider cannot delete by idempotency key: a keyed create looks the key up")
-	m, err := r.ensureMachine(ctx, t)
+	m, err := r.createMachine(ctx, t)
 	switch {
 	case err != nil && createRefused(err):
-		return outcome{}, true, nil
+		return next, nil
 	case err != nil:
-		out, err := r.failed(ctx, t, err)
-		return out, false, err
+		return next, err
 	}
 	t.log.Info().Str("machine", m.ID).Msg("unrecorded machine found by its key")
-	return after(0), false, nil
+	return end(after(0)), nil
 }
 
 // lastCreateSent is when the instance's last create attempt was recorded

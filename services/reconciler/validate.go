@@ -77,9 +77,9 @@ func validateSSHKeys(keys []string) error {
 }
 
 // validateAction checks a power action.
-func validateAction(action string) error {
-	if !slices.Contains(api.PowerActions, action) {
-		return api.InvalidInput("action", "action must be one of %v", api.PowerActions)
+func validateAction(action api.PowerAction) error {
+	if !slices.Contains(api.PowerActions(), action) {
+		return api.InvalidInput("action", "action must be one of %v", api.PowerActions())
 	}
 	return nil
 }

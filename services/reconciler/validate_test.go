@@ -100,29 +100,6 @@ func TestRetryDelay(t *testing.T) {
 	}
 }
 
-func TestPhaseTable(t *testing.T) {
-	cases := []struct{ current, state, want string }{
-		{api.PhaseProvisioning, api.StatePending, api.PhaseProvisioning},
-		{api.PhaseProvisioning, api.StateRunning, api.PhaseRunning},
-		{api.PhaseRunning, api.StateStopped, api.PhaseStopped},
-		{api.PhaseReinstalling, api.StatePending, api.PhaseReinstalling},
-		{api.PhaseRunning, api.StateUnknown, api.PhaseRunning},
-		{api.PhaseRunning, api.StateError, api.PhaseFailed},
-		{api.PhaseRunning, api.StateDeleting, api.PhaseProvisioning}, // nobody asked: it is re-created
-		{api.PhaseRunning, api.StateRescue, api.PhaseRunning},
-	}
-	for _, c := range cases {
-		if got := phaseOf(c.current, c.state); got != c.want {
-			t.Errorf("phaseOf(%s, %s) = %s, want %s", c.current, c.state, got, c.want)
-		}
-	}
-	for _, s := range api.MachineStates {
-		if _, ok := phaseTable[s]; !ok {
-			t.Errorf("machine state %q has no row in the phase table", s)
-		}
-	}
-}
-
 // Creates in a pool that a pools.delete has marked are refused, and the
 // recheck after the instance write sees a mark or a deleted pool.
 func TestCreateRefusedWhilePoolIsBeingDeleted(t *testing.T) {

@@ -85,7 +85,7 @@ func (c *Cloud) Machines() []api.ExternalMachine {
 }
 
 // SetState changes a machine's state out of band (drift).
-func (c *Cloud) SetState(id, state string) {
+func (c *Cloud) SetState(id string, state api.MachineState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m, ok := c.machines[id]; ok {
@@ -347,7 +347,7 @@ func (cl *client) DeleteByKey(ctx context.Context, call *provider.Call, key stri
 	return nil
 }
 
-func (cl *client) Power(ctx context.Context, call *provider.Call, id, action string) error {
+func (cl *client) Power(ctx context.Context, call *provider.Call, id string, action api.PowerAction) error {
 	c, m, err := cl.beginMachine(ctx, call, provider.VerbPower, id)
 	if err != nil {
 		return err

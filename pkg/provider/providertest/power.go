@@ -10,9 +10,9 @@ import (
 // every action of api.PowerActions but nmi as want does, has no entry for
 // nmi (unsupported) and no other entry. Values name what an action calls,
 // several joined with ",".
-func WantPowerTable(t testing.TB, got, want map[string]string) {
+func WantPowerTable(t testing.TB, got, want map[api.PowerAction]string) {
 	t.Helper()
-	for _, action := range api.PowerActions {
+	for _, action := range api.PowerActions() {
 		endpoint, ok := got[action]
 		if action == api.ActionNMI {
 			if ok {

@@ -1,0 +1,57 @@
+package reconciler
+
+import (
+	"context"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// converge records what the provider reports and decides whether to look
+// again. A Drift condition (s.drift, when power set one) stays True until
+// the machine has converged. A ProviderError condition is resolved, unless
+// it records a failed one-shot operation (see operationFailure).
+func (r *Reconciler) converge(ctx context.Context, s *scope) (step, error) {
+	m := s.machine
+	converged := machineMatches(s.inst.Desired.Power, m.State)
+	polls := s.inst.Status.Polls + 1
+	err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
+		st.Machine = m
+		st.Retries, st.Polls = 0, polls
+		if c := statusCondition(st, api.ConditionProviderError); c == nil || !operationFailure(st, c) {
+			resolve(st, api.ConditionProviderError)
+		}
+		if s.drift != nil {
+			setCondition(st, *s.drift)
+		}
+		if converged {
+			st.ObservedGeneration = s.inst.Generation
+			st.Polls = 0
+			resolve(st, api.ConditionDrift)
+			setReady(st, true, api.ReasonConverged, "machine "+m.ID+" is "+string(m.State))
+		} else {
+			setReady(st, false, api.ReasonConverging, "machine "+m.ID+" is "+string(m.State)+"; desired power "+string(s.inst.Desired.Power))
+		}
+	})
+	if err != nil || converged {
+		return end(finished), err
+	}
+	return end(after(r.pollDelay(polls))), nil
+}
+
+// maxPollDelay caps the wait between two looks at a converging machine.
+const maxPollDelay = 30 * time.Second
+
+// pollDelay is the wait before looking again at a machine that look
+// number polls (status.Polls) found still converging: PollInterval after the
+// first look since the reconciler acted on it or a call failed, doubling
+// with every further look (a server that boots in 10 s is not polled every
+// 2 s), at most maxPollDelay. It follows the machine, not the retries
+// before: a pass's work message may have been delivered many times.
+func (r *Reconciler) pollDelay(polls int) time.Duration {
+	d := r.o.PollInterval
+	for i := 1; i < polls && d < maxPollDelay; i++ {
+		d *= 2
+	}
+	return min(d, max(maxPollDelay, r.o.PollInterval))
+}

@@ -1,0 +1,77 @@
+package reconciler
+
+import (
+	"context"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// ensureMachine is the live path's first phase: the recorded machine, or
+// one created now (createMachine) when none is recorded.
+func (r *Reconciler) ensureMachine(ctx context.Context, s *scope) (step, error) {
+	if m := s.inst.Status.Machine; m != nil {
+		s.machine = m
+		return next, nil
+	}
+	m, err := r.createMachine(ctx, s)
+	if err != nil {
+		return next, err
+	}
+	s.machine, s.created = m, true
+	return next, nil
+}
+
+// createMachine creates the machine (idempotently, keyed by the instance
+// id), recording first that a create was requested, and records the
+// machine its provider answered. Errors: the provider's, or a storeError.
+func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.ExternalMachine, error) {
+	// Every attempt is recorded before it is sent (CreateRequestedAt): a
+	// deletion waits for the last one to have ended before it concludes
+	// that no machine carries the key (see deleteUnrecorded).
+	first := false
+	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
+		// Only the write that flips the flag makes this the first attempt
+		// (a replica racing us sees it set when its CAS write retries).
+		first = !st.CreateRequested
+		now := r.now()
+		st.CreateRequested, st.CreateRequestedAt = true, &now
+	}); err != nil {
+		return nil, err
+	}
+	// A reinstall requested before the machine was (re)made is done by
+	// creating it with the reinstall's image: only on a first attempt, when
+	// no earlier create of the key can answer with a machine of the old one.
+	image, reinstall := s.inst.Image, unclaimedReinstall(&s.inst)
+	if reinstall != nil && first {
+		image = reinstall.Image
+	} else {
+		reinstall = nil
+	}
+	cctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	m, err := s.remote.CreateRequest(cctx, api.ProviderCreateRequest{Account: s.account, IdempotencyKey: s.inst.ID, FirstAttempt: first,
+		Machine: api.MachineSpec{Name: s.inst.Name, OfferID: s.offerID, Image: image, UserData: s.inst.UserData, SSHKeys: s.inst.SSHKeys}})
+	if r.o.Hooks.AfterProviderCreate != nil {
+		r.o.Hooks.AfterProviderCreate(s.inst.ID)
+	}
+	// A refused create leaves CreateRequested set: a refusal proves only
+	// that this request made nothing, not that no earlier attempt did (a
+	// clone made before a later step was refused, a key lookup that got a
+	// 4xx). A deletion deletes by key without creating (deleteUnrecorded).
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info().Str("machine", m.ID).Str("state", string(m.State)).Str("image", image).Msg("provider create answered")
+	if err := r.update(ctx, s, func(i *api.Instance) {
+		i.Status.Machine, i.Status.Retries, i.Status.Polls = m, 0, 0
+		if op := unclaimedReinstall(i); reinstall != nil && op != nil && op.ID == reinstall.ID {
+			now := r.now()
+			i.Image = reinstall.Image
+			i.Status.LastOperation = &api.OperationStatus{ID: reinstall.ID, Action: reinstall.Action, State: api.OperationSucceeded,
+				Message: "the machine was created with image " + reinstall.Image, StartedAt: now, FinishedAt: &now}
+		}
+	}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

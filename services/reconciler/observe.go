@@ -1,0 +1,22 @@
+package reconciler
+
+import (
+	"context"
+)
+
+// observe looks at the machine ensureMachine found recorded (a machine
+// created in this pass is as its create answered): s.machine becomes what
+// the provider reports, nil when it reports none.
+func (r *Reconciler) observe(ctx context.Context, s *scope) (step, error) {
+	if s.created {
+		return next, nil
+	}
+	cctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	observed, err := s.remote.Get(cctx, s.account, s.machine.ID)
+	if err != nil {
+		return next, err
+	}
+	s.machine = observed
+	return next, nil
+}
