@@ -12,45 +12,17 @@ import (
 	"better-compute.io/compute/pkg/api"
 )
 
-// ErrNotFound is returned (wrapped) by GetJSON for a missing key.
-//
-// Deprecated: for removal with GetJSON; Table.Get answers NOT_FOUND.
-var ErrNotFound = jetstream.ErrKeyNotFound
+// errNotFound is getJSON's error for a missing key (Table.Get turns it
+// into NOT_FOUND).
+var errNotFound = jetstream.ErrKeyNotFound
 
-// GetJSON reads key into v and returns its revision. Errors: ErrNotFound
-// (missing or deleted key), UNAVAILABLE, INTERNAL (undecodable value).
-//
-// Deprecated: for removal once services/reconciler's loop.go, status.go and
-// nameheld.go read through InstanceTable, PoolReader and AccountReader
-// (Table.Get, Reader.Get).
-func GetJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (uint64, error) {
-	return getJSON(ctx, kv, key, v)
-}
-
-// UpdateJSON writes v under key only if its revision is still rev. Errors:
-// CONFLICT, UNAVAILABLE.
-//
-// Deprecated: for removal once services/reconciler's status.go writes
-// through InstanceTable (Table.MutateAt).
-func UpdateJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any, rev uint64) (uint64, error) {
-	return writeJSON(ctx, kv, key, v, rev, false)
-}
-
-// DeleteKey deletes key only if its revision is still rev. Errors: CONFLICT, UNAVAILABLE.
-//
-// Deprecated: for removal once services/reconciler's loop.go deletes
-// through InstanceTable (Table.Delete).
-func DeleteKey(ctx context.Context, kv jetstream.KeyValue, key string, rev uint64) error {
-	return deleteKey(ctx, kv, key, rev)
-}
-
-// getJSON reads key into v and returns its revision. Errors: ErrNotFound
+// getJSON reads key into v and returns its revision. Errors: errNotFound
 // (missing or deleted key), UNAVAILABLE, INTERNAL (undecodable value).
 func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (uint64, error) {
 	e, err := kv.Get(ctx, key)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, ErrNotFound
+			return 0, errNotFound
 		}
 		return 0, kvError("read", key, err)
 	}

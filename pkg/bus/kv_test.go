@@ -38,19 +38,22 @@ func TestTableCompareAndSet(t *testing.T) {
 		t.Fatalf("Get = %+v rev %d, %v; want n=1 rev %d", got, rev, err, rev1)
 	}
 
-	// UpdateJSON stays until the reconciler's status.go writes through a table.
-	rev2, err := bus.UpdateJSON(ctx, env.Stores.Pools, "acme.x", rec{N: 3}, rev1)
-	if err != nil || rev2 <= rev1 {
-		t.Fatalf("UpdateJSON = %d, %v", rev2, err)
+	// MutateAt writes at the revision it is given, without a read.
+	got, rev2, err := tab.MutateAt(ctx, "acme", "x", got, rev1, func(r *rec) error { r.N = 3; return nil })
+	if err != nil || rev2 <= rev1 || got.N != 3 {
+		t.Fatalf("MutateAt = %+v rev %d, %v; want n=3 after rev %d", got, rev2, err, rev1)
 	}
-	_, err = bus.UpdateJSON(ctx, env.Stores.Pools, "acme.x", rec{N: 4}, rev1)
+	// From a stale revision its write loses; it reads again and applies
+	// the change to the record as it is now.
+	got, rev3, err := tab.MutateAt(ctx, "acme", "x", rec{N: 1}, rev1, func(r *rec) error { r.N *= 10; return nil })
+	if err != nil || rev3 <= rev2 || got.N != 30 {
+		t.Fatalf("stale MutateAt = %+v rev %d, %v; want n=30 after rev %d", got, rev3, err, rev2)
+	}
+	if got, rev, err := tab.Get(ctx, "acme", "x"); err != nil || rev != rev3 || got.N != 30 {
+		t.Fatalf("after the stale MutateAt: %+v rev %d, %v; want n=30 rev %d", got, rev, err, rev3)
+	}
+	rev2 = rev3
 	want := api.Errorf(api.CodeConflict, "acme.x changed since revision %d", rev1)
-	if !reflect.DeepEqual(api.AsComputeError(err), want) {
-		t.Fatalf("stale UpdateJSON = %v, want %v", err, want)
-	}
-	if got, rev, err := tab.Get(ctx, "acme", "x"); err != nil || rev != rev2 || got.N != 3 {
-		t.Fatalf("after a refused update: %+v rev %d, %v; want n=3 rev %d", got, rev, err, rev2)
-	}
 
 	err = tab.Delete(ctx, "acme", "x", rev1)
 	if !reflect.DeepEqual(api.AsComputeError(err), want) {

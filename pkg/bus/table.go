@@ -74,7 +74,7 @@ func (t *Table[T]) Reader() Reader[T] { return Reader[T]{t: t} }
 func (t *Table[T]) Get(ctx context.Context, tenant, id string) (T, uint64, error) {
 	var v T
 	rev, err := getJSON(ctx, t.kv, RecordKey(tenant, id), &v)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errNotFound) {
 		return v, 0, api.NotFound(t.kind, id)
 	}
 	return v, rev, err
@@ -278,7 +278,7 @@ func (r Reader[T]) Each(ctx context.Context, tenant string, fn func(tenant, id s
 	for _, k := range keys {
 		var v T
 		rev, err := getJSON(ctx, r.t.kv, k, &v)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, errNotFound) {
 			continue
 		}
 		if err != nil {

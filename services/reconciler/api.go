@@ -33,12 +33,6 @@ type idempotencyRecord struct {
 // $KV.compute_idempotency.*.instances-create.* only.
 var createOp = bus.EndpointName(bus.ResourceInstances, "create")
 
-// instanceKey is the key of an instance in compute_instances.
-//
-// Deprecated: for removal once loop.go and nameheld.go use r.instances
-// (see bus.GetJSON).
-func instanceKey(tenant, id string) string { return bus.RecordKey(tenant, id) }
-
 // create answers instances.create: validates the request against the pool,
 // writes the instance (phase Pending, generation 1) and queues its work.
 // Errors: INVALID_INPUT (field named), CONFLICT (idempotency key reused with

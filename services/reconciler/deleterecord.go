@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 )
 
 // deleteRecord is the delete path's last phase: no machine of the
@@ -12,7 +11,7 @@ import (
 // wrote the record meanwhile, e.g. to send a create, makes this pass
 // start over) and the deleted event is published.
 func (r *Reconciler) deleteRecord(ctx context.Context, s *scope) (step, error) {
-	if err := bus.DeleteKey(ctx, r.st.Instances, s.key, s.rev); err != nil {
+	if err := r.instances.Delete(ctx, s.inst.TenantID, s.inst.ID, s.rev); err != nil {
 		if api.IsCode(err, api.CodeConflict) {
 			return end(after(0)), nil
 		}

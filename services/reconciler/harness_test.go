@@ -134,8 +134,8 @@ func (h *harness) create(req api.InstanceCreateRequest) *api.Instance {
 // record reads the instance's record straight from KV.
 func (h *harness) record(id string) *api.Instance {
 	h.t.Helper()
-	var inst api.Instance
-	if _, err := bus.GetJSON(context.Background(), h.env.Stores.Instances, instanceKey(tenant, id), &inst); err != nil {
+	inst, _, err := h.env.Stores.InstanceTable().Get(context.Background(), tenant, id)
+	if err != nil {
 		h.t.Fatal(err)
 	}
 	return &inst

@@ -2,10 +2,8 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 )
 
 // nameBeingFreed reports whether a create refused because its machine name
@@ -36,9 +34,9 @@ func (r *Reconciler) nameBeingFreed(ctx context.Context, t *scope, ce *api.Compu
 	case holder.IdempotencyKey == t.inst.ID || !api.ValidID(api.PrefixInstance, holder.IdempotencyKey):
 		return false
 	}
-	var owner api.Instance
-	if _, err := bus.GetJSON(ctx, r.st.Instances, instanceKey(t.inst.TenantID, holder.IdempotencyKey), &owner); err != nil {
-		return !errors.Is(err, bus.ErrNotFound)
+	owner, _, err := r.instances.Get(ctx, t.inst.TenantID, holder.IdempotencyKey)
+	if err != nil {
+		return !api.IsCode(err, api.CodeNotFound)
 	}
 	return owner.DeletionRequestedAt != nil
 }

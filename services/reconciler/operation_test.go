@@ -22,14 +22,10 @@ func (h *harness) opDone(id, opID string) *api.Instance {
 // pass or replica would have.
 func (h *harness) updateRecord(id string, change func(*api.Instance)) {
 	h.t.Helper()
-	key := instanceKey(tenant, id)
-	var rec api.Instance
-	rev, err := bus.GetJSON(context.Background(), h.env.Stores.Instances, key, &rec)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	change(&rec)
-	if _, err := bus.UpdateJSON(context.Background(), h.env.Stores.Instances, key, &rec, rev); err != nil {
+	if _, _, err := h.env.Stores.InstanceTable().Mutate(context.Background(), tenant, id, func(rec *api.Instance) error {
+		change(rec)
+		return nil
+	}); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -107,10 +103,7 @@ func TestStalePassNeverOverwritesAnOutcome(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	var got api.Instance
-	if _, err := bus.GetJSON(context.Background(), h.env.Stores.Instances, instanceKey(tenant, inst.ID), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := h.record(inst.ID)
 	if got.Status.LastOperation.State != api.OperationSucceeded {
 		t.Fatalf("recorded outcome became %+v, want Succeeded kept", got.Status.LastOperation)
 	}

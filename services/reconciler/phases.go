@@ -71,9 +71,8 @@ type scope struct {
 	// load, replaced by every write of the pass (writeRecord).
 	inst api.Instance
 	rev  uint64
-	// key is the record's key; log names tenant and instance (and, from
-	// resolveTarget on, account and provider). Set before any phase.
-	key string
+	// log names tenant and instance (and, from resolveTarget on, account
+	// and provider). Set before any phase.
 	log zerolog.Logger
 	// remote, account and offerID reach the instance's provider account
 	// and name its offer: set by resolveTarget, before any phase.

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -86,15 +85,15 @@ func parseWorkSubject(subject string) (tenant, id string, ok bool) {
 // phases.go). A returned error means the state store failed (the message
 // is redelivered).
 func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string) (outcome, error) {
-	s := &scope{key: instanceKey(tenant, id), log: log}
-	rev, err := bus.GetJSON(ctx, r.st.Instances, s.key, &s.inst)
-	if errors.Is(err, bus.ErrNotFound) {
+	s := &scope{log: log}
+	var err error
+	s.inst, s.rev, err = r.instances.Get(ctx, tenant, id)
+	if api.IsCode(err, api.CodeNotFound) {
 		return finished, nil
 	}
 	if err != nil {
 		return outcome{}, err
 	}
-	s.rev = rev
 	inst := &s.inst
 	if wait := r.waitBeforeCall(inst); wait > 0 {
 		return after(wait), nil
@@ -138,9 +137,9 @@ func (r *Reconciler) waitBeforeCall(inst *api.Instance) time.Duration {
 // resolveTarget loads the pool and account behind an instance. A missing
 // pool, flavor or account is INVALID_STATE (terminal).
 func (r *Reconciler) resolveTarget(ctx context.Context, t *scope) error {
-	var pool api.Pool
-	if _, err := bus.GetJSON(ctx, r.st.Pools, t.inst.TenantID+"."+t.inst.PoolID, &pool); err != nil {
-		if errors.Is(err, bus.ErrNotFound) {
+	pool, _, err := r.pools.Get(ctx, t.inst.TenantID, t.inst.PoolID)
+	if err != nil {
+		if api.IsCode(err, api.CodeNotFound) {
 			return api.Errorf(api.CodeInvalidState, "pool %s no longer exists", t.inst.PoolID)
 		}
 		return storeError{err}
@@ -149,9 +148,9 @@ func (r *Reconciler) resolveTarget(ctx context.Context, t *scope) error {
 	if !ok {
 		return api.Errorf(api.CodeInvalidState, "pool %s no longer has flavor %q", pool.ID, t.inst.Flavor)
 	}
-	var acct api.Account
-	if _, err := bus.GetJSON(ctx, r.st.Accounts, t.inst.TenantID+"."+pool.ProviderAccountID, &acct); err != nil {
-		if errors.Is(err, bus.ErrNotFound) {
+	acct, _, err := r.accounts.Get(ctx, t.inst.TenantID, pool.ProviderAccountID)
+	if err != nil {
+		if api.IsCode(err, api.CodeNotFound) {
 			return api.Errorf(api.CodeInvalidState, "provider account %s no longer exists", pool.ProviderAccountID)
 		}
 		return storeError{err}

@@ -481,20 +481,13 @@ func TestExecutingOperationClaimIsALease(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	inst := h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)
 	powerCalls := h.cloud.Calls(provider.VerbPower)
-	key := instanceKey(tenant, inst.ID)
 	claim := func(startedAt time.Time) {
 		t.Helper()
-		var rec api.Instance
-		rev, err := bus.GetJSON(context.Background(), h.rec.st.Instances, key, &rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		op := &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReset, RequestedAt: startedAt}
-		rec.Desired.Operation = op
-		rec.Status.LastOperation = &api.OperationStatus{ID: op.ID, Action: op.Action, State: api.OperationExecuting, StartedAt: startedAt}
-		if _, err := bus.UpdateJSON(context.Background(), h.rec.st.Instances, key, &rec, rev); err != nil {
-			t.Fatal(err)
-		}
+		h.updateRecord(inst.ID, func(rec *api.Instance) {
+			op := &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReset, RequestedAt: startedAt}
+			rec.Desired.Operation = op
+			rec.Status.LastOperation = &api.OperationStatus{ID: op.ID, Action: op.Action, State: api.OperationExecuting, StartedAt: startedAt}
+		})
 	}
 	state := func() api.OperationState {
 		t.Helper()

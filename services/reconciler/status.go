@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 )
 
 // storeError marks a state-store failure inside a reconcile: the work
@@ -44,38 +43,36 @@ func (r *Reconciler) update(ctx context.Context, s *scope, change func(*api.Inst
 	return err
 }
 
-// writeRecord, the reconciler's one CAS loop, applies change to the instance record and writes it with
-// CAS; the phase is derived from the result (derivePhase) and the
-// conditions' transition times stamped (stampTransitions). On a conflict
-// (the API changed the desired state meanwhile) it reloads and applies
-// change to the fresh record, so no concurrent write is lost. It returns
-// the phase of the record it replaced. Errors: storeError.
+// writeRecord is the reconciler's one write of an instance record: it
+// applies change to the record and writes it at the revision read
+// (bus.Table.MutateAt, the project's one CAS loop); the phase is derived
+// from the result (derivePhase) and the conditions' transition times
+// stamped (stampTransitions). When the write loses (the API changed the
+// desired state meanwhile) change is applied again to the fresh record, so
+// no concurrent write is lost. It returns the phase of the record it
+// replaced. Errors: storeError.
 func (r *Reconciler) writeRecord(ctx context.Context, s *scope, change func(*api.Instance)) (api.Phase, error) {
-	for attempt := 0; ; attempt++ {
-		next := s.inst
-		next.Status = cloneStatus(s.inst.Status)
-		change(&next)
+	var replaced api.Phase
+	next, rev, err := r.instances.MutateAt(ctx, s.inst.TenantID, s.inst.ID, s.inst, s.rev, func(n *api.Instance) error {
+		// s.inst is the record as read (the first try's, or a fresh one
+		// after a lost write) while change runs: changes decide on it.
+		s.inst = *n
+		prev := n.Status
+		replaced = prev.Phase
+		n.Status = cloneStatus(prev)
+		change(n)
 		now := r.now()
-		stampTransitions(&next.Status, &s.inst.Status, now)
-		next.Status.Phase = derivePhase(&next)
-		next.Version++
-		next.UpdatedAt = now
-		rev, err := bus.UpdateJSON(ctx, r.st.Instances, s.key, &next, s.rev)
-		if err == nil {
-			replaced := s.inst.Status.Phase
-			s.inst, s.rev = next, rev
-			return replaced, nil
-		}
-		if !api.IsCode(err, api.CodeConflict) || attempt >= 5 {
-			return "", storeError{err}
-		}
-		var fresh api.Instance
-		rev, err = bus.GetJSON(ctx, r.st.Instances, s.key, &fresh)
-		if err != nil {
-			return "", storeError{err}
-		}
-		s.inst, s.rev = fresh, rev
+		stampTransitions(&n.Status, &prev, now)
+		n.Status.Phase = derivePhase(n)
+		n.Version++
+		n.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return "", storeError{err}
 	}
+	s.inst, s.rev = next, rev
+	return replaced, nil
 }
 
 // cloneStatus copies the slices a change may modify.

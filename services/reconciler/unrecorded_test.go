@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/memory"
 )
@@ -41,8 +40,8 @@ func TestDeleteWithoutDeleteByKeyFindsTheMachineWithTheKeyedCreate(t *testing.T)
 		return err == nil && i.Status.Retries > 0 && i.Status.CreateRequested && i.Status.Machine == nil
 	})
 	h.cloud.SetHung(provider.VerbCreate, false)
-	var acct api.Account
-	if _, err := bus.GetJSON(context.Background(), h.env.Stores.Accounts, tenant+"."+pool.ProviderAccountID, &acct); err != nil {
+	acct, _, err := h.env.Stores.AccountTable().Get(context.Background(), tenant, pool.ProviderAccountID)
+	if err != nil {
 		t.Fatal(err)
 	}
 	remote := provider.Remote{NC: h.env.NC, ID: "memory-nokey"}
