@@ -24,10 +24,14 @@ const (
 // call before acting (see ComputeError.Refused), and its meaning as the
 // user guide prints it.
 type CodeInfo struct {
-	Code        Code
-	Status      int
-	Retry       Retry
-	Refusal     bool
+	Code Code
+	// Status is the Nats-Service-Error-Code header, an HTTP status number.
+	Status int
+	// Retry is how the reconciler retries the code.
+	Retry Retry
+	// Refusal: the provider declined the call before acting.
+	Refusal bool
+	// Description is the meaning, in Markdown (the user guide's column).
 	Description string
 }
 
