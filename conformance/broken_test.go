@@ -150,6 +150,19 @@ func (b leaky) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQ
 	return offers, nil
 }
 
+// permanenceLost answers a create that can never pass (the memory
+// client's INVALID_CONFIG for an unknown offer) as a PROVIDER_ERROR 422
+// without details.permanent, which the reconciler would retry forever.
+type permanenceLost struct{ full }
+
+func (b permanenceLost) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
+	m, err := b.full.Create(ctx, call, spec)
+	if ce := api.AsComputeError(err); ce != nil && ce.Permanent() {
+		return nil, api.ProviderError(422, "invalid_input", "the API answered 422: %s", ce.Message)
+	}
+	return m, err
+}
+
 // TestBrokenProvidersFailTheRightBehaviours certifies the memory provider
 // wrapped in each kind of defect and checks that exactly the behaviours
 // meant to catch it fail.
@@ -184,6 +197,8 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 		{"token leaked", func(c full) provider.Client { return leaky{c} },
 			[]string{conformance.ProfileCore, conformance.ProfileSecrets},
 			[]string{"offers.wellformed", "secrets.replies", "secrets.logs", "secrets.reports"}},
+		{"permanent refusal answered retryable", func(c full) provider.Client { return permanenceLost{c} }, core,
+			[]string{"err.refusal.permanent"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -239,3 +239,27 @@ func errPlainSecret(c *check) {
 		c.Errorf("the reply to a plain value in secret field %s echoes the value", field)
 	}
 }
+
+// errRefusalPermanent: a create that can never pass (its offer names no
+// offer) answers an error the reconciler fails the instance on at once
+// (api.ComputeError.Permanent), not one it would retry forever.
+func errRefusalPermanent(c *check) {
+	name := c.name("m")
+	spec := c.spec(name)
+	spec.OfferID = "conformance-no-such-offer"
+	ctx, cancel := c.callCtx()
+	defer cancel()
+	m, err := c.remote().Create(ctx, c.acct(), name, spec)
+	switch {
+	case err == nil:
+		if m != nil && m.ID != "" {
+			c.cleanupMachine(m.ID)
+		}
+		c.Errorf("create with offer %s succeeded, want a permanent refusal", spec.OfferID)
+	case !api.AsComputeError(err).Permanent():
+		ce := api.AsComputeError(err)
+		c.Errorf("create with offer %s answered %v (details %v): retryable, want a terminal code or details.permanent",
+			spec.OfferID, ce, ce.Details)
+	}
+	c.expectNone(name)
+}

@@ -198,6 +198,8 @@ var registry = []Behaviour{
 		Title: "create and get report the idempotency key a machine carries; get expecting another key answers absent"},
 	{ID: "life.delete.by-key", Area: AreaLifecycle, Profiles: core, Capability: provider.CapabilityDeleteByKey, run: lifeDeleteByKey,
 		Title: "delete with an idempotency key and no id deletes the machine created with that key, then answers NOT_FOUND, as for an unknown key"},
+	{ID: "err.refusal.permanent", Area: AreaErrors, Profiles: core, run: errRefusalPermanent,
+		Title: "a create naming an offer that does not exist is refused as permanent (a terminal code or details.permanent), and makes no machine"},
 }
 
 // Profile sets of the table above.

@@ -9,37 +9,24 @@ import (
 // Code is the machine-readable class of a ComputeError.
 type Code string
 
-// The error codes of DESIGN.md. Every failure on the bus carries exactly one.
+// The error codes of DESIGN.md, one per line with its meaning. Every
+// failure on the bus carries exactly one; its wire status, retry and the
+// user guide's description are its row of the Catalogue.
 const (
-	CodeInvalidInput        Code = "INVALID_INPUT"
-	CodeInvalidConfig       Code = "INVALID_CONFIG"
-	CodeNotFound            Code = "NOT_FOUND"
-	CodeAlreadyExists       Code = "ALREADY_EXISTS"
-	CodeConflict            Code = "CONFLICT"
-	CodeAccessDenied        Code = "ACCESS_DENIED"
-	CodeUnsupported         Code = "UNSUPPORTED"
-	CodeInvalidState        Code = "INVALID_STATE"
-	CodeCapacityUnavailable Code = "CAPACITY_UNAVAILABLE"
-	CodeRateLimited         Code = "RATE_LIMITED"
-	CodeProviderError       Code = "PROVIDER_ERROR"
-	CodeUnavailable         Code = "UNAVAILABLE"
-	CodeInternal            Code = "INTERNAL"
+	CodeInvalidInput        Code = "INVALID_INPUT"        // the request is malformed or names nothing
+	CodeInvalidConfig       Code = "INVALID_CONFIG"       // a config does not fit its manifest
+	CodeNotFound            Code = "NOT_FOUND"            // no such record or machine
+	CodeAlreadyExists       Code = "ALREADY_EXISTS"       // a name is taken
+	CodeConflict            Code = "CONFLICT"             // a stale version
+	CodeAccessDenied        Code = "ACCESS_DENIED"        // not the caller's
+	CodeUnsupported         Code = "UNSUPPORTED"          // the provider cannot do that
+	CodeInvalidState        Code = "INVALID_STATE"        // not in the current state
+	CodeCapacityUnavailable Code = "CAPACITY_UNAVAILABLE" // the provider has no room
+	CodeRateLimited         Code = "RATE_LIMITED"         // a rate limit is spent (retryAfterMs)
+	CodeProviderError       Code = "PROVIDER_ERROR"       // the provider API failed (status, code)
+	CodeUnavailable         Code = "UNAVAILABLE"          // no service answered in time
+	CodeInternal            Code = "INTERNAL"             // a bug
 )
-
-// Codes lists every Code, in the order of DESIGN.md.
-var Codes = []Code{
-	CodeInvalidInput, CodeInvalidConfig, CodeNotFound, CodeAlreadyExists, CodeConflict,
-	CodeAccessDenied, CodeUnsupported, CodeInvalidState, CodeCapacityUnavailable,
-	CodeRateLimited, CodeProviderError, CodeUnavailable, CodeInternal,
-}
-
-// Terminal reports whether the reconciler must fail an instance on this code
-// instead of retrying: UNSUPPORTED, INVALID_STATE and INVALID_CONFIG (as in
-// DESIGN.md), and INVALID_INPUT (a provider refusing the request itself, e.g.
-// an unknown template: retrying cannot help).
-func (c Code) Terminal() bool {
-	return c == CodeUnsupported || c == CodeInvalidState || c == CodeInvalidConfig || c == CodeInvalidInput
-}
 
 // Detail keys with a fixed meaning.
 const (
@@ -67,6 +54,12 @@ const (
 	// Sending the call again cannot make it run twice. Absent means the
 	// call may have acted (a reply lost, a timeout, a failed action).
 	DetailNotExecuted = "notExecuted"
+	// DetailPermanent (true) marks, on a code that is not Terminal (a
+	// PROVIDER_ERROR), a refusal the same request can never get past: the
+	// provider decides (e.g. Hetzner's 422 invalid_input for an unknown
+	// image), the reconciler fails the instance on it. Absent means the
+	// request may pass later. See ComputeError.Permanent.
+	DetailPermanent = "permanent"
 )
 
 // NameHolder is the managed machine holding a name a create asked for.

@@ -25,31 +25,9 @@ type ErrorEnvelope struct {
 	Error *api.ComputeError `json:"error"`
 }
 
-// statusOf maps a code to the numeric Nats-Service-Error-Code header, using
-// the HTTP status a REST API would answer.
-var statusOf = map[api.Code]int{
-	api.CodeInvalidInput:        400,
-	api.CodeInvalidConfig:       422,
-	api.CodeNotFound:            404,
-	api.CodeAlreadyExists:       409,
-	api.CodeConflict:            409,
-	api.CodeAccessDenied:        403,
-	api.CodeUnsupported:         501,
-	api.CodeInvalidState:        409,
-	api.CodeCapacityUnavailable: 507,
-	api.CodeRateLimited:         429,
-	api.CodeProviderError:       502,
-	api.CodeUnavailable:         503,
-	api.CodeInternal:            500,
-}
-
-// StatusOf is the numeric service error code sent for code (500 for unknown codes).
-func StatusOf(code api.Code) int {
-	if s, ok := statusOf[code]; ok {
-		return s
-	}
-	return 500
-}
+// StatusOf is the numeric service error code sent for code: its
+// api.Catalogue row's status (500 for unknown codes).
+func StatusOf(code api.Code) int { return code.Info().Status }
 
 // EncodeError returns the header code, description and body of a failed reply.
 func EncodeError(err *api.ComputeError) (code, description string, body []byte) {

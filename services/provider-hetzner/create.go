@@ -28,8 +28,8 @@ import (
 // SSH keys stored in the Hetzner project.
 //
 // Errors: INVALID_INPUT (machine.sshKeys[i] not an id), PROVIDER_ERROR
-// (details.status 409, code uniqueness_error when another machine holds
-// the name, with the DetailHolder* details when that server is managed
+// (details.status 409, code uniqueness_error, permanent when another
+// machine holds the name, with the DetailHolder* details when that server is managed
 // (see api.NameHolder): the caller can tell a name still held by one of
 // its servers being deleted, which frees it when its delete action ends;
 // 0/unreachable when the API cannot be reached, also when the reply of a
@@ -74,8 +74,8 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 }
 
 // adoptWinner resolves a taken name: the server called name is ours only
-// if it carries the key. Errors: PROVIDER_ERROR 409 uniqueness_error,
-// naming the holder (api.NameHolder) when it is a managed server, or a
+// if it carries the key. Errors: PROVIDER_ERROR 409 uniqueness_error
+// (permanent), naming the holder (api.NameHolder) when it is a managed server, or a
 // holder in state deleted when no server holds the name any more (its
 // delete ended between the POST and the lookup).
 func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) (*api.ExternalMachine, error) {
@@ -84,7 +84,7 @@ func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) 
 		return nil, err
 	}
 	if len(holders) == 0 {
-		return nil, api.ProviderError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),
+		return nil, providerError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),
 			"hetzner-cloud: server name %q was taken, and is free now", name).
 			WithNameHolder(api.NameHolder{State: string(api.StateDeleted)})
 	}
@@ -97,12 +97,12 @@ func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) 
 	for _, w := range holders {
 		if c.labels.isManaged(w.Labels) {
 			m := c.toMachine(w, "")
-			return nil, api.ProviderError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),
+			return nil, providerError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),
 				"hetzner-cloud: server name %q is used by managed server %s (%s) of another request", name, m.ID, w.Status).
 				WithNameHolder(api.NameHolder{ID: m.ID, IdempotencyKey: m.IdempotencyKey, State: string(m.State)})
 		}
 	}
-	return nil, api.ProviderError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),
+	return nil, providerError(http.StatusConflict, string(hcloud.ErrorCodeUniquenessError),
 		"hetzner-cloud: server name %q is used by a server of another request", name)
 }
 

@@ -19,5 +19,7 @@
 //     429s included;
 //   - 404 means absent, 429 is RATE_LIMITED with retryAfterMs from
 //     RateLimit-Reset, every other failure (including an unreachable API) is
-//     PROVIDER_ERROR with details.status and details.code.
+//     PROVIDER_ERROR with details.status and details.code, and
+//     details.permanent when the same request can never pass (400, 422
+//     other than service_error, 409 uniqueness_error; see providerError).
 package hetzner

@@ -33,7 +33,8 @@ type apiFailure struct {
 //   - 429 or rate_limit_exceeded → RATE_LIMITED, retryAfterMs = reset − now
 //     (at least 0; 1000 without a reset);
 //   - 404 of a server-scoped call (serverID set) → NOT_FOUND of the server;
-//   - anything else → PROVIDER_ERROR with details {status, code}.
+//   - anything else → PROVIDER_ERROR with details {status, code}, and
+//     permanent when the same request can never pass (see providerError).
 func mapFailure(f apiFailure, serverID string, now time.Time) *api.ComputeError {
 	switch {
 	case f.status == http.StatusTooManyRequests || f.code == string(hcloud.ErrorCodeRateLimitExceeded):
@@ -45,7 +46,24 @@ func mapFailure(f apiFailure, serverID string, now time.Time) *api.ComputeError 
 	case f.status == http.StatusNotFound && serverID != "":
 		return api.NotFound("server", serverID)
 	}
-	return api.ProviderError(f.status, f.code, "hetzner-cloud: %s (HTTP %d, %s)", f.message, f.status, f.code)
+	return providerError(f.status, f.code, "hetzner-cloud: %s (HTTP %d, %s)", f.message, f.status, f.code)
+}
+
+// providerError is the PROVIDER_ERROR of an API answer (status, code),
+// marked details.permanent when the same request can never pass: HTTP 400,
+// 422 other than service_error (an unknown image, an invalid field), or
+// 409 uniqueness_error (the name belongs to another server; names are
+// unique per project). Refusals that can pass later (403 quota, 409
+// conflict, 412 no capacity, 422 service_error, 423 locked) are not.
+func providerError(status int, code, format string, args ...any) *api.ComputeError {
+	ce := api.ProviderError(status, code, format, args...)
+	switch {
+	case status == http.StatusBadRequest,
+		status == http.StatusUnprocessableEntity && code != string(hcloud.ErrorCodeServiceError),
+		status == http.StatusConflict && code == string(hcloud.ErrorCodeUniquenessError):
+		ce.With(api.DetailPermanent, true)
+	}
+	return ce
 }
 
 // classify turns any error of an API call into a ComputeError (see
@@ -93,7 +111,7 @@ func mapError(ctx context.Context, err error, rec *recorder, serverID string, no
 	case ctx.Err() != nil:
 		return api.Errorf(api.CodeUnavailable, "hetzner-cloud: call ended before the API answered: %v", ctx.Err())
 	}
-	return api.ProviderError(0, codeUnreachable, "hetzner-cloud: API unreachable: %v", err)
+	return providerError(0, codeUnreachable, "hetzner-cloud: API unreachable: %v", err)
 }
 
 // withInvalidFields is the message of an API error, followed for

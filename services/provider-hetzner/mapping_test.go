@@ -110,21 +110,28 @@ func TestMapFailure(t *testing.T) {
 		status     int
 		apiCode    string
 		retryAfter time.Duration
+		// permanent: details.permanent, the request can never pass.
+		permanent bool
 	}{
-		{"rate limited", apiFailure{status: 429, code: "rate_limit_exceeded", reset: now.Add(30 * time.Second)}, "", api.CodeRateLimited, 0, "", 30 * time.Second},
-		{"rate limited, no reset", apiFailure{status: 429, code: "rate_limit_exceeded"}, "", api.CodeRateLimited, 0, "", time.Second},
-		{"rate limited, reset passed", apiFailure{status: 429, reset: now.Add(-time.Minute)}, "7", api.CodeRateLimited, 0, "", 0},
-		{"rate limit code, odd status", apiFailure{status: 403, code: "rate_limit_exceeded"}, "", api.CodeRateLimited, 0, "", time.Second},
-		{"server absent", apiFailure{status: 404, code: "not_found"}, "7", api.CodeNotFound, 0, "", 0},
-		{"404 not about a server", apiFailure{status: 404, code: "not_found"}, "", api.CodeProviderError, 404, "not_found", 0},
-		{"uniqueness", apiFailure{status: 409, code: "uniqueness_error"}, "", api.CodeProviderError, 409, "uniqueness_error", 0},
-		{"unauthorized", apiFailure{status: 401, code: "unauthorized"}, "7", api.CodeProviderError, 401, "unauthorized", 0},
-		{"gone", apiFailure{status: 410, code: "deprecated_api_endpoint"}, "", api.CodeProviderError, 410, "deprecated_api_endpoint", 0},
-		{"unavailable type", apiFailure{status: 412, code: "resource_unavailable"}, "", api.CodeProviderError, 412, "resource_unavailable", 0},
-		{"invalid input", apiFailure{status: 422, code: "invalid_input"}, "", api.CodeProviderError, 422, "invalid_input", 0},
-		{"locked", apiFailure{status: 423, code: "locked"}, "7", api.CodeProviderError, 423, "locked", 0},
-		{"server error", apiFailure{status: 500, code: "server_error"}, "", api.CodeProviderError, 500, "server_error", 0},
-		{"bare 502", apiFailure{status: 502}, "", api.CodeProviderError, 502, "", 0},
+		{"rate limited", apiFailure{status: 429, code: "rate_limit_exceeded", reset: now.Add(30 * time.Second)}, "", api.CodeRateLimited, 0, "", 30 * time.Second, false},
+		{"rate limited, no reset", apiFailure{status: 429, code: "rate_limit_exceeded"}, "", api.CodeRateLimited, 0, "", time.Second, false},
+		{"rate limited, reset passed", apiFailure{status: 429, reset: now.Add(-time.Minute)}, "7", api.CodeRateLimited, 0, "", 0, false},
+		{"rate limit code, odd status", apiFailure{status: 403, code: "rate_limit_exceeded"}, "", api.CodeRateLimited, 0, "", time.Second, false},
+		{"server absent", apiFailure{status: 404, code: "not_found"}, "7", api.CodeNotFound, 0, "", 0, false},
+		{"404 not about a server", apiFailure{status: 404, code: "not_found"}, "", api.CodeProviderError, 404, "not_found", 0, false},
+		{"uniqueness", apiFailure{status: 409, code: "uniqueness_error"}, "", api.CodeProviderError, 409, "uniqueness_error", 0, true},
+		{"conflict", apiFailure{status: 409, code: "conflict"}, "", api.CodeProviderError, 409, "conflict", 0, false},
+		{"unauthorized", apiFailure{status: 401, code: "unauthorized"}, "7", api.CodeProviderError, 401, "unauthorized", 0, false},
+		{"gone", apiFailure{status: 410, code: "deprecated_api_endpoint"}, "", api.CodeProviderError, 410, "deprecated_api_endpoint", 0, false},
+		{"unavailable type", apiFailure{status: 412, code: "resource_unavailable"}, "", api.CodeProviderError, 412, "resource_unavailable", 0, false},
+		{"malformed body", apiFailure{status: 400, code: "json_error"}, "", api.CodeProviderError, 400, "json_error", 0, true},
+		{"unsupported for the type", apiFailure{status: 422, code: "unsupported_error"}, "", api.CodeProviderError, 422, "unsupported_error", 0, true},
+		{"quota", apiFailure{status: 403, code: "resource_limit_exceeded"}, "", api.CodeProviderError, 403, "resource_limit_exceeded", 0, false},
+		{"invalid input", apiFailure{status: 422, code: "invalid_input"}, "", api.CodeProviderError, 422, "invalid_input", 0, true},
+		{"service error", apiFailure{status: 422, code: "service_error"}, "", api.CodeProviderError, 422, "service_error", 0, false},
+		{"locked", apiFailure{status: 423, code: "locked"}, "7", api.CodeProviderError, 423, "locked", 0, false},
+		{"server error", apiFailure{status: 500, code: "server_error"}, "", api.CodeProviderError, 500, "server_error", 0, false},
+		{"bare 502", apiFailure{status: 502}, "", api.CodeProviderError, 502, "", 0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -140,6 +147,9 @@ func TestMapFailure(t *testing.T) {
 			case api.CodeProviderError:
 				if ce.Details[api.DetailStatus] != c.status || ce.Details[api.DetailCode] != c.apiCode {
 					t.Errorf("details = %v, want status %d code %q", ce.Details, c.status, c.apiCode)
+				}
+				if ce.Permanent() != c.permanent {
+					t.Errorf("permanent = %v, want %v (details %v)", ce.Permanent(), c.permanent, ce.Details)
 				}
 			case api.CodeNotFound:
 				if ce.Details["id"] != c.serverID {

@@ -102,12 +102,12 @@ func (s *session) wait(ctx context.Context, a *hcloud.Action) error {
 			return err
 		}
 		if len(got) != 1 {
-			return api.ProviderError(http.StatusOK, "action_missing", "hetzner-cloud: action %d (%s) is no longer listed", a.ID, a.Command)
+			return providerError(http.StatusOK, "action_missing", "hetzner-cloud: action %d (%s) is no longer listed", a.ID, a.Command)
 		}
 		a = got[0]
 	}
 	if a.Status == hcloud.ActionStatusError {
-		return api.ProviderError(http.StatusOK, a.ErrorCode, "hetzner-cloud: action %s (%d) failed: %s", a.Command, a.ID, a.ErrorMessage)
+		return providerError(http.StatusOK, a.ErrorCode, "hetzner-cloud: action %s (%d) failed: %s", a.Command, a.ID, a.ErrorMessage)
 	}
 	return nil
 }

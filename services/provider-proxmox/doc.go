@@ -51,8 +51,9 @@
 //     of a VM that is not running INVALID_STATE, everything else PVE
 //     answers PROVIDER_ERROR with details.status (HTTP status) and
 //     details.code (see failureRules; 401 unauthorized, 403 forbidden, 595
-//     node_unreachable), the message read from the body or, before PVE
-//     8.3, the HTTP reason phrase; an unreachable API (TLS failures
+//     node_unreachable), details.permanent on a 400 or 422 (the request
+//     itself is refused: it can never pass), the message read from the
+//     body or, before PVE 8.3, the HTTP reason phrase; an unreachable API (TLS failures
 //     included) PROVIDER_ERROR status 0 code unreachable; a panic on an
 //     unexpected reply PROVIDER_ERROR;
 //   - offers are the account's sizes, in one region: the pinned node's

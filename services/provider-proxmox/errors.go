@@ -166,7 +166,9 @@ var kindCodes = map[failureKind]api.Code{
 	kindNotRunning: api.CodeInvalidState,
 }
 
-// computeError maps a PVE failure to its ComputeError.
+// computeError maps a PVE failure to its ComputeError. An HTTP 400
+// (parameter verification failed) or 422 refuses the request itself, which
+// can never pass when sent again: details.permanent.
 func (e *pveError) computeError() *api.ComputeError {
 	if e.upid != "" {
 		return api.ProviderError(http.StatusOK, e.message, "proxmox: %s", e.Error())
@@ -174,7 +176,11 @@ func (e *pveError) computeError() *api.ComputeError {
 	if code, ok := kindCodes[e.kind]; ok {
 		return api.Errorf(code, "proxmox: %s", e.Error())
 	}
-	return api.ProviderError(e.status, string(e.kind), "proxmox: %s", e.Error())
+	ce := api.ProviderError(e.status, string(e.kind), "proxmox: %s", e.Error())
+	if e.status == http.StatusBadRequest || e.status == http.StatusUnprocessableEntity {
+		ce.With(api.DetailPermanent, true)
+	}
+	return ce
 }
 
 // markNotExecuted marks err details.notExecuted when no request of the

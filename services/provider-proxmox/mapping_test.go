@@ -86,6 +86,7 @@ func TestFailureTable(t *testing.T) {
 		{500, "clone failed: cfs-lock 'storage-local-lvm' error: got lock request timeout", kindAPI, api.CodeProviderError},
 		{501, "Method 'GET /nodes/pve1/foo' not implemented", kindAPI, api.CodeProviderError},
 		{502, "Bad Gateway", kindAPI, api.CodeProviderError},
+		{422, "Unprocessable Entity", kindAPI, api.CodeProviderError},
 	}
 	for _, c := range cases {
 		f := &pveError{status: c.status, message: c.msg, kind: classifyFailure(c.status, c.msg)}
@@ -99,9 +100,13 @@ func TestFailureTable(t *testing.T) {
 		if ce.Code == api.CodeProviderError && (ce.Details[api.DetailStatus] != c.status || ce.Details[api.DetailCode] != string(c.kind)) {
 			t.Errorf("%d %q → details %v, want status %d code %s", c.status, c.msg, ce.Details, c.status, c.kind)
 		}
+		// Only a refusal of the request itself can never pass.
+		if want := c.status == 400 || c.status == 422 || c.code.Terminal(); ce.Permanent() != want {
+			t.Errorf("%d %q → permanent %v, want %v", c.status, c.msg, ce.Permanent(), want)
+		}
 	}
 	task := taskFailure("UPID:pve1:00010001:00100000:65E1A1C0:qmclone:9000:root@pam!x:", "clone failed: boom").computeError()
-	if task.Code != api.CodeProviderError || task.Details[api.DetailCode] != "clone failed: boom" || task.Details[api.DetailStatus] != http.StatusOK {
+	if task.Code != api.CodeProviderError || task.Details[api.DetailCode] != "clone failed: boom" || task.Details[api.DetailStatus] != http.StatusOK || task.Permanent() {
 		t.Errorf("task failure → %+v, want PROVIDER_ERROR with the exit status as code", task)
 	}
 	for _, exit := range []string{"OK", "WARNINGS: 1", "WARNINGS: 12"} {

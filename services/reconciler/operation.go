@@ -85,7 +85,7 @@ func (r *Reconciler) operation(ctx context.Context, s *scope) (step, error) {
 	}
 	ce := api.AsComputeError(callErr)
 	switch {
-	case ce.NotExecuted() && !ce.Code.Terminal() && !permanentRefusal(ce) && ce.Code != api.CodeNotFound:
+	case ce.NotExecuted() && !permanentRefusal(ce) && ce.Code != api.CodeNotFound:
 		// The provider proves it did not run (423 locked, 409 conflict,
 		// 429, a refused connection) and it can pass later: release the
 		// claim and send the same operation again after the backoff.

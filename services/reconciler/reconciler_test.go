@@ -566,18 +566,28 @@ func TestDeleteFinishesWhenCreateIsRefused(t *testing.T) {
 	}
 }
 
+// TestPermanentRefusalTable: the reconciler fails an instance on what the
+// provider marks permanent (details.permanent, also decoded from a reply)
+// and on terminal codes, never on an API status or code of its own
+// reading: which API answers never pass is each provider's mapping
+// (TestMapFailure in provider-hetzner, TestFailureTable in
+// provider-proxmox).
 func TestPermanentRefusalTable(t *testing.T) {
+	permanent := func(ce *api.ComputeError) *api.ComputeError { return ce.With(api.DetailPermanent, true) }
 	cases := []struct {
 		err  *api.ComputeError
 		want bool
 	}{
-		{api.ProviderError(422, "invalid_input", "image not found"), true},
-		{api.ProviderError(422, "unsupported_error", "not for this type"), true},
-		{api.ProviderError(400, "json_error", "bad body"), true},
-		{&api.ComputeError{Code: api.CodeProviderError, Details: map[string]any{"status": float64(422), "code": "invalid_input"}}, true},
+		{permanent(api.ProviderError(422, "invalid_input", "image not found")), true},
+		{permanent(api.ProviderError(422, "unsupported_error", "not for this type")), true},
+		{permanent(api.ProviderError(400, "json_error", "bad body")), true},
+		{&api.ComputeError{Code: api.CodeProviderError, Details: map[string]any{"status": float64(422), "code": "invalid_input", "permanent": true}}, true},
+		{permanent(api.ProviderError(409, "uniqueness_error", "name taken by another key")), true},
+		{api.Errorf(api.CodeInvalidInput, "no template"), true},
+		{api.ProviderError(422, "invalid_input", "image not found"), false},
 		{api.ProviderError(422, "service_error", "try again"), false},
 		{api.ProviderError(403, "resource_limit_exceeded", "quota"), false},
-		{api.ProviderError(409, "uniqueness_error", "name taken by another key"), true},
+		{api.ProviderError(409, "uniqueness_error", "name taken, not marked permanent"), false},
 		{api.ProviderError(409, "conflict", "try again"), false},
 		{api.ProviderError(412, "resource_unavailable", "no capacity"), false},
 		{api.ProviderError(423, "locked", "busy"), false},
@@ -592,11 +602,12 @@ func TestPermanentRefusalTable(t *testing.T) {
 	}
 }
 
-// A create the API refuses as malformed (Hetzner's 422 for an unknown
-// image) fails the instance after one call instead of retrying forever.
+// A create the provider refuses as permanent (Hetzner's 422 for an
+// unknown image) fails the instance after one call instead of retrying
+// forever.
 func TestRefusedCreateFailsTheInstance(t *testing.T) {
 	h := newHarness(t, fastOptions())
-	h.cloud.FailNext(provider.VerbCreate, api.ProviderError(422, "invalid_input", "image %q not found", "debian-99"))
+	h.cloud.FailNext(provider.VerbCreate, api.ProviderError(422, "invalid_input", "image %q not found", "debian-99").With(api.DetailPermanent, true))
 	inst := h.create(api.InstanceCreateRequest{})
 	failed := h.waitPhase(inst.ID, api.PhaseFailed)
 	c := providerCondition(failed)
