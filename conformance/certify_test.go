@@ -53,3 +53,11 @@ func TestHetznerCertified(t *testing.T) {
 		t.Fatalf("verdict %s", report.Verdict)
 	}
 }
+
+func TestProxmoxCertified(t *testing.T) {
+	t.Parallel()
+	report := conformance.Run(t, startFake(t, "proxmox", fake.Options{}))
+	if report.Verdict != conformance.VerdictCertified {
+		t.Fatalf("verdict %s", report.Verdict)
+	}
+}

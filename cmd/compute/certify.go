@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -29,6 +30,7 @@ type certifyOptions struct {
 	prefix          string
 	seed            uint64
 	scaleMachines   int
+	port            int
 	powerObservable bool
 	only            []string
 	logsFile        string
@@ -37,7 +39,7 @@ type certifyOptions struct {
 func certifyCmd(g *globals) *cobra.Command {
 	o := certifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "certify --provider ID [--fake] [--profile core,cloud,...] [--report DIR]",
+		Use:   "certify --provider ID [--fake] [--profile core,cloud,...] [--report DIR] [--port N] [--seed-count N]",
 		Short: "Run the provider conformance program against a provider and print the verdict",
 		Long: "Runs every behaviour of the conformance registry against the provider over its bus subjects\n" +
 			"(compute.internal.provider.<id>.*) and prints one line per behaviour and the verdict.\n\n" +
@@ -48,7 +50,9 @@ func certifyCmd(g *globals) *cobra.Command {
 			"secret references only (--config '{\"token\":\"env://HCLOUD_TOKEN\"}'), an offer and an image;\n" +
 			"the default profile is core. Values of env:// references set in this environment are what the\n" +
 			"secrets lane looks for.\n\n" +
-			"--report DIR writes report.json and junit.xml. The exit status is 0 only when the verdict is CERTIFIED.",
+			"report.json and junit.xml go to " + conformance.DefaultReportDir + "/<provider> unless --report chooses. The last lines are\n" +
+			"VERDICT: <verdict> and CERTIFIED: <provider> passed …, or FAILED: <provider>: <first failing behaviour> …;\n" +
+			"the exit status is 0 only when the verdict is CERTIFIED. --provider hetzner is hetzner-cloud.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -60,14 +64,17 @@ func certifyCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.providerID, "provider", "", "provider id to certify (required)")
 	f.StringSliceVar(&o.profiles, "profile", nil, "profiles claimed: "+strings.Join(conformance.Profiles, ","))
 	f.BoolVar(&o.fake, "fake", false, "start NATS, secrets, the emulator and the provider in-process (credential-free)")
-	f.StringVar(&o.reportDir, "report", "", "directory to write report.json and junit.xml into")
+	f.StringVar(&o.reportDir, "report", "", "directory to write report.json and junit.xml into (default "+conformance.DefaultReportDir+"/<provider>)")
 	f.StringVar(&o.config, "config", "", "account config as JSON, secret references only (live runs)")
 	f.StringVar(&o.offer, "offer", "", "offer id create accepts (default: the fake's)")
 	f.StringVar(&o.image, "image", "", "image create accepts (default: the fake's)")
 	f.StringVar(&o.accountTenant, "account-tenant", "root", "tenant of the account (live runs; env:// references resolve for the tenants of the secrets service's --secret-store env, default root)")
 	f.StringVar(&o.prefix, "prefix", "", "prefix of machine names and idempotency keys (default random)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the run's random choices (default from the clock)")
-	f.IntVar(&o.scaleMachines, "scale-machines", conformance.DefaultScaleMachines, "inventory of the scale lane")
+	f.IntVar(&o.scaleMachines, "seed-count", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
+	f.IntVar(&o.scaleMachines, "scale-machines", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
+	_ = f.MarkDeprecated("scale-machines", "use --seed-count")
+	f.IntVar(&o.port, "port", 0, "loopback port of the provider endpoint under test: the emulator's with --fake (default any free one)")
 	f.BoolVar(&o.powerObservable, "power-observable", true, "get reports the effect of power actions (live runs)")
 	f.StringSliceVar(&o.only, "only", nil, "run only these behaviour ids (the others are INCOMPLETE)")
 	f.StringVar(&o.logsFile, "logs", "", "file the provider's log lines go to, scanned by the secrets lane (live runs)")
@@ -78,6 +85,16 @@ func certifyCmd(g *globals) *cobra.Command {
 // runCertify builds the subject, runs the program, writes the report and
 // fails unless the verdict is CERTIFIED.
 func runCertify(ctx context.Context, g *globals, o certifyOptions) error {
+	name := o.providerID
+	if id, ok := providerAliases[name]; ok {
+		o.providerID = id
+	}
+	if o.reportDir == "" {
+		o.reportDir = filepath.Join(conformance.DefaultReportDir, name)
+	}
+	if o.port < 0 || o.port > 65535 {
+		return api.InvalidInput("port", "--port %d is not a TCP port (0..65535)", o.port)
+	}
 	s, done, err := certifySubject(ctx, g, o)
 	if err != nil {
 		return err
@@ -97,24 +114,27 @@ func runCertify(ctx context.Context, g *globals, o certifyOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.reportDir != "" {
-		if err := report.WriteFiles(o.reportDir); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-		fmt.Fprintf(g.out, "report: %s/%s, %s/%s\n", o.reportDir, conformance.ReportJSONFile, o.reportDir, conformance.ReportJUnitFile)
+	if err := report.WriteFiles(o.reportDir); err != nil {
+		return fmt.Errorf("write the report: %w", err)
 	}
+	fmt.Fprintf(g.out, "report: %s, %s\n", filepath.Join(o.reportDir, conformance.ReportJSONFile), filepath.Join(o.reportDir, conformance.ReportJUnitFile))
+	fmt.Fprintf(g.out, "VERDICT: %s\n", report.Verdict)
 	if report.Verdict != conformance.VerdictCertified {
-		return fmt.Errorf("provider %s is not certified: verdict %s (%d failed, %d incomplete)",
-			report.Provider.ID, report.Verdict, report.Summary.Failed, report.Summary.Incomplete)
+		return fmt.Errorf("verdict %s: %s", report.Verdict, report.Headline(name))
 	}
+	fmt.Fprintln(g.out, report.Headline(name))
 	return nil
 }
+
+// providerAliases are the provider names BigFleet's certification page
+// uses, by the provider id they stand for.
+var providerAliases = map[string]string{"hetzner": "hetzner-cloud"}
 
 // certifySubject starts the fake, or connects to the bus and builds the
 // subject from the flags; done releases what it started.
 func certifySubject(ctx context.Context, g *globals, o certifyOptions) (conformance.Subject, func(), error) {
 	if o.fake {
-		env, err := fake.Start(ctx, o.providerID, fake.Options{})
+		env, err := fake.Start(ctx, o.providerID, fake.Options{Port: o.port})
 		if err != nil {
 			return conformance.Subject{}, nil, err
 		}

@@ -29,7 +29,8 @@ func TestCertifyFakeMemory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("certify: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "verdict CERTIFIED") || !strings.Contains(out, "PASSED     life.create.retry-same-key") {
+	if !strings.Contains(out, "verdict CERTIFIED") || !strings.Contains(out, "PASSED     life.create.retry-same-key") ||
+		!strings.Contains(out, "\nVERDICT: CERTIFIED\nCERTIFIED: memory passed ") {
 		t.Fatalf("output lacks the verdict or a behaviour line:\n%s", out)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, conformance.ReportJSONFile))
@@ -48,6 +49,34 @@ func TestCertifyFakeMemory(t *testing.T) {
 	}
 }
 
+// TestCertifyHetznerByItsBigFleetName: --provider hetzner certifies
+// hetzner-cloud, names it as given and writes the report under
+// conformance-report/hetzner by default.
+func TestCertifyHetznerByItsBigFleetName(t *testing.T) {
+	t.Chdir(t.TempDir())
+	out, err := certify(t, "--provider", "hetzner", "--fake", "--profile", "core", "--seed", "7")
+	if err != nil {
+		t.Fatalf("certify: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "\nCERTIFIED: hetzner passed ") {
+		t.Fatalf("output lacks the CERTIFIED line:\n%s", out)
+	}
+	data, err := os.ReadFile(filepath.Join(conformance.DefaultReportDir, "hetzner", conformance.ReportJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r conformance.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != conformance.VerdictCertified || r.Provider.ID != "hetzner-cloud" {
+		t.Fatalf("report: verdict %s, provider %+v", r.Verdict, r.Provider)
+	}
+	if _, err := os.Stat(filepath.Join(conformance.DefaultReportDir, "hetzner", conformance.ReportJUnitFile)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCertifyRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -58,7 +87,9 @@ func TestCertifyRefuses(t *testing.T) {
 		{"no fake for the provider", []string{"--provider", "nosuch", "--fake"}, "no fake setup"},
 		{"live run without config", []string{"--provider", "memory"}, "--config"},
 		{"plain secret in the config", []string{"--provider", "memory", "--config", `{"token":"hunter2"}`, "--offer", "small", "--image", "x"}, "secret reference"},
-		{"incomplete verdict", []string{"--provider", "memory", "--fake", "--profile", "core", "--only", "def.describe"}, "verdict INCOMPLETE"},
+		{"incomplete verdict", []string{"--provider", "memory", "--fake", "--profile", "core", "--only", "def.describe", "--report", t.TempDir()},
+			"verdict INCOMPLETE: INCOMPLETE: memory: def.config-schema did not run"},
+		{"bad port", []string{"--provider", "memory", "--fake", "--port", "70000"}, "--port 70000"},
 	} {
 		out, err := certify(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

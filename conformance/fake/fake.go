@@ -13,10 +13,12 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,9 +52,10 @@ type backend struct {
 	close     func()
 }
 
-// setup starts a provider's emulator accepting token and returns its
-// backend; log receives the emulator's lines.
-type setup func(token string, log zerolog.Logger) (*backend, error)
+// setup starts a provider's emulator accepting token, listening on addr
+// (host:port; port 0 picks one; ignored by a provider without an HTTP
+// API), and returns its backend; log receives the emulator's lines.
+type setup func(token, addr string, log zerolog.Logger) (*backend, error)
 
 // setups are the providers fake can start, by provider id.
 var setups = map[string]setup{
@@ -83,6 +86,10 @@ type Options struct {
 	// the NATS default, 1 MiB). A smaller one lets tests cross it, in
 	// transport.list-paging, with a smaller inventory.
 	MaxPayload int32
+	// Port is the loopback port the provider's emulator (the endpoint
+	// under test) listens on (0: any free one). The memory provider has
+	// no endpoint and ignores it.
+	Port int
 }
 
 // Env is a started fake: the subject to certify (claiming every profile
@@ -140,7 +147,7 @@ func Start(ctx context.Context, providerID string, o Options) (env *Env, err err
 	if err != nil {
 		return nil, err
 	}
-	be, err := start(token, log)
+	be, err := start(token, net.JoinHostPort("127.0.0.1", strconv.Itoa(o.Port)), log)
 	if err != nil {
 		return nil, fmt.Errorf("start the %s emulator: %w", providerID, err)
 	}
