@@ -130,7 +130,7 @@ func Start(ctx context.Context, providerID string, o Options) (env *Env, err err
 		return nil, fmt.Errorf("start the %s emulator: %w", providerID, err)
 	}
 	h.OnClose(be.close)
-	svc, err := h.Serve(ctx, wrapped(be.def, o.Wrap))
+	svc, err := h.Serve(ctx, harness.Wrapped(be.def, o.Wrap))
 	if err != nil {
 		return nil, err
 	}
@@ -146,20 +146,4 @@ func Start(ctx context.Context, providerID string, o Options) (env *Env, err err
 		Faults: be.faults, Inventory: be.inventory, Service: svc,
 	}
 	return env, nil
-}
-
-// wrapped is def whose clients wrap wraps (def itself when wrap is nil).
-func wrapped(def *provider.Defined, wrap func(provider.Client) provider.Client) *provider.Defined {
-	if wrap == nil {
-		return def
-	}
-	d := def.Definition()
-	d.New = func(bc provider.BuildContext) (provider.Client, error) {
-		c, err := def.New(bc)
-		if err != nil {
-			return nil, err
-		}
-		return wrap(c), nil
-	}
-	return provider.MustDefine(d)
 }

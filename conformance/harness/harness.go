@@ -171,3 +171,21 @@ func (h *Harness) PutSecret(ctx context.Context, name, value string) (string, er
 	}
 	return sec.Ref, nil
 }
+
+// Wrapped is def whose clients wrap wraps (def itself when wrap is nil):
+// tests break a provider this way. The wrapper must implement the
+// optional interfaces of the provider's claimed capabilities.
+func Wrapped(def *provider.Defined, wrap func(provider.Client) provider.Client) *provider.Defined {
+	if wrap == nil {
+		return def
+	}
+	d := def.Definition()
+	d.New = func(bc provider.BuildContext) (provider.Client, error) {
+		c, err := def.New(bc)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	}
+	return provider.MustDefine(d)
+}
