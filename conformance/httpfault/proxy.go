@@ -293,16 +293,18 @@ func (p *Proxy) route(r *http.Request) Route {
 func (p *Proxy) decide(route Route, hook bool) (fault, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if max := p.o.MaxRequests; max > 0 && p.forwarded >= max {
-		return fault{}, p.overrun(fmt.Errorf("the request budget of %d is spent", max))
+	if !hook {
+		p.calls++
 	}
-	if max := p.o.MaxMachines; max > 0 && route == p.o.Dialect.Ops[provider.VerbCreate] && p.creates >= max {
-		return fault{}, p.overrun(fmt.Errorf("the machine budget of %d is spent", max))
+	if limit := p.o.MaxRequests; limit > 0 && p.forwarded >= limit {
+		return fault{}, p.overrun(fmt.Errorf("the request budget of %d is spent", limit))
+	}
+	if limit := p.o.MaxMachines; limit > 0 && route == p.o.Dialect.Ops[provider.VerbCreate] && p.creates >= limit {
+		return fault{}, p.overrun(fmt.Errorf("the machine budget of %d is spent", limit))
 	}
 	if hook {
 		return fault{}, nil
 	}
-	p.calls++
 	var f fault
 	if time.Now().Before(p.rateUntil) {
 		f.rateReset = p.rateUntil

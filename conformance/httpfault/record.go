@@ -3,6 +3,7 @@ package httpfault
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +16,9 @@ import (
 
 // ExchangesFile is the file of a recording directory holding its
 // exchanges, one JSON object (Exchange) per line, in the order the
-// responses came.
-const ExchangesFile = "exchanges.jsonl"
+// responses came, gzip-compressed (an API's catalogue answers are large
+// and repeat).
+const ExchangesFile = "exchanges.jsonl.gz"
 
 // Redacted replaces every secret value in a recording.
 const Redacted = "[REDACTED]"
@@ -50,15 +52,15 @@ func recordedRequest(r *http.Request, body []byte, hook bool, fields []string) E
 	return Exchange{Hook: hook, Method: r.Method, Path: r.URL.RequestURI(), Body: redact(body, fields, nil)}
 }
 
-// Recorder appends exchanges to <dir>/exchanges.jsonl as they happen, so
-// a run cut short (Ctrl-C) keeps what it recorded. Safe for concurrent
-// use.
+// Recorder appends exchanges to <dir>/ExchangesFile as they happen
+// (flushed after each), so a run cut short (Ctrl-C) keeps what it
+// recorded. Safe for concurrent use.
 type Recorder struct {
 	secrets []string
 
 	mu  sync.Mutex
 	f   *os.File
-	w   *bufio.Writer
+	w   *gzip.Writer
 	err error
 }
 
@@ -74,7 +76,7 @@ func NewRecorder(dir string, secrets []string) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Recorder{secrets: secrets, f: f, w: bufio.NewWriter(f)}, nil
+	return &Recorder{secrets: secrets, f: f, w: gzip.NewWriter(f)}, nil
 }
 
 // add records one exchange.
@@ -91,6 +93,11 @@ func (r *Recorder) add(req Exchange, resp *response, fields []string) {
 		}
 		e.Header[k] = scrub(resp.header.Get(k), r.secrets)
 	}
+	r.write(e)
+}
+
+// write appends one exchange and flushes.
+func (r *Recorder) write(e Exchange) {
 	line, err := json.Marshal(e)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -110,8 +117,7 @@ func (r *Recorder) add(req Exchange, resp *response, fields []string) {
 func (r *Recorder) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	err := errors.Join(r.err, r.w.Flush(), r.f.Close())
-	return err
+	return errors.Join(r.err, r.w.Close(), r.f.Close())
 }
 
 // Replay answers requests from a recording: each request takes the next
@@ -124,25 +130,63 @@ type Replay struct {
 	next  map[string]int
 }
 
-// LoadReplay reads <dir>/exchanges.jsonl. Errors: the file system's, or a
-// line that is not an Exchange (naming the line).
+// LoadReplay reads <dir>/ExchangesFile. Errors: see ReadExchanges.
 func LoadReplay(dir string) (*Replay, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ExchangesFile))
+	exchanges, err := ReadExchanges(dir)
 	if err != nil {
 		return nil, err
 	}
 	r := &Replay{byKey: map[string][]Exchange{}, next: map[string]int{}}
-	for i, line := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var e Exchange
-		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", ExchangesFile, i+1, err)
-		}
+	for _, e := range exchanges {
 		r.byKey[e.key()] = append(r.byKey[e.key()], e)
 	}
 	return r, nil
+}
+
+// ReadExchanges reads the exchanges of the recording in dir, in order.
+// Errors: the file system's, a file that is not gzip, or a line that is
+// not an Exchange (naming the line).
+func ReadExchanges(dir string) ([]Exchange, error) {
+	f, err := os.Open(filepath.Join(dir, ExchangesFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ExchangesFile, err)
+	}
+	var out []Exchange
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 64<<20)
+	for i := 1; sc.Scan(); i++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var e Exchange
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", ExchangesFile, i, err)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", ExchangesFile, err)
+	}
+	return out, nil
+}
+
+// WriteExchanges writes exchanges as the recording in dir (created 0755),
+// replacing its exchanges file: a recording edited by a person or a test.
+// Errors: the file system's.
+func WriteExchanges(dir string, exchanges []Exchange) error {
+	r, err := NewRecorder(dir, nil)
+	if err != nil {
+		return err
+	}
+	for _, e := range exchanges {
+		r.write(e)
+	}
+	return r.Close()
 }
 
 // answer is the recorded response to req. Errors: req is not in the

@@ -116,6 +116,8 @@ type Env struct {
 	h        *harness.Harness
 	rec      *httpfault.Recorder
 	recordTo string
+	// swept and closed: Sweep succeeded once; Close ran.
+	swept, closed bool
 }
 
 // RunFile is the file of a recording directory naming the run it
@@ -277,15 +279,20 @@ func (e *Env) Sweep(ctx context.Context) (int, error) {
 	if err := e.Subject.Inventory.Remove(ctx, left); err != nil {
 		return 0, fmt.Errorf("sweep %d machines: %w", len(left), err)
 	}
+	e.swept = true
 	return len(left), nil
 }
 
-// Close sweeps (bounded by a minute, whatever happened to the run),
-// stops recording and stops everything. Errors: the sweep's or the
-// recording's.
+// Close sweeps unless Sweep did (bounded by a minute, whatever happened
+// to the run), stops recording and stops everything; once closed it does nothing.
+// Errors: the sweep's or the recording's.
 func (e *Env) Close() error {
+	if e.closed {
+		return nil
+	}
+	e.closed = true
 	var errs []error
-	if e.Proxy != nil && e.Subject.Inventory != nil {
+	if e.Proxy != nil && e.Subject.Inventory != nil && !e.swept {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		_, err := e.Sweep(ctx)
 		cancel()
