@@ -77,6 +77,23 @@ func TestCertifyHetznerByItsBigFleetName(t *testing.T) {
 	}
 }
 
+// TestCertifyLiveReplaysTheShippedRecording: --live --replay certifies
+// from the recording made against the emulator, with no API and no
+// credential, and prints the CERTIFIED line.
+func TestCertifyLiveReplaysTheShippedRecording(t *testing.T) {
+	out, err := certify(t, "--provider", "hetzner", "--live", "--replay", "../../conformance/live/testdata/hetzner-cloud",
+		"--poll-interval", "25ms", "--report", t.TempDir())
+	if err != nil {
+		t.Fatalf("certify: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "\nVERDICT: CERTIFIED\nCERTIFIED: hetzner passed 40 of 40 required behaviours (8 skipped, profiles core,cloud,faults,durable,scale)") {
+		t.Fatalf("output lacks the CERTIFIED line:\n%s", out)
+	}
+	if strings.Contains(out, "WARNING") {
+		t.Errorf("a replay warned of a live project:\n%s", out)
+	}
+}
+
 func TestCertifyRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -90,6 +107,12 @@ func TestCertifyRefuses(t *testing.T) {
 		{"incomplete verdict", []string{"--provider", "memory", "--fake", "--profile", "core", "--only", "def.describe", "--report", t.TempDir()},
 			"verdict INCOMPLETE: INCOMPLETE: memory: def.config-schema did not run"},
 		{"bad port", []string{"--provider", "memory", "--fake", "--port", "70000"}, "--port 70000"},
+		{"live run without config", []string{"--provider", "hetzner", "--live"}, "--config"},
+		{"live run with a plain token", []string{"--provider", "hetzner", "--live", "--config", `{"token":"hunter2"}`}, "secret reference"},
+		{"live run with an unset variable", []string{"--provider", "hetzner", "--live", "--config", `{"token":"env://CF_NO_SUCH_VARIABLE"}`},
+			"CF_NO_SUCH_VARIABLE"},
+		{"live run of a provider without a target", []string{"--provider", "memory", "--live", "--config", `{"token":"env://X"}`}, "no live target"},
+		{"fake and live", []string{"--provider", "hetzner", "--fake", "--live"}, "none of the others can be"},
 	} {
 		out, err := certify(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

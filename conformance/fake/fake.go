@@ -105,7 +105,7 @@ func (e *Env) Close() {
 
 // Start starts the fake of providerID. Errors: an unknown provider id
 // (naming the supported ones), or a part failing to start.
-func Start(ctx context.Context, providerID string, o Options) (env *Env, err error) {
+func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error) {
 	start, ok := setups[providerID]
 	if !ok {
 		return nil, fmt.Errorf("no fake setup for provider %q (have %s)", providerID, strings.Join(Providers(), ", "))
@@ -114,7 +114,7 @@ func Start(ctx context.Context, providerID string, o Options) (env *Env, err err
 	if err != nil {
 		return nil, err
 	}
-	env = &Env{NATSURL: h.NATSURL, h: h}
+	env := &Env{NATSURL: h.NATSURL, h: h}
 	defer func() {
 		if err != nil {
 			env.Close()

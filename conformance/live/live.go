@@ -166,7 +166,7 @@ func (e *Env) WriteRun(r Run) error {
 // (naming the supported ones); INVALID_CONFIG naming config.<field> for a
 // token reference that is missing, not env://, or unset in this
 // environment; a part failing to start.
-func Start(ctx context.Context, providerID string, o Options) (env *Env, err error) {
+func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error) {
 	t, ok := targets[providerID]
 	if !ok {
 		return nil, fmt.Errorf("no live target for provider %q (have %s)", providerID, strings.Join(Providers(), ", "))
@@ -179,7 +179,7 @@ func Start(ctx context.Context, providerID string, o Options) (env *Env, err err
 	if err != nil {
 		return nil, err
 	}
-	env = &Env{h: h, recordTo: o.Record}
+	env := &Env{h: h, recordTo: o.Record}
 	defer func() {
 		if err != nil {
 			env.Close()
