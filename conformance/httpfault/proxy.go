@@ -238,7 +238,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route := p.route(r)
 	f, refusal := p.decide(route, hook)
 	if refusal != nil {
-		writeJSON(w, http.StatusServiceUnavailable, p.o.Dialect.Error, refusal)
+		writeRefusal(w, p.o.Dialect.Error, refusal)
 		return
 	}
 	switch {
@@ -417,15 +417,20 @@ func write(w http.ResponseWriter, status int, h http.Header, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// writeJSON sends the dialect's error body for status, its message err.
-func writeJSON(w http.ResponseWriter, status int, render func(int) (http.Header, []byte), err error) {
-	h, b := render(status)
+// RefusalHeader carries, on a request the budget refused (503 with the
+// dialect's error body), why.
+const RefusalHeader = "X-Conformance-Refusal"
+
+// writeRefusal answers a request over the budget: 503, the dialect's
+// error body, and the reason in RefusalHeader.
+func writeRefusal(w http.ResponseWriter, render func(int) (http.Header, []byte), err error) {
+	h, b := render(http.StatusServiceUnavailable)
 	h = h.Clone()
 	if h == nil {
 		h = http.Header{}
 	}
-	h.Set("X-Conformance-Refusal", err.Error())
-	write(w, status, h, b)
+	h.Set(RefusalHeader, err.Error())
+	write(w, http.StatusServiceUnavailable, h, b)
 }
 
 // dropConnection closes the client's connection without a response.
