@@ -36,6 +36,7 @@ const Tenant = harness.Tenant
 // reference, the hooks, and how to stop the emulator.
 type backend struct {
 	def       *provider.Defined
+	endpoint  string // the emulator's base URL ("" without one)
 	profiles  []string
 	offerID   string
 	image     string
@@ -92,7 +93,10 @@ type Env struct {
 	Subject conformance.Subject
 	// NATSURL is the embedded server's client URL.
 	NATSURL string
-	h       *harness.Harness
+	// Endpoint is the base URL of the provider's emulator, the endpoint
+	// under test ("" for a provider without an HTTP API).
+	Endpoint string
+	h        *harness.Harness
 }
 
 // Close stops the provider, the emulator, the secrets service and NATS,
@@ -130,6 +134,7 @@ func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error
 		return nil, fmt.Errorf("start the %s emulator: %w", providerID, err)
 	}
 	h.OnClose(be.close)
+	env.Endpoint = be.endpoint
 	svc, err := h.Serve(ctx, harness.Wrapped(be.def, o.Wrap))
 	if err != nil {
 		return nil, err

@@ -61,6 +61,7 @@ func hetznerBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 	h := hetznerHooks{emu: srv.Emulator()}
 	return &backend{
 		def:      hetzner.Definition(hetzner.WithEndpoint(srv.URL()), hetzner.WithPollInterval(hetznerPoll)),
+		endpoint: srv.URL(),
 		profiles: conformance.Profiles,
 		offerID:  "cx23", image: "ubuntu-24.04",
 		config:    func(ref string) map[string]any { return map[string]any{hetzner.FieldToken: ref} },

@@ -92,6 +92,7 @@ func proxmoxBackend(token, addr string, _ zerolog.Logger) (*backend, error) {
 			proxmox.WithTaskPollInterval(proxmoxPoll),
 			proxmox.WithSnippetWriter(snippets.Write),
 		),
+		endpoint: srv.URL(),
 		profiles: []string{conformance.ProfileCore, conformance.ProfileCloud, conformance.ProfileDurable,
 			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale},
 		offerID: proxmoxOffer, image: proxmoxTemplate,

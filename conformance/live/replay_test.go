@@ -3,8 +3,10 @@ package live_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +185,26 @@ func TestRecordThenReplay(t *testing.T) {
 	want := "replay diverged: request POST /v1/servers " + changed[:100]
 	if !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("tampered replay: error %q, want one naming the request: %s…", err, want)
+	}
+}
+
+// TestLivePort: Options.Port (--port, make PORT=…) is the port of the
+// fault layer, the provider's endpoint.
+func TestLivePort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env, err := live.Start(ctx, "hetzner-cloud", live.Options{Replay: shipped, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if want := "http://127.0.0.1:" + strconv.Itoa(port) + "/v1"; env.Proxy.URL() != want {
+		t.Errorf("the fault layer is at %s, want %s", env.Proxy.URL(), want)
 	}
 }
