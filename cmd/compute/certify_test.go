@@ -94,6 +94,28 @@ func TestCertifyLiveReplaysTheShippedRecording(t *testing.T) {
 	}
 }
 
+// TestCertifySeedCount: --seed-count (make SEED_COUNT=…) is the scale
+// lane's seeded inventory.
+func TestCertifySeedCount(t *testing.T) {
+	dir := t.TempDir()
+	out, err := certify(t, "--provider", "memory", "--fake", "--profile", "scale", "--seed-count", "120", "--report", dir)
+	if err != nil {
+		t.Fatalf("certify: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, conformance.ReportJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r conformance.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := r.Result("scale.list-complete")
+	if res.Status != conformance.Passed || res.Metrics["machines"] != 120 {
+		t.Errorf("scale.list-complete: %s, %v machines listed, want the 120 seeded", res.Status, res.Metrics["machines"])
+	}
+}
+
 func TestCertifyRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
