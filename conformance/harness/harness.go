@@ -33,7 +33,7 @@ const Tenant = "root"
 
 // Options configures Start. The zero value is usable.
 type Options struct {
-	// Name tags every log line ("fake": <Name>).
+	// Name tags every log line ("subject": <Name>, the provider id).
 	Name string
 	// LogTo also receives every log line (JSON); they are always captured
 	// for Logs.
@@ -72,7 +72,7 @@ func Start(ctx context.Context, o Options) (h *Harness, err error) {
 	if o.LogTo != nil {
 		out = io.MultiWriter(h.logs, o.LogTo)
 	}
-	h.Log = zerolog.New(out).Level(zerolog.DebugLevel).With().Timestamp().Str("fake", o.Name).Logger()
+	h.Log = zerolog.New(out).Level(zerolog.DebugLevel).With().Timestamp().Str("subject", o.Name).Logger()
 	if h.dir, err = os.MkdirTemp("", "compute-certify-"); err != nil {
 		return nil, err
 	}

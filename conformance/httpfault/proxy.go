@@ -11,10 +11,11 @@
 // rate-limit bodies, how a failed action and a created machine look) is
 // its Dialect; the mechanism is the same for every provider.
 //
-// The request pipeline, in order (the order matters): hook traffic (the
-// Inventory hook's own requests) skips counting and faults; budget; rate
-// window; armed status; hang; latency; forward (or replay); drop; action
-// rewrite; record.
+// The request pipeline, in order (the order matters): count (hook
+// traffic, the Inventory hook's own requests, is neither counted nor
+// faulted); the rate window, an armed status, or a hang answer without
+// reaching the API; the budget, taken only by requests that will reach
+// it; latency; forward (or replay) and record; drop; action rewrite.
 package httpfault
 
 import (
@@ -201,7 +202,8 @@ func (p *Proxy) Made() []string {
 	return append([]string(nil), p.made...)
 }
 
-// Spent is the requests forwarded to the API and the creates among them.
+// Spent is the requests sent to the API (or the replay) and the creates
+// among them.
 func (p *Proxy) Spent() (requests, creates int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -289,35 +291,41 @@ func (p *Proxy) route(r *http.Request) Route {
 }
 
 // decide counts the request and pops the faults armed for its route; a
-// request over the budget gets a refusal instead.
+// request that would reach the API over the budget gets a refusal
+// instead. The budget is taken here, before the request is sent, so
+// concurrent requests cannot overrun it.
 func (p *Proxy) decide(route Route, hook bool) (fault, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var f fault
 	if !hook {
 		p.calls++
+		switch {
+		case time.Now().Before(p.rateUntil):
+			f.rateReset = p.rateUntil
+			return f, nil
+		case len(p.fail[route]) > 0:
+			f.status, p.fail[route] = p.fail[route][0], p.fail[route][1:]
+			return f, nil
+		case pop(p.hang, route):
+			f.hang = true
+			return f, nil
+		}
+		f.delay = p.latency[route]
+		f.drop = pop(p.drop, route)
+		f.failAction = pop(p.actionFail, route)
 	}
 	if limit := p.o.MaxRequests; limit > 0 && p.forwarded >= limit {
 		return fault{}, p.overrun(fmt.Errorf("the request budget of %d is spent", limit))
 	}
-	if limit := p.o.MaxMachines; limit > 0 && route == p.o.Dialect.Ops[provider.VerbCreate] && p.creates >= limit {
+	create := route != "" && route == p.o.Dialect.Ops[provider.VerbCreate]
+	if limit := p.o.MaxMachines; create && limit > 0 && p.creates >= limit {
 		return fault{}, p.overrun(fmt.Errorf("the machine budget of %d is spent", limit))
 	}
-	if hook {
-		return fault{}, nil
+	p.forwarded++
+	if create {
+		p.creates++
 	}
-	var f fault
-	if time.Now().Before(p.rateUntil) {
-		f.rateReset = p.rateUntil
-		return f, nil
-	}
-	if q := p.fail[route]; len(q) > 0 {
-		f.status, p.fail[route] = q[0], q[1:]
-		return f, nil
-	}
-	f.hang = pop(p.hang, route)
-	f.delay = p.latency[route]
-	f.drop = !f.hang && pop(p.drop, route)
-	f.failAction = !f.hang && pop(p.actionFail, route)
 	return f, nil
 }
 
@@ -338,20 +346,15 @@ func pop(m map[Route]int, route Route) bool {
 	return true
 }
 
-// observe counts a forwarded request, and a create with the machine it
-// made.
+// observe notes the machine a create made.
 func (p *Proxy) observe(route Route, resp *response) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.forwarded++
-	if route != p.o.Dialect.Ops[provider.VerbCreate] || route == "" {
+	if route == "" || route != p.o.Dialect.Ops[provider.VerbCreate] || resp.status/100 != 2 || p.o.Dialect.Created == nil {
 		return
 	}
-	p.creates++
-	if resp.status/100 == 2 && p.o.Dialect.Created != nil {
-		if id := p.o.Dialect.Created(resp.body); id != "" {
-			p.made = append(p.made, id)
-		}
+	if id := p.o.Dialect.Created(resp.body); id != "" {
+		p.mu.Lock()
+		p.made = append(p.made, id)
+		p.mu.Unlock()
 	}
 }
 
