@@ -83,7 +83,7 @@ func certifyCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.scaleMachines, "seed-count", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
 	f.IntVar(&o.scaleMachines, "scale-machines", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
 	_ = f.MarkDeprecated("scale-machines", "use --seed-count")
-	f.IntVar(&o.port, "port", 0, "loopback port of the provider endpoint under test: the emulator's with --fake (default any free one)")
+	f.IntVar(&o.port, "port", 0, "loopback port of the provider endpoint under test: the emulator's with --fake, the fault layer's with --live (default any free one)")
 	f.BoolVar(&o.powerObservable, "power-observable", true, "get reports the effect of power actions (live runs)")
 	f.StringSliceVar(&o.only, "only", nil, "run only these behaviour ids (the others are INCOMPLETE)")
 	f.StringVar(&o.logsFile, "logs", "", "file the provider's log lines go to, scanned by the secrets lane (live runs)")

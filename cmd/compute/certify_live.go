@@ -60,16 +60,12 @@ func liveSubject(ctx context.Context, g *globals, o *certifyOptions) (conformanc
 	if o.replay == "" {
 		fmt.Fprintf(g.out, liveWarning, o.maxMachines, o.maxRequests)
 	}
+	lo.OfferID, lo.Image = o.offer, o.image
 	env, err := live.Start(ctx, o.providerID, lo)
 	if err != nil {
 		return conformance.Subject{}, nil, err
 	}
-	if o.offer == "" {
-		o.offer = env.Subject.OfferID
-	}
-	if o.image == "" {
-		o.image = env.Subject.Image
-	}
+	o.offer, o.image = env.Subject.OfferID, env.Subject.Image
 	done := func(report *conformance.Report) error {
 		layerErr := env.Proxy.Err()
 		requests, creates := env.Proxy.Spent()

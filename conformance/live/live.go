@@ -58,6 +58,10 @@ type Options struct {
 	// APIURL is the real API's base URL (default the provider's, e.g.
 	// https://api.hetzner.cloud/v1).
 	APIURL string
+	// OfferID and Image are an offer and an image create accepts, also
+	// those of the machines the Inventory hook seeds (default the
+	// provider's: cx23 and ubuntu-24.04 for hetzner-cloud).
+	OfferID, Image string
 	// Port is the loopback port of the fault layer, the provider's
 	// endpoint (0: any free one).
 	Port int
@@ -206,7 +210,8 @@ func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error
 		return nil, err
 	}
 	h.OnClose(func() { _ = env.Proxy.Close() })
-	inv := t.inventory(env.Proxy, token, t.offerID, t.image)
+	offer, image := cmp.Or(o.OfferID, t.offerID), cmp.Or(o.Image, t.image)
+	inv := t.inventory(env.Proxy, token, offer, image)
 	svc, err := h.Serve(ctx, harness.Wrapped(t.define(env.Proxy.URL(), o.PollInterval), o.Wrap))
 	if err != nil {
 		return nil, err
@@ -218,7 +223,7 @@ func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error
 	env.Subject = conformance.Subject{
 		ProviderID: providerID, NC: nc,
 		Account: api.ProviderAccount{ID: api.NewID(api.PrefixAccount), TenantID: harness.Tenant, Version: 1, Config: cfg},
-		OfferID: t.offerID, Image: t.image, Profiles: slices.Clone(t.profiles),
+		OfferID: offer, Image: image, Profiles: slices.Clone(t.profiles),
 		PowerObservable: true, SecretValues: []string{token}, Logs: h.Logs,
 		Faults: env.Proxy, Inventory: inv, Service: svc,
 	}
