@@ -24,14 +24,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -76,10 +74,6 @@ type Options struct {
 	// Wrap, when set, wraps every client the provider builds (tests
 	// break a provider this way).
 	Wrap func(provider.Client) provider.Client
-	// LogTo also receives every log line.
-	LogTo io.Writer
-	// MaxPayload is the embedded server's max message size (0: 1 MiB).
-	MaxPayload int32
 }
 
 // target is what live knows of one provider: its dialect, its API's
@@ -101,14 +95,7 @@ type target struct {
 var targets = map[string]target{}
 
 // Providers lists the provider ids Start supports, sorted.
-func Providers() []string {
-	ids := make([]string, 0, len(targets))
-	for id := range targets {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
+func Providers() []string { return slices.Sorted(maps.Keys(targets)) }
 
 // Env is a started live run: the subject (every profile a live run can
 // drive claimed, every hook set) and the fault layer. Close sweeps and
@@ -179,7 +166,7 @@ func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error
 	if err != nil || upstream.Host == "" {
 		return nil, api.InvalidInput("apiUrl", "the API URL %q is not an absolute URL", o.APIURL)
 	}
-	h, err := harness.Start(ctx, harness.Options{Name: providerID, LogTo: o.LogTo, MaxPayload: o.MaxPayload, EnvSecrets: true})
+	h, err := harness.Start(ctx, harness.Options{Name: providerID, EnvSecrets: true})
 	if err != nil {
 		return nil, err
 	}
