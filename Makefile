@@ -30,21 +30,23 @@ fuzz:
 	  done; \
 	done
 
-## certify-<provider>: the conformance program, credential-free (emulator, provider and secrets in-process)
-certify-memory:
-	$(GO) run ./cmd/compute certify --provider memory --fake --report reports/memory
-certify-hetzner:
-	$(GO) run ./cmd/compute certify --provider hetzner-cloud --fake --report reports/hetzner-cloud
-certify-proxmox:
-	$(GO) run ./cmd/compute certify --provider proxmox --fake --report reports/proxmox
-
-## report-<provider>: report.json and junit.xml in reports/<provider> (PROFILE=core,cloud,… to choose profiles)
+## certify-<provider>: the conformance program, credential-free (emulator, provider and secrets in-process);
+## prints VERDICT: … and CERTIFIED: <provider> passed … (or fails naming the first failing behaviour);
+## report.json and junit.xml in conformance-report/<provider>. PROFILE=core,cloud,… chooses profiles,
+## PORT=… the emulator's loopback port, SEED_COUNT=… the machines seeded for the scale lane.
 PROFILE ?=
+PORT ?=
+SEED_COUNT ?=
+CERTIFY_FLAGS = $(if $(PROFILE),--profile $(PROFILE)) $(if $(PORT),--port $(PORT)) $(if $(SEED_COUNT),--seed-count $(SEED_COUNT))
+certify-memory certify-hetzner certify-proxmox: certify-%:
+	$(GO) run ./cmd/compute certify --provider $* --fake $(CERTIFY_FLAGS)
+
+## report-<provider>: the same run under the name of BigFleet's page (make report-hetzner PROFILE=core,cloud)
 report-%:
-	$(GO) run ./cmd/compute certify --provider $* --fake $(if $(PROFILE),--profile $(PROFILE)) --report reports/$*
+	$(GO) run ./cmd/compute certify --provider $* --fake $(CERTIFY_FLAGS)
 
 clean:
-	rm -rf bin data reports
+	rm -rf bin data reports conformance-report
 
 # --- docker compose: a 3-node NATS cluster and every service (deploy/compose.yaml)
 

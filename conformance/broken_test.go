@@ -85,6 +85,18 @@ func (b missingIsProviderError) Reinstall(ctx context.Context, call *provider.Ca
 	return m, notFoundToProviderError(err)
 }
 
+// deletedIsLocked answers a delete of a machine already deleted with
+// PROVIDER_ERROR 423 locked, as Hetzner does while a delete still runs.
+type deletedIsLocked struct{ full }
+
+func (b deletedIsLocked) Delete(ctx context.Context, call *provider.Call, id string) error {
+	err := b.full.Delete(ctx, call, id)
+	if api.IsCode(err, api.CodeNotFound) {
+		return api.ProviderError(423, "locked", "the API answered 423")
+	}
+	return err
+}
+
 // powerUnsupported claims power but answers UNSUPPORTED.
 type powerUnsupported struct{ full }
 
@@ -183,6 +195,8 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 			[]string{"life.key.reported"}},
 		{"PROVIDER_ERROR for a missing machine", func(c full) provider.Client { return missingIsProviderError{c} }, core,
 			[]string{"life.delete.removes", "life.delete.twice-not-found", "life.get.unknown-absent", "err.missing.not-found", "life.delete.by-key"}},
+		{"a deleted machine's delete answers locked", func(c full) provider.Client { return deletedIsLocked{c} }, core,
+			[]string{"life.delete.twice-not-found", "err.missing.not-found"}},
 		{"claims power, answers UNSUPPORTED", func(c full) provider.Client { return powerUnsupported{c} },
 			[]string{conformance.ProfileCore, conformance.ProfileFaults},
 			[]string{"life.power.stop-start", "fault.action-failed", "err.missing.not-found"}},

@@ -2,6 +2,9 @@ package conformance_test
 
 import (
 	"context"
+	"net"
+	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
@@ -51,5 +54,43 @@ func TestHetznerCertified(t *testing.T) {
 	report := conformance.Run(t, startFake(t, "hetzner-cloud", fake.Options{}))
 	if report.Verdict != conformance.VerdictCertified {
 		t.Fatalf("verdict %s", report.Verdict)
+	}
+}
+
+func TestProxmoxCertified(t *testing.T) {
+	t.Parallel()
+	report := conformance.Run(t, startFake(t, "proxmox", fake.Options{}))
+	if report.Verdict != conformance.VerdictCertified {
+		t.Fatalf("verdict %s", report.Verdict)
+	}
+}
+
+// freePort is a loopback TCP port nothing listens on (just now).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestFakePort: Options.Port (make PORT=…) is the port of the emulator,
+// the endpoint under test, for both providers with one.
+func TestFakePort(t *testing.T) {
+	for _, id := range []string{"hetzner-cloud", "proxmox"} {
+		port := freePort(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		env, err := fake.Start(ctx, id, fake.Options{Port: port})
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		u, err := url.Parse(env.Endpoint)
+		env.Close()
+		if err != nil || u.Port() != strconv.Itoa(port) {
+			t.Errorf("%s: endpoint %q, want port %d", id, env.Endpoint, port)
+		}
 	}
 }

@@ -251,4 +251,4 @@ func RegistryHash() string {
 
 // SuiteVersion is the version of the conformance program reported with
 // every run; it changes when a behaviour's checks change.
-const SuiteVersion = "1.1.0"
+const SuiteVersion = "1.2.0"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -165,4 +166,31 @@ func (r *Report) WriteFiles(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, ReportJUnitFile), junit, 0o644)
+}
+
+// DefaultReportDir is where `compute certify` writes a provider's
+// report.json and junit.xml unless --report chooses: <DefaultReportDir>/<provider>.
+const DefaultReportDir = "conformance-report"
+
+// Headline is the one line that sums the run up for a person, naming the
+// provider as name: "CERTIFIED: <name> passed <n> of <n> required
+// behaviours (<k> skipped) in <duration>", or "FAILED: <name>: <id>
+// failed: <reason> (…)" naming the first failing behaviour, or
+// "INCOMPLETE: <name>: <id> did not run: <reason> (…)".
+func (r *Report) Headline(name string) string {
+	s := r.Summary
+	first := func(st Status) Result {
+		res, _ := r.Result(r.WithStatus(st)[0])
+		return res
+	}
+	switch r.Verdict {
+	case VerdictFailed:
+		res := first(Failed)
+		return fmt.Sprintf("FAILED: %s: %s failed: %s (%d failed, %d incomplete, %d passed)", name, res.ID, res.Reason, s.Failed, s.Incomplete, s.Passed)
+	case VerdictIncomplete:
+		res := first(Incomplete)
+		return fmt.Sprintf("INCOMPLETE: %s: %s did not run: %s (%d incomplete, %d passed)", name, res.ID, res.Reason, s.Incomplete, s.Passed)
+	}
+	return fmt.Sprintf("CERTIFIED: %s passed %d of %d required behaviours (%d skipped, profiles %s) in %s",
+		name, s.Passed, s.Passed, s.Skipped, strings.Join(r.Profiles, ","), r.End.Sub(r.Start).Round(time.Second))
 }

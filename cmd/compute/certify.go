@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -13,6 +14,7 @@ import (
 
 	"better-compute.io/compute/conformance"
 	"better-compute.io/compute/conformance/fake"
+	"better-compute.io/compute/conformance/live"
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
 )
@@ -29,15 +31,17 @@ type certifyOptions struct {
 	prefix          string
 	seed            uint64
 	scaleMachines   int
+	port            int
 	powerObservable bool
 	only            []string
 	logsFile        string
+	liveOptions
 }
 
 func certifyCmd(g *globals) *cobra.Command {
 	o := certifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "certify --provider ID [--fake] [--profile core,cloud,...] [--report DIR]",
+		Use:   "certify --provider ID [--fake] [--profile core,cloud,...] [--report DIR] [--port N] [--seed-count N]",
 		Short: "Run the provider conformance program against a provider and print the verdict",
 		Long: "Runs every behaviour of the conformance registry against the provider over its bus subjects\n" +
 			"(compute.internal.provider.<id>.*) and prints one line per behaviour and the verdict.\n\n" +
@@ -48,9 +52,18 @@ func certifyCmd(g *globals) *cobra.Command {
 			"secret references only (--config '{\"token\":\"env://HCLOUD_TOKEN\"}'), an offer and an image;\n" +
 			"the default profile is core. Values of env:// references set in this environment are what the\n" +
 			"secrets lane looks for.\n\n" +
-			"--report DIR writes report.json and junit.xml. The exit status is 0 only when the verdict is CERTIFIED.",
+			"With --live the certifier starts NATS, the secrets service and the provider service itself, points the\n" +
+			"provider's endpoint at its own HTTP fault layer (--port) in front of the real API (--api-url), and runs\n" +
+			"every lane there, fault, durable and scale included (--seed-count machines, default 20), within a budget\n" +
+			"(--max-machines, --max-requests) and sweeping everything it made, also after Ctrl-C. --record DIR\n" +
+			"keeps the HTTP exchanges (secrets redacted); --replay DIR certifies from them without credentials\n" +
+			"and fails naming the first request that is not in the recording.\n\n" +
+			"report.json and junit.xml go to " + conformance.DefaultReportDir + "/<provider> unless --report chooses. The last lines are\n" +
+			"VERDICT: <verdict> and CERTIFIED: <provider> passed …, or FAILED: <provider>: <first failing behaviour> …;\n" +
+			"the exit status is 0 only when the verdict is CERTIFIED. --provider hetzner is hetzner-cloud.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.seedCountSet = cmd.Flags().Changed("seed-count") || cmd.Flags().Changed("scale-machines")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runCertify(ctx, g, o)
@@ -60,17 +73,29 @@ func certifyCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.providerID, "provider", "", "provider id to certify (required)")
 	f.StringSliceVar(&o.profiles, "profile", nil, "profiles claimed: "+strings.Join(conformance.Profiles, ","))
 	f.BoolVar(&o.fake, "fake", false, "start NATS, secrets, the emulator and the provider in-process (credential-free)")
-	f.StringVar(&o.reportDir, "report", "", "directory to write report.json and junit.xml into")
+	f.StringVar(&o.reportDir, "report", "", "directory to write report.json and junit.xml into (default "+conformance.DefaultReportDir+"/<provider>)")
 	f.StringVar(&o.config, "config", "", "account config as JSON, secret references only (live runs)")
 	f.StringVar(&o.offer, "offer", "", "offer id create accepts (default: the fake's)")
 	f.StringVar(&o.image, "image", "", "image create accepts (default: the fake's)")
 	f.StringVar(&o.accountTenant, "account-tenant", "root", "tenant of the account (live runs; env:// references resolve for the tenants of the secrets service's --secret-store env, default root)")
 	f.StringVar(&o.prefix, "prefix", "", "prefix of machine names and idempotency keys (default random)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the run's random choices (default from the clock)")
-	f.IntVar(&o.scaleMachines, "scale-machines", conformance.DefaultScaleMachines, "inventory of the scale lane")
+	f.IntVar(&o.scaleMachines, "seed-count", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
+	f.IntVar(&o.scaleMachines, "scale-machines", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
+	_ = f.MarkDeprecated("scale-machines", "use --seed-count")
+	f.IntVar(&o.port, "port", 0, "loopback port of the provider endpoint under test: the emulator's with --fake, the fault layer's with --live (default any free one)")
 	f.BoolVar(&o.powerObservable, "power-observable", true, "get reports the effect of power actions (live runs)")
 	f.StringSliceVar(&o.only, "only", nil, "run only these behaviour ids (the others are INCOMPLETE)")
 	f.StringVar(&o.logsFile, "logs", "", "file the provider's log lines go to, scanned by the secrets lane (live runs)")
+	f.BoolVar(&o.live, "live", false, "start the provider in-process against its real API, through the certifier's HTTP fault layer (providers: "+strings.Join(live.Providers(), ", ")+")")
+	f.StringVar(&o.apiURL, "api-url", "", "the real API's base URL of a live run (default the provider's)")
+	f.IntVar(&o.maxMachines, "max-machines", live.DefaultMaxMachines, "a live run's budget of machines created")
+	f.IntVar(&o.maxRequests, "max-requests", live.DefaultMaxRequests, "a live run's budget of API requests")
+	f.DurationVar(&o.pollInterval, "poll-interval", 0, "how often the provider polls an API action in a live run (default the provider's)")
+	f.StringVar(&o.record, "record", "", "live run: record the provider's HTTP exchanges into DIR (secrets redacted)")
+	f.StringVar(&o.replay, "replay", "", "live run: answer from the recording in DIR instead of the API (no credentials needed)")
+	cmd.MarkFlagsMutuallyExclusive("fake", "live")
+	cmd.MarkFlagsMutuallyExclusive("record", "replay")
 	_ = cmd.MarkFlagRequired("provider")
 	return cmd
 }
@@ -78,11 +103,20 @@ func certifyCmd(g *globals) *cobra.Command {
 // runCertify builds the subject, runs the program, writes the report and
 // fails unless the verdict is CERTIFIED.
 func runCertify(ctx context.Context, g *globals, o certifyOptions) error {
-	s, done, err := certifySubject(ctx, g, o)
+	name := o.providerID
+	if id, ok := providerAliases[name]; ok {
+		o.providerID = id
+	}
+	if o.reportDir == "" {
+		o.reportDir = filepath.Join(conformance.DefaultReportDir, name)
+	}
+	if o.port < 0 || o.port > 65535 {
+		return api.InvalidInput("port", "--port %d is not a TCP port (0..65535)", o.port)
+	}
+	s, done, err := certifySubject(ctx, g, &o)
 	if err != nil {
 		return err
 	}
-	defer done()
 	if len(o.profiles) > 0 {
 		s.Profiles = o.profiles
 	}
@@ -94,40 +128,50 @@ func runCertify(ctx context.Context, g *globals, o certifyOptions) error {
 	}
 	s.Prefix, s.ScaleMachines = o.prefix, o.scaleMachines
 	report, err := conformance.Certify(ctx, s, conformance.Options{Progress: g.out, Seed: o.seed, Only: o.only})
+	doneErr := done(report)
 	if err != nil {
 		return err
 	}
-	if o.reportDir != "" {
-		if err := report.WriteFiles(o.reportDir); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-		fmt.Fprintf(g.out, "report: %s/%s, %s/%s\n", o.reportDir, conformance.ReportJSONFile, o.reportDir, conformance.ReportJUnitFile)
+	if err := report.WriteFiles(o.reportDir); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	fmt.Fprintf(g.out, "report: %s, %s\n", filepath.Join(o.reportDir, conformance.ReportJSONFile), filepath.Join(o.reportDir, conformance.ReportJUnitFile))
+	fmt.Fprintf(g.out, "VERDICT: %s\n", report.Verdict)
+	if doneErr != nil {
+		return doneErr
 	}
 	if report.Verdict != conformance.VerdictCertified {
-		return fmt.Errorf("provider %s is not certified: verdict %s (%d failed, %d incomplete)",
-			report.Provider.ID, report.Verdict, report.Summary.Failed, report.Summary.Incomplete)
+		return fmt.Errorf("verdict %s: %s", report.Verdict, report.Headline(name))
 	}
+	fmt.Fprintln(g.out, report.Headline(name))
 	return nil
 }
 
-// certifySubject starts the fake, or connects to the bus and builds the
-// subject from the flags; done releases what it started.
-func certifySubject(ctx context.Context, g *globals, o certifyOptions) (conformance.Subject, func(), error) {
+// providerAliases are the provider names BigFleet's certification page
+// uses, by the provider id they stand for.
+var providerAliases = map[string]string{"hetzner": "hetzner-cloud"}
+
+// certifySubject starts the fake or the live run, or connects to the bus,
+// and builds the subject from the flags (a replay sets o's choices to the
+// recording's); done releases what it started once the run has ended
+// (report nil when it could not run) and reports what went wrong around
+// the run (a spent budget, a replay that diverged, a sweep that failed).
+func certifySubject(ctx context.Context, g *globals, o *certifyOptions) (conformance.Subject, func(*conformance.Report) error, error) {
 	if o.fake {
-		env, err := fake.Start(ctx, o.providerID, fake.Options{})
+		env, err := fake.Start(ctx, o.providerID, fake.Options{Port: o.port})
 		if err != nil {
 			return conformance.Subject{}, nil, err
 		}
-		return env.Subject, env.Close, nil
+		return env.Subject, func(*conformance.Report) error { env.Close(); return nil }, nil
+	}
+	if o.live {
+		return liveSubject(ctx, g, o)
 	}
 	if o.config == "" || o.offer == "" || o.image == "" {
-		return conformance.Subject{}, nil, fmt.Errorf("a live run needs --config, --offer and --image (or use --fake)")
+		return conformance.Subject{}, nil, fmt.Errorf("a run on the bus needs --config, --offer and --image (or use --fake or --live)")
 	}
-	var cfg map[string]any
-	if err := json.Unmarshal([]byte(o.config), &cfg); err != nil {
-		return conformance.Subject{}, nil, api.InvalidInput("config", "--config is not a JSON object: %v", err)
-	}
-	if err := provider.CheckPlainSecrets("config", cfg); err != nil {
+	cfg, err := parseCertifyConfig(o.config)
+	if err != nil {
 		return conformance.Subject{}, nil, err
 	}
 	nc, err := g.connect()
@@ -145,7 +189,20 @@ func certifySubject(ctx context.Context, g *globals, o certifyOptions) (conforma
 			return data
 		}
 	}
-	return s, nc.Close, nil
+	return s, func(*conformance.Report) error { nc.Close(); return nil }, nil
+}
+
+// parseCertifyConfig parses --config: a JSON object with secret references only.
+// Errors: INVALID_INPUT naming config.
+func parseCertifyConfig(text string) (map[string]any, error) {
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(text), &cfg); err != nil {
+		return nil, api.InvalidInput("config", "--config is not a JSON object: %v", err)
+	}
+	if err := provider.CheckPlainSecrets("config", cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // envSecrets returns the values, in this environment, of the env://

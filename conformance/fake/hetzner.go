@@ -50,17 +50,18 @@ const hetznerManagedLabel = hetzner.DefaultLabelPrefix + "/managed"
 
 // hetznerBackend is the hetzner-cloud provider against the Hetzner Cloud
 // API emulator, which accepts only token.
-func hetznerBackend(token string, log zerolog.Logger) (*backend, error) {
+func hetznerBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 	srv, err := emulator.Start(emulator.Options{
 		Tokens: []string{token}, ActionDuration: hetznerActionDuration,
 		RateLimitSize: hetznerRateSize, RateLimitRefillPerSecond: hetznerRateRefill, Logger: log,
-	}, "127.0.0.1:0")
+	}, addr)
 	if err != nil {
 		return nil, err
 	}
 	h := hetznerHooks{emu: srv.Emulator()}
 	return &backend{
 		def:      hetzner.Definition(hetzner.WithEndpoint(srv.URL()), hetzner.WithPollInterval(hetznerPoll)),
+		endpoint: srv.URL(),
 		profiles: conformance.Profiles,
 		offerID:  "cx23", image: "ubuntu-24.04",
 		config:    func(ref string) map[string]any { return map[string]any{hetzner.FieldToken: ref} },

@@ -19,7 +19,7 @@ import (
 // managed machines through a client of its own (out of band: not counted,
 // no faults); memory has no unmanaged machines, so the cloud profile is
 // not claimed.
-func memoryBackend(token string, _ zerolog.Logger) (*backend, error) {
+func memoryBackend(token, _ string, _ zerolog.Logger) (*backend, error) {
 	cloud := memory.NewCloud()
 	layer := newFaultLayer()
 	base := memory.Definition(cloud)

@@ -61,7 +61,7 @@ var proxmoxTasks = map[api.PowerAction]string{
 // which accepts only token (for the emulator's default token id). PVE has
 // no rate limit, so RateLimit is not supported and the faults profile is
 // not claimed; the other fault hooks work (the durable lane uses them).
-func proxmoxBackend(token string, _ zerolog.Logger) (*backend, error) {
+func proxmoxBackend(token, addr string, _ zerolog.Logger) (*backend, error) {
 	durations := map[string]time.Duration{}
 	for _, typ := range []string{"qmclone", "qmconfig", "resize", "qmstart", "qmstop", "qmshutdown", "qmreset", "qmreboot", "qmdestroy"} {
 		durations[typ] = proxmoxTaskDuration
@@ -71,6 +71,7 @@ func proxmoxBackend(token string, _ zerolog.Logger) (*backend, error) {
 		Templates:     []emulator.Template{{VMID: proxmoxTemplateID, Name: proxmoxTemplate, Config: map[string]string{"ipconfig0": "ip=dhcp"}}},
 		TaskDurations: durations,
 		StatsInterval: emulator.DefaultStatsInterval, // /cluster/resources lags as on a real cluster
+		ListenAddr:    addr,
 	})
 	if err != nil {
 		return nil, err
@@ -91,6 +92,7 @@ func proxmoxBackend(token string, _ zerolog.Logger) (*backend, error) {
 			proxmox.WithTaskPollInterval(proxmoxPoll),
 			proxmox.WithSnippetWriter(snippets.Write),
 		),
+		endpoint: srv.URL(),
 		profiles: []string{conformance.ProfileCore, conformance.ProfileCloud, conformance.ProfileDurable,
 			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale},
 		offerID: proxmoxOffer, image: proxmoxTemplate,

@@ -1,4 +1,4 @@
-package fake
+package harness
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"better-compute.io/compute/pkg/provider"
 )
 
-// service is the provider service on its own bus connection, so it can be
+// Service is the provider service on its own bus connection, so it can be
 // killed abruptly (the connection closes: replies in flight are never
 // sent), restarted with an empty client cache, and reconnected. It
 // implements conformance.Service.
-type service struct {
+type Service struct {
 	url string
 	def *provider.Defined
 	log zerolog.Logger
@@ -30,7 +30,7 @@ type service struct {
 // Kill closes the service's connection without draining, and returns
 // once the server has dropped its subscriptions (a request on describe
 // then meets no responders), or ctx ends.
-func (s *service) Kill(ctx context.Context) error {
+func (s *Service) Kill(ctx context.Context) error {
 	s.mu.Lock()
 	s.killLocked()
 	s.mu.Unlock()
@@ -52,7 +52,7 @@ func (s *service) Kill(ctx context.Context) error {
 	}
 }
 
-func (s *service) killLocked() {
+func (s *Service) killLocked() {
 	if s.nc != nil {
 		s.nc.Close()
 	}
@@ -61,7 +61,7 @@ func (s *service) killLocked() {
 
 // Restart kills the service if it runs and serves the provider again on a
 // new connection. Errors: connecting or serving failed.
-func (s *service) Restart(context.Context) error {
+func (s *Service) Restart(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.killLocked()
@@ -84,7 +84,7 @@ func (s *service) Restart(context.Context) error {
 
 // Reconnect drops the service's connection and returns once it is
 // connected again (or ctx ends). Errors: the service is not running.
-func (s *service) Reconnect(ctx context.Context) error {
+func (s *Service) Reconnect(ctx context.Context) error {
 	s.mu.Lock()
 	nc := s.nc
 	s.mu.Unlock()
@@ -106,7 +106,7 @@ func (s *service) Reconnect(ctx context.Context) error {
 }
 
 // stop stops the service gracefully (Env.Close).
-func (s *service) stop() {
+func (s *Service) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.svc != nil {
