@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"better-compute.io/compute/conformance"
+	"better-compute.io/compute/pkg/api"
 )
 
 var _ conformance.Faults = (*Proxy)(nil)
@@ -78,7 +79,7 @@ func (p *Proxy) SetLatency(_ context.Context, op string, d time.Duration) error 
 // FailNextAction implements conformance.Faults: the next request starting
 // action reaches the API, and its response is rewritten into a failed
 // action (Dialect.FailAction). ErrNotSupported without a route for it.
-func (p *Proxy) FailNextAction(_ context.Context, action string) error {
+func (p *Proxy) FailNextAction(_ context.Context, action api.PowerAction) error {
 	r, ok := p.o.Dialect.Actions[action]
 	if !ok || p.o.Dialect.FailAction == nil {
 		return conformance.ErrNotSupported

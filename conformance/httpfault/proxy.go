@@ -23,14 +23,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"better-compute.io/compute/pkg/provider"
+
+	"better-compute.io/compute/pkg/api"
 )
 
 // Route is an API route as a net/http pattern relative to the API's base
@@ -44,7 +48,7 @@ type Dialect struct {
 	Ops map[string]Route
 	// Actions are the routes starting each action (api.Action* or
 	// api.ActionReinstall).
-	Actions map[string]Route
+	Actions map[api.PowerAction]Route
 	// FailAction rewrites the 2xx response body of an action route into
 	// that of an action that failed.
 	FailAction func(body []byte) ([]byte, error)
@@ -131,19 +135,19 @@ func Start(o Options) (*Proxy, error) {
 		fail: map[Route][]int{}, drop: map[Route]int{}, hang: map[Route]int{},
 		latency: map[Route]time.Duration{}, actionFail: map[Route]int{}}
 	seen := map[Route]bool{}
-	for _, routes := range []map[string]Route{o.Dialect.Ops, o.Dialect.Actions} {
-		for _, r := range routes {
-			if seen[r] {
-				continue
-			}
-			seen[r] = true
-			method, path, ok := strings.Cut(string(r), " ")
-			if !ok {
-				return nil, fmt.Errorf("httpfault: route %q is not \"METHOD /path\"", r)
-			}
-			if err := registerRoute(p.mux, method+" "+p.base+path, r); err != nil {
-				return nil, err
-			}
+	routes := slices.Collect(maps.Values(o.Dialect.Ops))
+	routes = slices.AppendSeq(routes, maps.Values(o.Dialect.Actions))
+	for _, r := range routes {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		method, path, ok := strings.Cut(string(r), " ")
+		if !ok {
+			return nil, fmt.Errorf("httpfault: route %q is not \"METHOD /path\"", r)
+		}
+		if err := registerRoute(p.mux, method+" "+p.base+path, r); err != nil {
+			return nil, err
 		}
 	}
 	ln, err := net.Listen("tcp", o.Addr)

@@ -14,6 +14,7 @@ import (
 	"better-compute.io/compute/conformance"
 	"better-compute.io/compute/conformance/httpfault"
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 )
@@ -49,7 +50,7 @@ var hetznerDialect = httpfault.Dialect{
 		provider.VerbDelete: "DELETE /servers/{id}",
 		provider.VerbOffers: "GET /server_types",
 	},
-	Actions: map[string]httpfault.Route{
+	Actions: map[api.PowerAction]httpfault.Route{
 		api.ActionOn: "POST /servers/{id}/actions/poweron", api.ActionOff: "POST /servers/{id}/actions/poweroff",
 		api.ActionGracefulOff: "POST /servers/{id}/actions/shutdown", api.ActionReset: "POST /servers/{id}/actions/reset",
 		api.ActionCycle: "POST /servers/{id}/actions/reset", api.ActionGracefulRestart: "POST /servers/{id}/actions/reboot",
@@ -226,7 +227,7 @@ func (h *hetznerInventory) remove(ctx context.Context, id int64) error {
 		case !hcloud.IsError(err, hcloud.ErrorCodeLocked):
 			return err
 		}
-		if err := provider.Sleep(ctx, provider.SystemClock{}, removeRetry); err != nil {
+		if err := provider.Sleep(ctx, clock.Real{}, removeRetry); err != nil {
 			return err
 		}
 	}
