@@ -124,6 +124,24 @@ func TestDeleteOfInstanceWithoutVMWhenEverySlotIsTaken(t *testing.T) {
 	}
 }
 
+// holdPassesAfterFailedReinstall is a BeforePass hook that holds every
+// pass starting while the instance's last operation is a reinstall that
+// ended and its deletion is not requested (until the test ends): such a
+// pass would act on the live path. A pass starting once the deletion is
+// requested runs.
+func (s *stack) holdPassesAfterFailedReinstall(t *testing.T) func(id string) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the reconciler stops (cleanups run last first)
+	return func(id string) {
+		inst, _, err := s.env.Stores.InstanceTable().Get(context.Background(), testTenant, id)
+		last := inst.Status.LastOperation
+		if err == nil && inst.DeletionRequestedAt == nil && last != nil &&
+			last.Action == api.ActionReinstall && last.State != api.OperationExecuting {
+			<-release
+		}
+	}
+}
+
 // deleteLeavesNoVM deletes instance id and waits until it is gone: no VM
 // carries its key then, and the delete sent no clone.
 func (s *stack) deleteLeavesNoVM(t *testing.T, e *env, id string) {
@@ -172,11 +190,18 @@ func TestDeleteAfterACreateStoppedBeforeTheTagNeverCreates(t *testing.T) {
 // show: the instance's delete, finding the recorded machine absent, still
 // deletes every VM of the key (delete by key) instead of dropping the
 // record and leaking the clone.
+//
+// Left alone, the pass after the failed reinstall finds the machine absent
+// and re-creates it (drift repair), and that keyed create finishes the
+// half-made clone (see Reinstall): the test holds that pass
+// (holdPassesAfterFailedReinstall), so only the delete acts.
 func TestDeleteAfterAReinstallStoppedBeforeTheTagLeavesNoVM(t *testing.T) {
 	e := newEnv(t)
+	var hold func(string)
 	s := newStack(t, e, func(o *reconciler.Options) {
-		o.Retry = reconciler.RetryPolicy{Initial: time.Hour, Max: time.Hour} // after the failed reinstall, only the delete acts
+		o.Hooks.BeforePass = func(id string) { hold(id) }
 	})
+	hold = s.holdPassesAfterFailedReinstall(t)
 	var inst api.Instance
 	if err := s.call("create", api.InstanceCreateRequest{PoolID: s.pool.ID, Flavor: testOffer, Name: "re"}, &inst); err != nil {
 		t.Fatal(err)

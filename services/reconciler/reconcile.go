@@ -85,6 +85,9 @@ func parseWorkSubject(subject string) (tenant, id string, ok bool) {
 // phases.go). A returned error means the state store failed (the message
 // is redelivered).
 func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string) (outcome, error) {
+	if r.o.Hooks.BeforePass != nil {
+		r.o.Hooks.BeforePass(id)
+	}
 	s := &scope{log: log}
 	var err error
 	s.inst, s.rev, err = r.instances.Get(ctx, tenant, id)

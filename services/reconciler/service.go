@@ -59,6 +59,10 @@ type Options struct {
 
 // Hooks lets tests act at precise points of a reconcile.
 type Hooks struct {
+	// BeforePass runs when a pass over the instance starts, before it
+	// loads the record: a test holds there the passes it does not want
+	// yet (they then act on the record as it is when released).
+	BeforePass func(instanceID string)
 	// AfterProviderCreate runs after the provider's create answered and
 	// before its result is recorded.
 	AfterProviderCreate func(instanceID string)
