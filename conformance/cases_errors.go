@@ -67,7 +67,7 @@ func (c *check) machineBody(verb, id string) map[string]any {
 }
 
 func errMissingNotFound(c *check) {
-	m := c.runningMachine("m")
+	m := c.runningMachine()
 	c.deleteGone(m.ID)
 	for _, verb := range c.machineVerbs() {
 		if verb == provider.VerbGet {

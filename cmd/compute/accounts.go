@@ -129,7 +129,7 @@ func parseConfig(base map[string]any, configJSON string, sets []string) (map[str
 	}
 	if configJSON != "" {
 		if err := json.Unmarshal([]byte(configJSON), &cfg); err != nil {
-			return nil, fmt.Errorf("--config is not a JSON object: %v", err)
+			return nil, fmt.Errorf("--config is not a JSON object: %w", err)
 		}
 	}
 	for _, kv := range sets {

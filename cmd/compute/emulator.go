@@ -25,7 +25,7 @@ func emulatorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer emu.Close()
+			defer func() { _ = emu.Close() }()
 			fmt.Fprintf(os.Stdout, "Hetzner Cloud API emulator on %s\n", emu.URL())
 			waitForSignal()
 			return nil
@@ -44,7 +44,7 @@ func emulatorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer srv.Close()
+			defer func() { _ = srv.Close() }()
 			fmt.Fprintf(os.Stdout, "Proxmox VE API emulator on %s\n  token id %s, secret %s\n  CA certificate in %s; template %q (VMID 9000)\n",
 				srv.URL(), pveemulator.DefaultTokenID, pveemulator.DefaultTokenSecret, caFile, emulatorTemplate)
 			waitForSignal()

@@ -167,7 +167,8 @@ func retryTransient(ctx context.Context, request func(context.Context) error) er
 		return last
 	}, backoff.WithContext(policy, ctx))
 	if err != nil && ctx.Err() != nil && last != nil && !errors.Is(err, last) {
-		return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), last)
+		// The deadline is the error's identity; the last attempt is context.
+		return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), last) //nolint:errorlint // see above
 	}
 	return err
 }

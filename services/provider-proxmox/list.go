@@ -42,7 +42,7 @@ func (c *client) List(ctx context.Context, call *provider.Call, cursor string, l
 	var ids []int
 	for vmid, r := range guests {
 		if vmid > after && vmid >= c.cfg.VMIDMin && vmid <= c.cfg.VMIDMax &&
-			r.Type == guestQemu && hasTag(r.Tags, ManagedTag) {
+			r.Type == guestQemu && hasManagedTag(r.Tags) {
 			ids = append(ids, vmid)
 		}
 	}

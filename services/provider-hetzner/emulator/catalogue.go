@@ -205,7 +205,7 @@ func (t *serverType) render() schema.ServerType {
 		CPUType: t.cpuType, Architecture: t.architecture,
 		Prices:     make([]schema.PricingServerTypePrice, 0, len(t.locations)),
 		Locations:  make([]schema.ServerTypeLocation, 0, len(t.locations)),
-		Deprecated: t.deprecation != nil,
+		Deprecated: t.deprecation != nil, //nolint:staticcheck // the real API still sends it; clients read it
 	}
 	st.Deprecation = t.deprecation.toSchema()
 	for _, tl := range t.locations {

@@ -150,7 +150,7 @@ func normalizeConfigValue(key, val string) (string, string) {
 }
 
 // errDigest is PVE's reply to a stale digest.
-var errDigest = errors.New("detected modified configuration - file changed by other user? Try again.")
+var errDigest = errors.New("detected modified configuration - file changed by other user? Try again.") //nolint:staticcheck // PVE's text, verbatim
 
 // applyConfigUpdate writes u into v's config. Drive values of the form
 // "{storage}:{GiB}" allocate a new volume.

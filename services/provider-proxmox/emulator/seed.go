@@ -96,7 +96,7 @@ func (e *Emulator) guestConfig(id int, name string, cores, memMiB int, disk, tag
 	if t, ok := cfg["tags"]; ok {
 		norm, err := NormalizeTags(t)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		cfg["tags"] = norm
 	}
