@@ -176,7 +176,11 @@ func (r *run) skipOrIncomplete(b *Behaviour) (Status, string) {
 		}
 	}
 	if len(missing) > 0 {
-		return Incomplete, fmt.Sprintf("needs the subject's %s hook (profile %s claimed)", strings.Join(missing, " and "), strings.Join(b.Profiles, ","))
+		return Incomplete, fmt.Sprintf(
+			"needs the subject's %s hook (profile %s claimed)",
+			strings.Join(missing, " and "),
+			strings.Join(b.Profiles, ","),
+		)
 	}
 	return "", ""
 }
@@ -311,8 +315,18 @@ func (r *run) finish(ctx context.Context) *Report {
 	r.report.finish()
 	if r.opts.Progress != nil {
 		s := r.report.Summary
-		fmt.Fprintf(r.opts.Progress, "verdict %s: %d passed, %d failed, %d incomplete, %d skipped (provider %s %s, registry %s)\n",
-			r.report.Verdict, s.Passed, s.Failed, s.Incomplete, s.Skipped, r.report.Provider.ID, r.report.Provider.Version, r.report.RegistryHash[:12])
+		fmt.Fprintf(
+			r.opts.Progress,
+			"verdict %s: %d passed, %d failed, %d incomplete, %d skipped (provider %s %s, registry %s)\n",
+			r.report.Verdict,
+			s.Passed,
+			s.Failed,
+			s.Incomplete,
+			s.Skipped,
+			r.report.Provider.ID,
+			r.report.Provider.Version,
+			r.report.RegistryHash[:12],
+		)
 	}
 	out := r.report
 	return &out

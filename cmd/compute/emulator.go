@@ -52,7 +52,8 @@ func emulatorCmd(g *globals) *cobra.Command {
 		},
 	}
 	proxmoxCmd.Flags().StringVar(&pveAddr, "addr", "127.0.0.1:8006", "listen address")
-	proxmoxCmd.Flags().StringVar(&caFile, "ca-file", proxmoxCAFile, "the emulator's CA certificate (PEM): reused with --ca-key-file when both exist, else made and written")
+	proxmoxCmd.Flags().StringVar(&caFile, "ca-file", proxmoxCAFile,
+		"the emulator's CA certificate (PEM): reused with --ca-key-file when both exist, else made and written")
 	proxmoxCmd.Flags().StringVar(&caKeyFile, "ca-key-file", proxmoxCAKeyFile, "the emulator's CA private key (PEM, mode 0600)")
 	cmd.AddCommand(hetznerCmd, proxmoxCmd)
 	return cmd

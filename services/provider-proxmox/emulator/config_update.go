@@ -150,7 +150,9 @@ func normalizeConfigValue(key, val string) (string, string) {
 }
 
 // errDigest is PVE's reply to a stale digest.
-var errDigest = errors.New("detected modified configuration - file changed by other user? Try again.") //nolint:staticcheck // PVE's text, verbatim
+//
+//nolint:staticcheck // PVE's text, verbatim, punctuation and all
+var errDigest = errors.New("detected modified configuration - file changed by other user? Try again.")
 
 // applyConfigUpdate writes u into v's config. Drive values of the form
 // "{storage}:{GiB}" allocate a new volume.

@@ -117,8 +117,11 @@ func newCA() (ca, error) {
 		return ca{}, err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          sn,
-		Subject:               pkix.Name{CommonName: "Proxmox Virtual Environment (emulator CA)", Organization: []string{"PVE Cluster Manager CA"}},
+		SerialNumber: sn,
+		Subject: pkix.Name{
+			CommonName:   "Proxmox Virtual Environment (emulator CA)",
+			Organization: []string{"PVE Cluster Manager CA"},
+		},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
 		IsCA:                  true,
