@@ -141,12 +141,8 @@ func runCertify(ctx context.Context, g *globals, o certifyOptions) error {
 	if err := report.WriteFiles(o.reportDir); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
-	fmt.Fprintf(
-		g.out,
-		"report: %s, %s\n",
-		filepath.Join(o.reportDir, conformance.ReportJSONFile),
-		filepath.Join(o.reportDir, conformance.ReportJUnitFile),
-	)
+	fmt.Fprintf(g.out, "report: %s, %s\n",
+		filepath.Join(o.reportDir, conformance.ReportJSONFile), filepath.Join(o.reportDir, conformance.ReportJUnitFile))
 	fmt.Fprintf(g.out, "VERDICT: %s\n", report.Verdict)
 	if doneErr != nil {
 		return doneErr

@@ -38,12 +38,8 @@ type healthTarget struct {
 var healthTargets = map[string]healthTarget{
 	"secrets":  {micro: secrets.ServiceName, buckets: []string{bus.BucketSecrets}},
 	"accounts": {micro: accounts.ServiceName, buckets: []string{bus.BucketAccounts, bus.BucketPools}},
-	"reconciler": {
-		micro:     "reconciler",
-		buckets:   []string{bus.BucketInstances},
-		streams:   []string{bus.StreamWork},
-		consumers: [][2]string{{bus.StreamWork, reconciler.ConsumerName}},
-	},
+	"reconciler": {micro: "reconciler", buckets: []string{bus.BucketInstances},
+		streams: []string{bus.StreamWork}, consumers: [][2]string{{bus.StreamWork, reconciler.ConsumerName}}},
 	// providers keep no state
 	"provider-hetzner": {micro: "provider-" + hetzner.ProviderID},
 	"provider-proxmox": {micro: "provider-" + proxmox.ProviderID},

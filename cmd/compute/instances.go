@@ -188,10 +188,8 @@ func (g *globals) wait(id, until string, maxWait time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	interrupted := func() error {
-		return &exitError{
-			status: 130,
-			msg:    fmt.Sprintf("interrupted: instance %s goes on; wait again with: %s instances wait %s --for %s", id, selfName(), id, until),
-		}
+		return &exitError{status: 130,
+			msg: fmt.Sprintf("interrupted: instance %s goes on; wait again with: %s instances wait %s --for %s", id, selfName(), id, until)}
 	}
 	nc, err := g.connect()
 	if err != nil {

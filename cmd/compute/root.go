@@ -114,11 +114,8 @@ func (g *globals) logger() zerolog.Logger {
 // tenant user of deploy/nats.conf may subscribe to.
 func (g *globals) connect() (*nats.Conn, error) {
 	if !api.ValidTenant(g.tenant) {
-		return nil, api.InvalidInput(
-			"tenant",
-			"--tenant %q is not a tenant id: 1 to 63 lower-case letters, digits and '-', starting with a letter or digit",
-			g.tenant,
-		)
+		return nil, api.InvalidInput("tenant",
+			"--tenant %q is not a tenant id: 1 to 63 lower-case letters, digits and '-', starting with a letter or digit", g.tenant)
 	}
 	o := g.conn
 	o.Name = "compute-cli"

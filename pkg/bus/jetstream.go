@@ -70,10 +70,8 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		{&st.Accounts, jetstream.KeyValueConfig{Bucket: BucketAccounts, Description: "provider accounts"}},
 		{&st.Pools, jetstream.KeyValueConfig{Bucket: BucketPools, Description: "pools"}},
 		{&st.Instances, jetstream.KeyValueConfig{Bucket: BucketInstances, Description: "instances"}},
-		{
-			&st.Idempotency,
-			jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL},
-		},
+		{&st.Idempotency,
+			jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage

@@ -95,10 +95,8 @@ func Serve(nc *nats.Conn, d *Defined, o ServeOptions) (*bus.Service, error) {
 		VerbOffers: s.offers, VerbCreate: s.create, VerbGet: s.get, VerbDelete: s.delete,
 		VerbPower: s.power, VerbReinstall: s.reinstall, VerbList: s.list,
 	} {
-		eps = append(
-			eps,
-			bus.Endpoint{Name: bus.EndpointName(bus.ResourceProvider, verb), Subject: bus.ProviderCall(d.ID(), verb), Handler: s.wrap(h)},
-		)
+		eps = append(eps,
+			bus.Endpoint{Name: bus.EndpointName(bus.ResourceProvider, verb), Subject: bus.ProviderCall(d.ID(), verb), Handler: s.wrap(h)})
 	}
 	slices.SortFunc(eps, func(a, b bus.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	return bus.StartService(nc, bus.ServiceConfig{

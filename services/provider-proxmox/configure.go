@@ -172,11 +172,8 @@ func (s *session) writeSnippet(ctx context.Context, vmid int, want *vmSpec) (str
 		return "", api.ProviderError(0, "snippet_write", "proxmox: write the cloud-init snippet of VM %d: %v", vmid, err)
 	}
 	if !volumePattern.MatchString(vol) {
-		return "", api.InvalidConfig(
-			"options.snippetWriter",
-			"the snippet writer returned %q, not a volume id such as local:snippets/<name>",
-			vol,
-		)
+		return "", api.InvalidConfig("options.snippetWriter",
+			"the snippet writer returned %q, not a volume id such as local:snippets/<name>", vol)
 	}
 	return vol, nil
 }

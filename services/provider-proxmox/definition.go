@@ -98,14 +98,8 @@ func Manifest() []api.ManifestField {
 		{Name: "name", Type: provider.TypeString, Required: true, Description: "Offer id of the size"},
 		{Name: "vcpu", Type: provider.TypeInt, Required: true, Min: i(1), Max: i(maxVcpu), Description: "CPU cores"},
 		{Name: "memoryGiB", Type: provider.TypeInt, Required: true, Min: i(1), Max: i(maxMemoryGiB), Description: "Memory in GiB"},
-		{
-			Name:        "diskGiB",
-			Type:        provider.TypeInt,
-			Required:    true,
-			Min:         i(1),
-			Max:         i(maxDiskGiB),
-			Description: "Boot disk size in GiB (the template's disk is grown to it, never shrunk)",
-		},
+		{Name: "diskGiB", Type: provider.TypeInt, Required: true, Min: i(1), Max: i(maxDiskGiB),
+			Description: "Boot disk size in GiB (the template's disk is grown to it, never shrunk)"},
 	}
 	return []api.ManifestField{
 		{Name: FieldURL, Type: provider.TypeString, Required: true,

@@ -63,13 +63,8 @@ var failureRules = []struct {
 	{0, regexp.MustCompile(`^VM \d+ not running`), kindNotRunning},
 	{0, regexp.MustCompile(`^VM \d+ already running`), kindAlreadyRunning},
 	{0, regexp.MustCompile(`^VM \d+ is running - destroy failed`), kindRunning},
-	{
-		0,
-		regexp.MustCompile(
-			`^QEMU guest agent is not running|^No QEMU guest agent configured|^VM \d+ is not running|^VM \d+ qmp command 'guest-[^']*' failed`,
-		),
-		kindNoAgent,
-	},
+	{0, regexp.MustCompile(`^QEMU guest agent is not running|^No QEMU guest agent configured|` +
+		`^VM \d+ is not running|^VM \d+ qmp command 'guest-[^']*' failed`), kindNoAgent},
 }
 
 // classifyFailure is the kind of a failure with HTTP status (0 for a

@@ -22,12 +22,8 @@ import (
 // show state unknown.
 //
 // Errors: INVALID_INPUT (cursor), PROVIDER_ERROR, UNAVAILABLE.
-func (c *client) List(
-	ctx context.Context,
-	call *provider.Call,
-	cursor string,
-	limit int,
-) (items []api.ExternalMachine, next string, err error) {
+func (c *client) List(ctx context.Context, call *provider.Call,
+	cursor string, limit int) (items []api.ExternalMachine, next string, err error) {
 	after := 0
 	if cursor != "" {
 		if after, err = strconv.Atoi(cursor); err != nil || after < 0 || strconv.Itoa(after) != cursor {
