@@ -138,23 +138,30 @@ func brokenDefinitions(d provider.Definition) []defineCase {
 		{"upper-case id", "id", func(x *provider.Definition) { x.ID = "Bad_ID" }},
 		{"version not semver", "version", func(x *provider.Definition) { x.Version = "1.0" }},
 		{"provides nothing", "provides", func(x *provider.Definition) { x.Provides = nil }},
-		{"provides mainframe", "provides[" + strconv.Itoa(len(d.Provides)) + "]", func(x *provider.Definition) { x.Provides = append(slices.Clone(x.Provides), "mainframe") }},
+		{"provides mainframe", "provides[" + strconv.Itoa(len(d.Provides)) + "]",
+			func(x *provider.Definition) { x.Provides = append(slices.Clone(x.Provides), "mainframe") }},
 		{"unknown capability", "capabilities[" + strconv.Itoa(len(d.Capabilities)) + "]", func(x *provider.Definition) {
 			x.Capabilities = append(slices.Clone(x.Capabilities), "teleport")
 		}},
 		{"no constructor", "new", func(x *provider.Definition) { x.New = nil }},
 		{"bad field name", "manifest.1conformance", field(api.ManifestField{Name: "1conformance", Type: provider.TypeString})},
-		{"option without options", "manifest.conformanceOpt.options", field(api.ManifestField{Name: "conformanceOpt", Type: provider.TypeOption})},
-		{"int min above max", "manifest.conformanceInt.min", field(api.ManifestField{Name: "conformanceInt", Type: provider.TypeInt, Min: &lo, Max: &hi})},
-		{"secret with a default", "manifest.conformanceSecret.default", field(api.ManifestField{Name: "conformanceSecret", Type: provider.TypeSecret, Default: "x"})},
+		{"option without options", "manifest.conformanceOpt.options",
+			field(api.ManifestField{Name: "conformanceOpt", Type: provider.TypeOption})},
+		{"int min above max", "manifest.conformanceInt.min",
+			field(api.ManifestField{Name: "conformanceInt", Type: provider.TypeInt, Min: &lo, Max: &hi})},
+		{"secret with a default", "manifest.conformanceSecret.default",
+			field(api.ManifestField{Name: "conformanceSecret", Type: provider.TypeSecret, Default: "x"})},
 		{"list without item", "manifest.conformanceList.item", field(api.ManifestField{Name: "conformanceList", Type: provider.TypeList})},
 		{"object without fields", "manifest.conformanceObj.fields", field(api.ManifestField{Name: "conformanceObj", Type: provider.TypeObject})},
 		{"unknown field type", "manifest.conformanceW.type", field(api.ManifestField{Name: "conformanceW", Type: "widget"})},
 	}
 	if len(d.Capabilities) > 0 {
-		cases = append(cases, defineCase{"capability twice", "capabilities[" + strconv.Itoa(len(d.Capabilities)) + "]", func(x *provider.Definition) {
-			x.Capabilities = append(slices.Clone(x.Capabilities), x.Capabilities[0])
-		}})
+		cases = append(
+			cases,
+			defineCase{"capability twice", "capabilities[" + strconv.Itoa(len(d.Capabilities)) + "]", func(x *provider.Definition) {
+				x.Capabilities = append(slices.Clone(x.Capabilities), x.Capabilities[0])
+			}},
+		)
 	}
 	if len(d.Manifest) > 0 {
 		first := d.Manifest[0]

@@ -67,7 +67,7 @@ func (c *check) machineBody(verb, id string) map[string]any {
 }
 
 func errMissingNotFound(c *check) {
-	m := c.runningMachine("m")
+	m := c.runningMachine()
 	c.deleteGone(m.ID)
 	for _, verb := range c.machineVerbs() {
 		if verb == provider.VerbGet {
@@ -91,17 +91,26 @@ func errWrongTypes(c *check) {
 	reqs := []badRequest{
 		{"get with a numeric id", provider.VerbGet, c.body(map[string]any{"id": 42}), api.CodeInvalidInput, ""},
 		{"get with a string account", provider.VerbGet, map[string]any{"account": "acct", "id": "1"}, api.CodeInvalidInput, ""},
-		{"create with a string machine", provider.VerbCreate, c.body(map[string]any{"idempotencyKey": spec.Name, "machine": "x"}), api.CodeInvalidInput, ""},
-		{"create with a numeric key", provider.VerbCreate, c.body(map[string]any{"idempotencyKey": 7, "machine": spec}), api.CodeInvalidInput, ""},
+		{"create with a string machine", provider.VerbCreate, c.body(map[string]any{"idempotencyKey": spec.Name, "machine": "x"}),
+			api.CodeInvalidInput, ""},
+		{"create with a numeric key", provider.VerbCreate, c.body(map[string]any{"idempotencyKey": 7, "machine": spec}),
+			api.CodeInvalidInput, ""},
 		{"create with a string list of SSH keys", provider.VerbCreate, c.body(map[string]any{"idempotencyKey": spec.Name,
-			"machine": map[string]any{"name": spec.Name, "offerId": spec.OfferID, "image": spec.Image, "sshKeys": "ssh-ed25519 AAAA"}}), api.CodeInvalidInput, ""},
-		{"offers with a string minVcpu", provider.VerbOffers, c.body(map[string]any{"query": map[string]any{"minVcpu": "many"}}), api.CodeInvalidInput, ""},
+			"machine": map[string]any{"name": spec.Name, "offerId": spec.OfferID, "image": spec.Image,
+				"sshKeys": "ssh-ed25519 AAAA"}}), api.CodeInvalidInput, ""},
+		{"offers with a string minVcpu", provider.VerbOffers, c.body(map[string]any{"query": map[string]any{"minVcpu": "many"}}),
+			api.CodeInvalidInput, ""},
 	}
 	if c.r.claims(provider.CapabilityPower) {
-		reqs = append(reqs, badRequest{"power with a boolean action", provider.VerbPower, c.body(map[string]any{"id": "1", "action": true}), api.CodeInvalidInput, ""})
+		reqs = append(
+			reqs,
+			badRequest{"power with a boolean action", provider.VerbPower, c.body(map[string]any{"id": "1", "action": true}),
+				api.CodeInvalidInput, ""},
+		)
 	}
 	if c.r.claims(provider.CapabilityList) {
-		reqs = append(reqs, badRequest{"list with a string limit", provider.VerbList, c.body(map[string]any{"limit": "ten"}), api.CodeInvalidInput, ""})
+		reqs = append(reqs,
+			badRequest{"list with a string limit", provider.VerbList, c.body(map[string]any{"limit": "ten"}), api.CodeInvalidInput, ""})
 	}
 	c.expectRefused(reqs)
 	c.expectNone(spec.Name)
@@ -118,7 +127,8 @@ func (c *check) expectNone(name string) {
 func errOversized(c *check) {
 	long := strings.Repeat("x", 4096)
 	create := func(what, key string, spec api.MachineSpec, path string) badRequest {
-		return badRequest{"create with " + what, provider.VerbCreate, c.body(map[string]any{"idempotencyKey": key, "machine": spec}), api.CodeInvalidInput, path}
+		return badRequest{"create with " + what, provider.VerbCreate, c.body(map[string]any{"idempotencyKey": key, "machine": spec}),
+			api.CodeInvalidInput, path}
 	}
 	name := c.name("m")
 	withName := c.spec(long)
@@ -147,7 +157,8 @@ func errOversized(c *check) {
 func errMalformed(c *check) {
 	var reqs []badRequest
 	for _, body := range []string{`{"account":`, `[]`, `"get"`, ``, `{"id":"1"}}`, `{"account":{"id":"a","tenantId":"t"},"id":"1"} trailing`} {
-		reqs = append(reqs, badRequest{"get with body " + strings.TrimSpace(body) + "…", provider.VerbGet, []byte(body), api.CodeInvalidInput, ""})
+		reqs = append(reqs,
+			badRequest{"get with body " + strings.TrimSpace(body) + "…", provider.VerbGet, []byte(body), api.CodeInvalidInput, ""})
 	}
 	c.expectRefused(reqs)
 }
@@ -156,7 +167,8 @@ func errUnknownField(c *check) {
 	spec := map[string]any{"name": c.name("m"), "offerId": c.r.s.OfferID, "image": c.r.s.Image, "conformanceExtra": 1}
 	for _, q := range []badRequest{
 		{"get with an unknown field", provider.VerbGet, c.body(map[string]any{"id": "1", "conformanceExtra": true}), api.CodeInvalidInput, ""},
-		{"create with an unknown machine field", provider.VerbCreate, c.body(map[string]any{"idempotencyKey": spec["name"], "machine": spec}), api.CodeInvalidInput, ""},
+		{"create with an unknown machine field", provider.VerbCreate,
+			c.body(map[string]any{"idempotencyKey": spec["name"], "machine": spec}), api.CodeInvalidInput, ""},
 	} {
 		_, err := c.raw(q.verb, q.body)
 		if c.expectCode(q.what, err, q.code) && !strings.HasSuffix(api.AsComputeError(err).Path(), "conformanceExtra") {
@@ -172,16 +184,24 @@ func errBadValues(c *check) {
 	badTenant.TenantID = "Not.A.Tenant"
 	noID.ID = ""
 	reqs := []badRequest{
-		{"an account with an invalid tenant", provider.VerbGet, map[string]any{"account": badTenant, "id": "1"}, api.CodeInvalidInput, "account.tenantId"},
+		{"an account with an invalid tenant", provider.VerbGet, map[string]any{"account": badTenant, "id": "1"},
+			api.CodeInvalidInput, "account.tenantId"},
 		{"an account without an id", provider.VerbGet, map[string]any{"account": noID, "id": "1"}, api.CodeInvalidInput, "account.id"},
 	}
 	if c.r.claims(provider.CapabilityPower) {
-		reqs = append(reqs, badRequest{"power with action explode", provider.VerbPower, c.body(map[string]any{"id": "1", "action": "explode"}), api.CodeInvalidInput, "action"})
+		reqs = append(
+			reqs,
+			badRequest{"power with action explode", provider.VerbPower, c.body(map[string]any{"id": "1", "action": "explode"}),
+				api.CodeInvalidInput, "action"},
+		)
 	}
 	if c.r.claims(provider.CapabilityList) {
-		reqs = append(reqs,
+		reqs = append(
+			reqs,
 			badRequest{"list with limit -1", provider.VerbList, c.body(map[string]any{"limit": -1}), api.CodeInvalidInput, "limit"},
-			badRequest{"list with a limit above the maximum", provider.VerbList, c.body(map[string]any{"limit": provider.MaxListLimit + 1}), api.CodeInvalidInput, "limit"})
+			badRequest{"list with a limit above the maximum", provider.VerbList, c.body(map[string]any{"limit": provider.MaxListLimit + 1}),
+				api.CodeInvalidInput, "limit"},
+		)
 	}
 	c.expectRefused(reqs)
 }
@@ -200,17 +220,24 @@ func errConfigInvalid(c *check) {
 	cfg := c.acct().Config
 	unknown := clone(cfg)
 	unknown["conformanceUnknownField"] = "x"
-	reqs := []badRequest{{"a config with an unknown field", provider.VerbOffers, offers(unknown), api.CodeInvalidConfig, "account.config.conformanceUnknownField"}}
+	reqs := []badRequest{
+		{"a config with an unknown field", provider.VerbOffers, offers(unknown), api.CodeInvalidConfig, "account.config.conformanceUnknownField"},
+	}
 	for _, f := range c.r.desc.Manifest {
 		switch {
 		case f.Required && f.Default == nil:
 			without := clone(cfg)
 			delete(without, f.Name)
-			reqs = append(reqs, badRequest{"a config without " + f.Name, provider.VerbOffers, offers(without), api.CodeInvalidConfig, "account.config." + f.Name})
+			reqs = append(reqs,
+				badRequest{"a config without " + f.Name, provider.VerbOffers, offers(without), api.CodeInvalidConfig, "account.config." + f.Name})
 		case f.Type == provider.TypeOption:
 			bad := clone(cfg)
 			bad[f.Name] = "conformance-not-an-option"
-			reqs = append(reqs, badRequest{"a config with " + f.Name + " not one of its options", provider.VerbOffers, offers(bad), api.CodeInvalidConfig, "account.config." + f.Name})
+			reqs = append(
+				reqs,
+				badRequest{"a config with " + f.Name + " not one of its options", provider.VerbOffers, offers(bad),
+					api.CodeInvalidConfig, "account.config." + f.Name},
+			)
 		}
 	}
 	c.expectRefused(reqs)

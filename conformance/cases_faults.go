@@ -123,7 +123,7 @@ func faultDropped(c *check) {
 }
 
 func faultActionFailed(c *check) {
-	m := c.runningMachine("m")
+	m := c.runningMachine()
 	c.arm("fail the next power-off action", c.r.s.Faults.FailNextAction(c.ctx, api.ActionOff))
 	c.expectCode("power off whose action failed", c.power(m.ID, api.ActionOff), api.CodeProviderError)
 }
@@ -210,7 +210,9 @@ func durableKill(c *check) {
 	}
 	restart := c.serviceDown()
 	c.Logf("create %s was accepted by the API as machine %v; the provider service was killed", name, accepted)
-	<-done
+	if err := <-done; err != nil { // the retry below must find the machine either way
+		c.Logf("the create cut off by the kill answered: %v", err)
+	}
 	restart()
 	m := c.retryCreate(name)
 	if !slices.Contains(accepted, m.ID) {

@@ -34,9 +34,9 @@ func (c *check) claimedButUnsupported(capability string, err error) {
 	}
 }
 
-// runningMachine creates a machine and waits until it runs.
-func (c *check) runningMachine(tag string) *api.ExternalMachine {
-	m := c.mustCreate(c.name(tag))
+// runningMachine creates the check's machine ("m") and waits until it runs.
+func (c *check) runningMachine() *api.ExternalMachine {
+	m := c.mustCreate(c.name("m"))
 	return c.waitState(m.ID, api.StateRunning)
 }
 
@@ -117,7 +117,7 @@ func lifeFollowsToRunning(c *check) {
 }
 
 func lifeDeleteRemoves(c *check) {
-	m := c.runningMachine("m")
+	m := c.runningMachine()
 	start := time.Now()
 	if err := c.del(m.ID); err != nil {
 		c.Fatalf("delete %s: %v", m.ID, err)
@@ -127,7 +127,7 @@ func lifeDeleteRemoves(c *check) {
 }
 
 func lifeDeleteTwice(c *check) {
-	m := c.runningMachine("m")
+	m := c.runningMachine()
 	if err := c.del(m.ID); err != nil {
 		c.Fatalf("delete %s: %v", m.ID, err)
 	}
@@ -139,7 +139,7 @@ func lifeDeleteTwice(c *check) {
 }
 
 func lifeGetUnknown(c *check) {
-	m := c.runningMachine("m")
+	m := c.runningMachine()
 	c.deleteGone(m.ID)
 	got, err := c.get(m.ID)
 	switch {
@@ -151,7 +151,7 @@ func lifeGetUnknown(c *check) {
 }
 
 func lifePower(c *check) {
-	m := c.runningMachine("m")
+	m := c.runningMachine()
 	for _, step := range []struct {
 		action api.PowerAction
 		state  api.MachineState
@@ -172,7 +172,7 @@ func lifePower(c *check) {
 }
 
 func lifeReinstall(c *check) {
-	m := c.runningMachine("m")
+	m := c.runningMachine()
 	ctx, cancel := c.callCtx()
 	got, err := c.remote().Reinstall(ctx, c.acct(), m.ID, c.r.s.Image)
 	cancel()
@@ -273,7 +273,7 @@ func lifeUnclaimedUnsupported(c *check) {
 }
 
 func lifeDriftRemoved(c *check) {
-	m := c.runningMachine("m")
+	m := c.runningMachine()
 	if err := c.r.s.Inventory.Remove(c.ctx, []string{m.ID}); err != nil {
 		c.Fatalf("remove %s out of band: %v", m.ID, err)
 	}

@@ -35,7 +35,8 @@ func transportNoResponders(c *check) {
 		c.Metric(verb+".answeredAfterMs", float64(time.Since(start).Milliseconds()))
 		c.expectCode(verb+" with the provider down", err, api.CodeUnavailable)
 		if !early {
-			c.Errorf("%s with the provider down waited for its whole deadline (%s), want an immediate no-responders answer", verb, noResponderDeadline)
+			c.Errorf("%s with the provider down waited for its whole deadline (%s), want an immediate no-responders answer",
+				verb, noResponderDeadline)
 		}
 	}
 	restart()

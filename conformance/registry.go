@@ -131,8 +131,8 @@ var registry = []Behaviour{
 		Title: "reinstall keeps the machine's id and it comes back running"},
 	{ID: "life.list.includes-ours", Area: AreaLifecycle, Profiles: core, Capability: provider.CapabilityList, run: lifeListIncludesOurs,
 		Title: "list pages include our machines, each once"},
-	{ID: "life.list.only-managed", Area: AreaLifecycle, Profiles: cloud, Capability: provider.CapabilityList, needs: needInventory, run: lifeListOnlyManaged,
-		Title: "list includes only managed machines, never ones made outside this system"},
+	{ID: "life.list.only-managed", Area: AreaLifecycle, Profiles: cloud, Capability: provider.CapabilityList, needs: needInventory,
+		run: lifeListOnlyManaged, Title: "list includes only managed machines, never ones made outside this system"},
 	{ID: "life.caps.unclaimed-unsupported", Area: AreaLifecycle, Profiles: core, run: lifeUnclaimedUnsupported,
 		Title: "a capability not claimed answers UNSUPPORTED"},
 	{ID: "life.drift.removed-absent", Area: AreaLifecycle, Profiles: cloud, needs: needInventory, run: lifeDriftRemoved,
@@ -163,8 +163,8 @@ var registry = []Behaviour{
 		Title: "an API 5xx on create answers a retryable error; a retry converges to exactly one machine"},
 	{ID: "fault.dropped-response-converges", Area: AreaFaults, Profiles: faults, needs: needFaults | needInventory, run: faultDropped,
 		Title: "a create whose API response is lost answers a retryable error; a retry returns that machine, exactly one"},
-	{ID: "fault.action-failed", Area: AreaFaults, Profiles: faults, Capability: provider.CapabilityPower, needs: needFaults, run: faultActionFailed,
-		Title: "a failed provider action answers PROVIDER_ERROR"},
+	{ID: "fault.action-failed", Area: AreaFaults, Profiles: faults, Capability: provider.CapabilityPower, needs: needFaults,
+		run: faultActionFailed, Title: "a failed provider action answers PROVIDER_ERROR"},
 	{ID: "fault.hung-call-deadline", Area: AreaFaults, Profiles: faults, needs: needFaults, run: faultHung,
 		Title: "a hung API call is answered, with a retryable error, by the caller's deadline; the provider keeps serving"},
 
@@ -177,8 +177,8 @@ var registry = []Behaviour{
 		Title: "a reply after the caller's timeout is UNAVAILABLE to it and never answers a later call"},
 	{ID: "transport.duplicate-request", Area: AreaTransport, Profiles: transport, run: transportDuplicate,
 		Title: "a create request delivered twice answers the same machine twice and makes one"},
-	{ID: "transport.list-paging", Area: AreaTransport, Profiles: transport, Capability: provider.CapabilityList, needs: needInventory, run: transportListPaging,
-		Title: "listing more than the NATS max payload keeps every reply under it and misses nothing"},
+	{ID: "transport.list-paging", Area: AreaTransport, Profiles: transport, Capability: provider.CapabilityList, needs: needInventory,
+		run: transportListPaging, Title: "listing more than the NATS max payload keeps every reply under it and misses nothing"},
 	{ID: "transport.reconnect", Area: AreaTransport, Profiles: transport, run: transportReconnect,
 		Title: "after the bus connections reconnect, calls succeed again"},
 
@@ -189,17 +189,19 @@ var registry = []Behaviour{
 	{ID: "secrets.reports", Area: AreaSecrets, Profiles: secrets, needs: needSecretValues, run: secretsReports,
 		Title: "no secret value appears in report.json or junit.xml"},
 
-	{ID: "scale.list-complete", Area: AreaScale, Profiles: scale, Capability: provider.CapabilityList, needs: needInventory, run: scaleListComplete,
-		Title: "an inventory of many managed machines is listed completely across pages"},
+	{ID: "scale.list-complete", Area: AreaScale, Profiles: scale, Capability: provider.CapabilityList, needs: needInventory,
+		run: scaleListComplete, Title: "an inventory of many managed machines is listed completely across pages"},
 	{ID: "scale.latency", Area: AreaScale, Profiles: scale, needs: needInventory, run: scaleLatency,
 		Title: "p99 latencies of get, create-ack and list under concurrent load (measured and reported)"},
 
 	{ID: "life.key.reported", Area: AreaLifecycle, Profiles: core, run: lifeKeyReported,
 		Title: "create and get report the idempotency key a machine carries; get expecting another key answers absent"},
 	{ID: "life.delete.by-key", Area: AreaLifecycle, Profiles: core, Capability: provider.CapabilityDeleteByKey, run: lifeDeleteByKey,
-		Title: "delete with an idempotency key and no id deletes the machine created with that key, then answers NOT_FOUND, as for an unknown key"},
+		Title: "delete with an idempotency key and no id deletes the machine created with that key, " +
+			"then answers NOT_FOUND, as for an unknown key"},
 	{ID: "err.refusal.permanent", Area: AreaErrors, Profiles: core, run: errRefusalPermanent,
-		Title: "a create naming an offer that does not exist is refused as permanent (a terminal code or details.permanent), and makes no machine"},
+		Title: "a create naming an offer that does not exist is refused as permanent " +
+			"(a terminal code or details.permanent), and makes no machine"},
 }
 
 // Profile sets of the table above.

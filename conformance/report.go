@@ -186,7 +186,8 @@ func (r *Report) Headline(name string) string {
 	switch r.Verdict {
 	case VerdictFailed:
 		res := first(Failed)
-		return fmt.Sprintf("FAILED: %s: %s failed: %s (%d failed, %d incomplete, %d passed)", name, res.ID, res.Reason, s.Failed, s.Incomplete, s.Passed)
+		return fmt.Sprintf("FAILED: %s: %s failed: %s (%d failed, %d incomplete, %d passed)", name, res.ID, res.Reason, s.Failed,
+			s.Incomplete, s.Passed)
 	case VerdictIncomplete:
 		res := first(Incomplete)
 		return fmt.Sprintf("INCOMPLETE: %s: %s did not run: %s (%d incomplete, %d passed)", name, res.ID, res.Reason, s.Incomplete, s.Passed)

@@ -176,7 +176,8 @@ func (r *run) skipOrIncomplete(b *Behaviour) (Status, string) {
 		}
 	}
 	if len(missing) > 0 {
-		return Incomplete, fmt.Sprintf("needs the subject's %s hook (profile %s claimed)", strings.Join(missing, " and "), strings.Join(b.Profiles, ","))
+		return Incomplete, fmt.Sprintf("needs the subject's %s hook (profile %s claimed)",
+			strings.Join(missing, " and "), strings.Join(b.Profiles, ","))
 	}
 	return "", ""
 }
@@ -312,7 +313,8 @@ func (r *run) finish(ctx context.Context) *Report {
 	if r.opts.Progress != nil {
 		s := r.report.Summary
 		fmt.Fprintf(r.opts.Progress, "verdict %s: %d passed, %d failed, %d incomplete, %d skipped (provider %s %s, registry %s)\n",
-			r.report.Verdict, s.Passed, s.Failed, s.Incomplete, s.Skipped, r.report.Provider.ID, r.report.Provider.Version, r.report.RegistryHash[:12])
+			r.report.Verdict, s.Passed, s.Failed, s.Incomplete, s.Skipped, r.report.Provider.ID,
+			r.report.Provider.Version, r.report.RegistryHash[:12])
 	}
 	out := r.report
 	return &out

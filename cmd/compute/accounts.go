@@ -61,7 +61,8 @@ func accountsCmd(g *globals) *cobra.Command {
 	update.Flags().Int64Var(&version, "version", 0, "make the change only on this version (default: the version read)")
 	update.Flags().StringVar(&name, "name", "", "new name")
 	update.Flags().StringVar(&configJSON, "config", "", "new config as a JSON object (replaces the config)")
-	update.Flags().StringArrayVar(&sets, "set", nil, "config field as key=value (repeatable; merged into the current config, or over --config)")
+	update.Flags().StringArrayVar(&sets, "set", nil,
+		"config field as key=value (repeatable; merged into the current config, or over --config)")
 
 	var q api.OfferQuery
 	offers := &cobra.Command{
@@ -114,7 +115,8 @@ func (g *globals) updateAccount(nc *nats.Conn, id string, version int64, name, c
 			return err
 		}
 		if attempt == updateAttempts {
-			return api.Errorf(api.CodeConflict, "account %s changed %d times while being updated; run the update again", id, attempt).With(api.DetailPath, "version")
+			return api.Errorf(api.CodeConflict, "account %s changed %d times while being updated; run the update again", id, attempt).
+				With(api.DetailPath, "version")
 		}
 	}
 }
@@ -129,7 +131,7 @@ func parseConfig(base map[string]any, configJSON string, sets []string) (map[str
 	}
 	if configJSON != "" {
 		if err := json.Unmarshal([]byte(configJSON), &cfg); err != nil {
-			return nil, fmt.Errorf("--config is not a JSON object: %v", err)
+			return nil, fmt.Errorf("--config is not a JSON object: %w", err)
 		}
 	}
 	for _, kv := range sets {

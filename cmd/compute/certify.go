@@ -46,7 +46,8 @@ func certifyCmd(g *globals) *cobra.Command {
 		Long: "Runs every behaviour of the conformance registry against the provider over its bus subjects\n" +
 			"(compute.internal.provider.<id>.*) and prints one line per behaviour and the verdict.\n\n" +
 			"With --fake nothing outside this process is needed: an embedded NATS server, the secrets\n" +
-			"service, the provider's emulator and the provider service start in-process (providers: " + strings.Join(fake.Providers(), ", ") + "),\n" +
+			"service, the provider's emulator and the provider service start in-process (providers: " +
+			strings.Join(fake.Providers(), ", ") + "),\n" +
 			"and every profile the fake can drive is claimed unless --profile names some.\n\n" +
 			"Without --fake the provider must be served on the bus (--nats); give the account config with\n" +
 			"secret references only (--config '{\"token\":\"env://HCLOUD_TOKEN\"}'), an offer and an image;\n" +
@@ -73,21 +74,26 @@ func certifyCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.providerID, "provider", "", "provider id to certify (required)")
 	f.StringSliceVar(&o.profiles, "profile", nil, "profiles claimed: "+strings.Join(conformance.Profiles, ","))
 	f.BoolVar(&o.fake, "fake", false, "start NATS, secrets, the emulator and the provider in-process (credential-free)")
-	f.StringVar(&o.reportDir, "report", "", "directory to write report.json and junit.xml into (default "+conformance.DefaultReportDir+"/<provider>)")
+	f.StringVar(&o.reportDir, "report", "",
+		"directory to write report.json and junit.xml into (default "+conformance.DefaultReportDir+"/<provider>)")
 	f.StringVar(&o.config, "config", "", "account config as JSON, secret references only (live runs)")
 	f.StringVar(&o.offer, "offer", "", "offer id create accepts (default: the fake's)")
 	f.StringVar(&o.image, "image", "", "image create accepts (default: the fake's)")
-	f.StringVar(&o.accountTenant, "account-tenant", "root", "tenant of the account (live runs; env:// references resolve for the tenants of the secrets service's --secret-store env, default root)")
+	f.StringVar(&o.accountTenant, "account-tenant", "root",
+		"tenant of the account (live runs; env:// references resolve for the tenants of the secrets service's --secret-store env, default root)")
 	f.StringVar(&o.prefix, "prefix", "", "prefix of machine names and idempotency keys (default random)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the run's random choices (default from the clock)")
 	f.IntVar(&o.scaleMachines, "seed-count", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
 	f.IntVar(&o.scaleMachines, "scale-machines", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
 	_ = f.MarkDeprecated("scale-machines", "use --seed-count")
-	f.IntVar(&o.port, "port", 0, "loopback port of the provider endpoint under test: the emulator's with --fake, the fault layer's with --live (default any free one)")
+	f.IntVar(&o.port, "port", 0,
+		"loopback port of the provider endpoint under test: the emulator's with --fake, the fault layer's with --live (default any free one)")
 	f.BoolVar(&o.powerObservable, "power-observable", true, "get reports the effect of power actions (live runs)")
 	f.StringSliceVar(&o.only, "only", nil, "run only these behaviour ids (the others are INCOMPLETE)")
 	f.StringVar(&o.logsFile, "logs", "", "file the provider's log lines go to, scanned by the secrets lane (live runs)")
-	f.BoolVar(&o.live, "live", false, "start the provider in-process against its real API, through the certifier's HTTP fault layer (providers: "+strings.Join(live.Providers(), ", ")+")")
+	f.BoolVar(&o.live, "live", false,
+		"start the provider in-process against its real API, through the certifier's HTTP fault layer (providers: "+
+			strings.Join(live.Providers(), ", ")+")")
 	f.StringVar(&o.apiURL, "api-url", "", "the real API's base URL of a live run (default the provider's)")
 	f.IntVar(&o.maxMachines, "max-machines", live.DefaultMaxMachines, "a live run's budget of machines created")
 	f.IntVar(&o.maxRequests, "max-requests", live.DefaultMaxRequests, "a live run's budget of API requests")
@@ -135,7 +141,8 @@ func runCertify(ctx context.Context, g *globals, o certifyOptions) error {
 	if err := report.WriteFiles(o.reportDir); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
-	fmt.Fprintf(g.out, "report: %s, %s\n", filepath.Join(o.reportDir, conformance.ReportJSONFile), filepath.Join(o.reportDir, conformance.ReportJUnitFile))
+	fmt.Fprintf(g.out, "report: %s, %s\n",
+		filepath.Join(o.reportDir, conformance.ReportJSONFile), filepath.Join(o.reportDir, conformance.ReportJUnitFile))
 	fmt.Fprintf(g.out, "VERDICT: %s\n", report.Verdict)
 	if doneErr != nil {
 		return doneErr

@@ -46,7 +46,9 @@ func liveSubject(ctx context.Context, g *globals, o *certifyOptions) (conformanc
 		o.providerID, o.offer, o.image, o.profiles = run.ProviderID, run.OfferID, run.Image, run.Profiles
 		o.prefix, o.seed, o.scaleMachines = run.Prefix, run.Seed, run.ScaleMachines
 	case o.config == "":
-		return conformance.Subject{}, nil, fmt.Errorf(`a live run needs --config with the token's secret reference, e.g. --config '{"token":"env://HCLOUD_TOKEN"}' (or --replay DIR)`)
+		return conformance.Subject{}, nil, fmt.Errorf(
+			`a live run needs --config with the token's secret reference, e.g. --config '{"token":"env://HCLOUD_TOKEN"}' (or --replay DIR)`,
+		)
 	default:
 		cfg, err := parseCertifyConfig(o.config)
 		if err != nil {

@@ -25,7 +25,7 @@ func emulatorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer emu.Close()
+			defer func() { _ = emu.Close() }()
 			fmt.Fprintf(os.Stdout, "Hetzner Cloud API emulator on %s\n", emu.URL())
 			waitForSignal()
 			return nil
@@ -44,7 +44,7 @@ func emulatorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer srv.Close()
+			defer func() { _ = srv.Close() }()
 			fmt.Fprintf(os.Stdout, "Proxmox VE API emulator on %s\n  token id %s, secret %s\n  CA certificate in %s; template %q (VMID 9000)\n",
 				srv.URL(), pveemulator.DefaultTokenID, pveemulator.DefaultTokenSecret, caFile, emulatorTemplate)
 			waitForSignal()
@@ -52,7 +52,8 @@ func emulatorCmd(g *globals) *cobra.Command {
 		},
 	}
 	proxmoxCmd.Flags().StringVar(&pveAddr, "addr", "127.0.0.1:8006", "listen address")
-	proxmoxCmd.Flags().StringVar(&caFile, "ca-file", proxmoxCAFile, "the emulator's CA certificate (PEM): reused with --ca-key-file when both exist, else made and written")
+	proxmoxCmd.Flags().StringVar(&caFile, "ca-file", proxmoxCAFile,
+		"the emulator's CA certificate (PEM): reused with --ca-key-file when both exist, else made and written")
 	proxmoxCmd.Flags().StringVar(&caKeyFile, "ca-key-file", proxmoxCAKeyFile, "the emulator's CA private key (PEM, mode 0600)")
 	cmd.AddCommand(hetznerCmd, proxmoxCmd)
 	return cmd

@@ -36,9 +36,10 @@ type healthTarget struct {
 
 // healthTargets are the services of `compute serve`, by serve name.
 var healthTargets = map[string]healthTarget{
-	"secrets":    {micro: secrets.ServiceName, buckets: []string{bus.BucketSecrets}},
-	"accounts":   {micro: accounts.ServiceName, buckets: []string{bus.BucketAccounts, bus.BucketPools}},
-	"reconciler": {micro: "reconciler", buckets: []string{bus.BucketInstances}, streams: []string{bus.StreamWork}, consumers: [][2]string{{bus.StreamWork, reconciler.ConsumerName}}},
+	"secrets":  {micro: secrets.ServiceName, buckets: []string{bus.BucketSecrets}},
+	"accounts": {micro: accounts.ServiceName, buckets: []string{bus.BucketAccounts, bus.BucketPools}},
+	"reconciler": {micro: "reconciler", buckets: []string{bus.BucketInstances},
+		streams: []string{bus.StreamWork}, consumers: [][2]string{{bus.StreamWork, reconciler.ConsumerName}}},
 	// providers keep no state
 	"provider-hetzner": {micro: "provider-" + hetzner.ProviderID},
 	"provider-proxmox": {micro: "provider-" + proxmox.ProviderID},
@@ -90,7 +91,8 @@ func healthCmd(g *globals) *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&service, "service", "", "service to check: secrets, accounts, reconciler, provider-hetzner, provider-proxmox, or any micro service name")
+	cmd.Flags().StringVar(&service, "service", "",
+		"service to check: secrets, accounts, reconciler, provider-hetzner, provider-proxmox, or any micro service name")
 	cmd.Flags().StringVar(&url, "http", "", "URL to GET instead")
 	cmd.Flags().StringVar(&caFile, "http-ca", "", "PEM file of the CA that signed the --http server's certificate")
 	return cmd

@@ -67,7 +67,8 @@ func instancesCmd(g *globals) *cobra.Command {
 		RunE:  func(*cobra.Command, []string) error { return g.request(bus.ResourceInstances, "list", lreq, nil) },
 	}
 	list.Flags().StringVar(&lreq.PoolID, "pool", "", "only this pool")
-	list.Flags().StringVar((*string)(&lreq.Phase), "phase", "", "only this phase (Pending, Provisioning, Running, Stopped, Reinstalling, Deleting, Failed)")
+	list.Flags().StringVar((*string)(&lreq.Phase), "phase", "",
+		"only this phase (Pending, Provisioning, Running, Stopped, Reinstalling, Deleting, Failed)")
 	list.Flags().IntVar(&lreq.Limit, "limit", 0, "page size (default 100, max 1000)")
 	list.Flags().StringVar(&lreq.Cursor, "cursor", "", "nextCursor of the previous page")
 
@@ -102,7 +103,8 @@ func instancesCmd(g *globals) *cobra.Command {
 			return g.wait(args[0], "deleted", 15*time.Minute)
 		},
 	}
-	del.Flags().BoolVar(&waitDelete, "wait", false, "wait until the machine and the record are gone, showing progress (as instances wait --for deleted)")
+	del.Flags().BoolVar(&waitDelete, "wait", false,
+		"wait until the machine and the record are gone, showing progress (as instances wait --for deleted)")
 
 	var until string
 	var maxWait time.Duration
@@ -186,7 +188,8 @@ func (g *globals) wait(id, until string, maxWait time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	interrupted := func() error {
-		return &exitError{status: 130, msg: fmt.Sprintf("interrupted: instance %s goes on; wait again with: %s instances wait %s --for %s", id, selfName(), id, until)}
+		return &exitError{status: 130,
+			msg: fmt.Sprintf("interrupted: instance %s goes on; wait again with: %s instances wait %s --for %s", id, selfName(), id, until)}
 	}
 	nc, err := g.connect()
 	if err != nil {

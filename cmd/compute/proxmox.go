@@ -25,7 +25,9 @@ const emulatorTemplate = "ubuntu-24-04"
 func startProxmoxEmulator(addr, caFile, keyFile string) (*pveemulator.Server, error) {
 	return pveemulator.Start(pveemulator.Options{
 		ListenAddr: addr,
-		Templates:  []pveemulator.Template{{VMID: 9000, Name: emulatorTemplate, DiskGiB: 10, Cores: 1, MemoryMiB: 1024, Config: map[string]string{"ipconfig0": "ip=dhcp"}}},
+		Templates: []pveemulator.Template{
+			{VMID: 9000, Name: emulatorTemplate, DiskGiB: 10, Cores: 1, MemoryMiB: 1024, Config: map[string]string{"ipconfig0": "ip=dhcp"}},
+		},
 		TaskDurations: map[string]time.Duration{
 			"qmclone": 2 * time.Second, "qmconfig": 200 * time.Millisecond, "resize": 300 * time.Millisecond,
 			"qmstart": time.Second, "qmstop": 500 * time.Millisecond, "qmshutdown": time.Second, "qmdestroy": 500 * time.Millisecond,

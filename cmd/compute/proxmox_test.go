@@ -30,7 +30,7 @@ func TestProxmoxEmulatorKeepsItsCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer second.Close()
+	defer func() { _ = second.Close() }()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pinned) {
 		t.Fatalf("%s does not hold a PEM certificate", caFile)

@@ -54,7 +54,9 @@ func newRootWith(out io.Writer) *cobra.Command {
 	f.StringVar(&g.conn.CAFile, "tls-ca", os.Getenv("COMPUTE_NATS_CA"), "CA file pinning the NATS server certificate (env COMPUTE_NATS_CA)")
 	f.StringVar(&g.conn.CertFile, "tls-cert", os.Getenv("COMPUTE_NATS_CERT"), "client certificate file (env COMPUTE_NATS_CERT)")
 	f.StringVar(&g.conn.KeyFile, "tls-key", os.Getenv("COMPUTE_NATS_KEY"), "client key file (env COMPUTE_NATS_KEY)")
-	f.StringVar(&g.conn.InboxPrefix, "inbox-prefix", os.Getenv("COMPUTE_NATS_INBOX_PREFIX"), "prefix of reply subjects (env COMPUTE_NATS_INBOX_PREFIX; default _INBOX_<tenant> for client verbs, _INBOX_svc_<service> for serve; see deploy/nats.conf)")
+	f.StringVar(&g.conn.InboxPrefix, "inbox-prefix", os.Getenv("COMPUTE_NATS_INBOX_PREFIX"),
+		"prefix of reply subjects (env COMPUTE_NATS_INBOX_PREFIX; default _INBOX_<tenant> for client verbs, "+
+			"_INBOX_svc_<service> for serve; see deploy/nats.conf)")
 	f.StringVar(&g.tenant, "tenant", envOr("COMPUTE_TENANT", "demo"), "tenant id (env COMPUTE_TENANT)")
 	f.DurationVar(&g.timeout, "timeout", 15*time.Second, "request timeout")
 	f.StringVar(&g.logLevel, "log-level", envOr("COMPUTE_LOG_LEVEL", "info"), "log level for services: debug, info, warn, error")
@@ -112,7 +114,8 @@ func (g *globals) logger() zerolog.Logger {
 // tenant user of deploy/nats.conf may subscribe to.
 func (g *globals) connect() (*nats.Conn, error) {
 	if !api.ValidTenant(g.tenant) {
-		return nil, api.InvalidInput("tenant", "--tenant %q is not a tenant id: 1 to 63 lower-case letters, digits and '-', starting with a letter or digit", g.tenant)
+		return nil, api.InvalidInput("tenant",
+			"--tenant %q is not a tenant id: 1 to 63 lower-case letters, digits and '-', starting with a letter or digit", g.tenant)
 	}
 	o := g.conn
 	o.Name = "compute-cli"

@@ -35,7 +35,8 @@ func secretsCmd(g *globals) *cobra.Command {
 	}
 	put.Flags().StringVar(&fromEnv, "from-env", "", "read the value from this environment variable")
 	put.Flags().StringVar(&key, "idempotency-key", "", "a repeated put with this key and value answers the same reference")
-	c.AddCommand(put, listCmd(g, bus.ResourceSecrets), idCmd(g, bus.ResourceSecrets, "delete", "Delete a secret (refused while an account uses it)"), rekeyCmd(g))
+	c.AddCommand(put, listCmd(g, bus.ResourceSecrets),
+		idCmd(g, bus.ResourceSecrets, "delete", "Delete a secret (refused while an account uses it)"), rekeyCmd(g))
 	return c
 }
 

@@ -44,7 +44,7 @@ func TestSecretsPutPromptsOnATerminal(t *testing.T) {
 	const value = "typed-secret-4b1d9e"
 	s, _ := startTestStack(t, &bustest.LogBuffer{})
 	master, tty := openPTY(t)
-	defer master.Close()
+	defer func() { _ = master.Close() }()
 	var screen bustest.LogBuffer // what the terminal shows
 	copied := make(chan struct{})
 	go func() { defer close(copied); _, _ = io.Copy(&screen, master) }()

@@ -15,20 +15,30 @@ import (
 // serviceFlags binds the flags every service starter reads.
 func serviceFlags(cmd *cobra.Command, c *serviceConfig) {
 	f := cmd.Flags()
-	f.StringVar(&c.sealKeyFile, "seal-key-file", envOr("COMPUTE_SEAL_KEY_FILE", c.sealKeyFile), "secrets: seal key file, created 0600 when absent (env COMPUTE_SEAL_KEY_FILE; COMPUTE_SEAL_KEY overrides)")
-	f.StringArrayVar(&c.secretStores, "secret-store", strings.Fields(os.Getenv("COMPUTE_SECRETS_STORES")), "secrets: a store references may name, repeatable: secret, env[:TENANT,...] or vault[:TENANT,...] (env and vault default to tenant "+secrets.DefaultOperatorTenant+"); a list replaces the default, secret only (env COMPUTE_SECRETS_STORES, space-separated)")
+	f.StringVar(&c.sealKeyFile, "seal-key-file", envOr("COMPUTE_SEAL_KEY_FILE", c.sealKeyFile),
+		"secrets: seal key file, created 0600 when absent (env COMPUTE_SEAL_KEY_FILE; COMPUTE_SEAL_KEY overrides)")
+	f.StringArrayVar(&c.secretStores, "secret-store", strings.Fields(os.Getenv("COMPUTE_SECRETS_STORES")),
+		"secrets: a store references may name, repeatable: secret, env[:TENANT,...] or vault[:TENANT,...] "+
+			"(env and vault default to tenant "+secrets.DefaultOperatorTenant+"); "+
+			"a list replaces the default, secret only (env COMPUTE_SECRETS_STORES, space-separated)")
 	f.StringVar(&c.vaultAddr, "vault-addr", os.Getenv("VAULT_ADDR"), "secrets: HashiCorp Vault address of the vault store (env VAULT_ADDR)")
-	f.StringVar(&c.vaultTokenFile, "vault-token-file", os.Getenv("COMPUTE_VAULT_TOKEN_FILE"), "secrets: file holding the Vault token, re-read before each read (env COMPUTE_VAULT_TOKEN_FILE; else env VAULT_TOKEN)")
-	f.StringVar(&c.hetznerEndpoint, "hetzner-endpoint", envOr("COMPUTE_HETZNER_ENDPOINT", c.hetznerEndpoint), "provider-hetzner: Hetzner Cloud API endpoint (env COMPUTE_HETZNER_ENDPOINT; default the real API)")
-	f.StringVar(&c.snippetsDir, "proxmox-snippets-dir", envOr("COMPUTE_PROXMOX_SNIPPETS_DIR", c.snippetsDir), "provider-proxmox: directory of a shared PVE snippets storage, for cloud-init user data (env COMPUTE_PROXMOX_SNIPPETS_DIR)")
-	f.StringVar(&c.snippetsStorage, "proxmox-snippets-storage", envOr("COMPUTE_PROXMOX_SNIPPETS_STORAGE", "local"), "provider-proxmox: PVE storage id of that directory")
+	f.StringVar(&c.vaultTokenFile, "vault-token-file", os.Getenv("COMPUTE_VAULT_TOKEN_FILE"),
+		"secrets: file holding the Vault token, re-read before each read (env COMPUTE_VAULT_TOKEN_FILE; else env VAULT_TOKEN)")
+	f.StringVar(&c.hetznerEndpoint, "hetzner-endpoint", envOr("COMPUTE_HETZNER_ENDPOINT", c.hetznerEndpoint),
+		"provider-hetzner: Hetzner Cloud API endpoint (env COMPUTE_HETZNER_ENDPOINT; default the real API)")
+	f.StringVar(&c.snippetsDir, "proxmox-snippets-dir", envOr("COMPUTE_PROXMOX_SNIPPETS_DIR", c.snippetsDir),
+		"provider-proxmox: directory of a shared PVE snippets storage, for cloud-init user data (env COMPUTE_PROXMOX_SNIPPETS_DIR)")
+	f.StringVar(&c.snippetsStorage, "proxmox-snippets-storage", envOr("COMPUTE_PROXMOX_SNIPPETS_STORAGE", "local"),
+		"provider-proxmox: PVE storage id of that directory")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if err := c.parseSecretStores(); err != nil {
 			return err
 		}
 		return c.parseEgress()
 	}
-	f.StringVar(&c.proxmoxAllowed, "proxmox-allowed-networks", os.Getenv("COMPUTE_PROXMOX_ALLOWED_NETWORKS"), "provider-proxmox: comma-separated CIDR prefixes or IP addresses account urls may connect to (env COMPUTE_PROXMOX_ALLOWED_NETWORKS; empty: any address but link-local ones such as cloud metadata)")
+	f.StringVar(&c.proxmoxAllowed, "proxmox-allowed-networks", os.Getenv("COMPUTE_PROXMOX_ALLOWED_NETWORKS"),
+		"provider-proxmox: comma-separated CIDR prefixes or IP addresses account urls may connect to "+
+			"(env COMPUTE_PROXMOX_ALLOWED_NETWORKS; empty: any address but link-local ones such as cloud metadata)")
 	f.DurationVar(&c.resyncInterval, "resync-interval", 0, "reconciler: requeue every instance this often (default 10m; negative disables)")
 }
 

@@ -80,7 +80,8 @@ func (c *serviceConfig) vaultStore() (secrets.Store, error) {
 	}
 	vs, err := secrets.NewVaultStore(secrets.VaultConfig{Address: c.vaultAddr, TokenFile: c.vaultTokenFile, Token: os.Getenv("VAULT_TOKEN")})
 	if err != nil {
-		return nil, api.InvalidConfig("--secret-store", "--secret-store vault: %v (configure it with --vault-addr and --vault-token-file or VAULT_TOKEN)", err)
+		return nil, api.InvalidConfig("--secret-store",
+			"--secret-store vault: %v (configure it with --vault-addr and --vault-token-file or VAULT_TOKEN)", err)
 	}
 	return vs, nil
 }

@@ -64,7 +64,8 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	if o.services.sealKeyFile == "" {
 		o.services.sealKeyFile = filepath.Join(o.dataDir, "seal.key")
 	}
-	if s.nats, err = bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: o.natsHost, Port: o.natsPort}); err != nil {
+	natsOpts := bus.EmbeddedOptions{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: o.natsHost, Port: o.natsPort}
+	if s.nats, err = bus.StartEmbedded(natsOpts); err != nil {
 		return addrs[0].err(err)
 	}
 	if s.hetzner, err = emulator.Start(emulator.Options{Logger: o.services.log}, o.hetznerAddr); err != nil {
@@ -73,7 +74,8 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	if o.services.hetznerEndpoint == "" {
 		o.services.hetznerEndpoint = s.hetzner.URL()
 	}
-	if s.proxmox, err = startProxmoxEmulator(o.proxmoxAddr, filepath.Join(o.dataDir, proxmoxCAFile), filepath.Join(o.dataDir, proxmoxCAKeyFile)); err != nil {
+	caFile, caKeyFile := filepath.Join(o.dataDir, proxmoxCAFile), filepath.Join(o.dataDir, proxmoxCAKeyFile)
+	if s.proxmox, err = startProxmoxEmulator(o.proxmoxAddr, caFile, caKeyFile); err != nil {
 		return addrs[2].err(err)
 	}
 	if o.services.snippetsDir == "" {

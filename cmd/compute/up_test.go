@@ -28,7 +28,7 @@ func TestUpWithAPortTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer taken.Close()
+	defer func() { _ = taken.Close() }()
 	takenAddr := taken.Addr().String()
 	port := func(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
 	free := "127.0.0.1:0"

@@ -162,7 +162,8 @@ func (h hetznerHooks) APICalls(context.Context) (int, error) {
 func (h hetznerHooks) Machines(context.Context) ([]conformance.InventoryMachine, error) {
 	var out []conformance.InventoryMachine
 	for _, s := range h.emu.Servers() {
-		out = append(out, conformance.InventoryMachine{ID: strconv.FormatInt(s.ID, 10), Name: s.Name, Managed: s.Labels[hetznerManagedLabel] == "true"})
+		out = append(out,
+			conformance.InventoryMachine{ID: strconv.FormatInt(s.ID, 10), Name: s.Name, Managed: s.Labels[hetznerManagedLabel] == "true"})
 	}
 	return out, nil
 }

@@ -392,7 +392,7 @@ func (p *Proxy) exchange(r *http.Request, body []byte, hook bool) (*response, er
 	if err != nil {
 		return nil, fmt.Errorf("the API did not answer: %w", err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	data, err := io.ReadAll(res.Body)
 	if err != nil {
 		return nil, fmt.Errorf("read the API's response: %w", err)

@@ -50,7 +50,7 @@ func do(t *testing.T, method, u, body string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	data, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(data)
 }

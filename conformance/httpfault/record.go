@@ -151,7 +151,7 @@ func ReadExchanges(dir string) ([]Exchange, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ExchangesFile, err)

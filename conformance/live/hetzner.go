@@ -161,7 +161,8 @@ func (h *hetznerInventory) Machines(ctx context.Context) ([]conformance.Inventor
 	}
 	out := make([]conformance.InventoryMachine, 0, len(servers))
 	for _, s := range servers {
-		out = append(out, conformance.InventoryMachine{ID: strconv.FormatInt(s.ID, 10), Name: s.Name, Managed: s.Labels[hetznerManagedLabel] == "true"})
+		out = append(out,
+			conformance.InventoryMachine{ID: strconv.FormatInt(s.ID, 10), Name: s.Name, Managed: s.Labels[hetznerManagedLabel] == "true"})
 	}
 	return out, nil
 }

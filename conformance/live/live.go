@@ -173,7 +173,7 @@ func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error
 	env := &Env{h: h, recordTo: o.Record}
 	defer func() {
 		if err != nil {
-			env.Close()
+			_ = env.Close()
 		}
 	}()
 	cfg, token, err := credentials(ctx, h, t, o)

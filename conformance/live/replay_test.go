@@ -203,7 +203,7 @@ func TestLivePort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer env.Close()
+	defer func() { _ = env.Close() }()
 	if want := "http://127.0.0.1:" + strconv.Itoa(port) + "/v1"; env.Proxy.URL() != want {
 		t.Errorf("the fault layer is at %s, want %s", env.Proxy.URL(), want)
 	}

@@ -169,7 +169,7 @@ func emulatorServers(t *testing.T) []serverSnapshot {
 	if err != nil {
 		t.Fatalf("emulator control API: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var servers []serverSnapshot
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("emulator control API: %s", resp.Status)
@@ -188,7 +188,7 @@ func setEmulatorLatency(t *testing.T, d time.Duration) {
 	if err != nil {
 		t.Fatalf("emulator control API: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var calls map[string]int
 	if err := json.NewDecoder(resp.Body).Decode(&calls); err != nil || len(calls) == 0 {
 		t.Fatalf("emulator calls: %v %v", calls, err)

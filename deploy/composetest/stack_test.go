@@ -88,7 +88,7 @@ func readEnvFile(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	env := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

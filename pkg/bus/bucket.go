@@ -104,7 +104,8 @@ func consistentKeys(ctx context.Context, kv jetstream.KeyValue, prefix string) (
 			return live, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, api.Errorf(api.CodeUnavailable, "state store list %s: a replica of %s still lacks %d keys after %s; retry", prefix, kv.Bucket(), missing, listWait)
+			return nil, api.Errorf(api.CodeUnavailable, "state store list %s: a replica of %s still lacks %d keys after %s; retry", prefix,
+				kv.Bucket(), missing, listWait)
 		}
 		select {
 		case <-ctx.Done():

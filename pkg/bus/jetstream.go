@@ -70,7 +70,8 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		{&st.Accounts, jetstream.KeyValueConfig{Bucket: BucketAccounts, Description: "provider accounts"}},
 		{&st.Pools, jetstream.KeyValueConfig{Bucket: BucketPools, Description: "pools"}},
 		{&st.Instances, jetstream.KeyValueConfig{Bucket: BucketInstances, Description: "instances"}},
-		{&st.Idempotency, jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
+		{&st.Idempotency,
+			jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage
@@ -167,7 +168,8 @@ func retryTransient(ctx context.Context, request func(context.Context) error) er
 		return last
 	}, backoff.WithContext(policy, ctx))
 	if err != nil && ctx.Err() != nil && last != nil && !errors.Is(err, last) {
-		return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), last)
+		// The deadline is the error's identity; the last attempt is context.
+		return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), last) //nolint:errorlint // see above
 	}
 	return err
 }

@@ -145,7 +145,8 @@ func (t *Table[T]) Remove(ctx context.Context, tenant, id string) error {
 // read (cur at rev) until step does not report its write lost to another
 // (lost), reading the record afresh after each loss, at most CASAttempts
 // times. Errors: those of step and Get, CONFLICT (the record kept changing).
-func (t *Table[T]) cas(ctx context.Context, tenant, id string, cur T, rev uint64, step func(cur T, rev uint64) (v T, newRev uint64, lost bool, err error)) (T, uint64, error) {
+func (t *Table[T]) cas(ctx context.Context, tenant, id string, cur T,
+	rev uint64, step func(cur T, rev uint64) (v T, newRev uint64, lost bool, err error)) (T, uint64, error) {
 	for attempt := 1; ; attempt++ {
 		v, newRev, lost, err := step(cur, rev)
 		if !lost {

@@ -200,7 +200,8 @@ func jsonTypeName(v any) string {
 }
 
 func plainSecretError(p string) error {
-	return api.InvalidInput(p, "%s must be a secret reference (secret://<tenant>/<id>, env://NAME or vault://<mount>/<path>#<field>), not a plain value: store it with secrets.put first", p)
+	return api.InvalidInput(p, "%s must be a secret reference (secret://<tenant>/<id>, env://NAME or "+
+		"vault://<mount>/<path>#<field>), not a plain value: store it with secrets.put first", p)
 }
 
 func withPath(err error, p string) error {

@@ -212,7 +212,8 @@ func (d *Defined) checkClient(c Client) error {
 			_, ok = c.(KeyDeleter)
 		}
 		if !ok {
-			return api.InvalidConfig(fmt.Sprintf("capabilities[%d]", i), "provider %s claims %q but its client does not implement it", d.d.ID, capability)
+			return api.InvalidConfig(fmt.Sprintf("capabilities[%d]", i), "provider %s claims %q but its client does not implement it",
+				d.d.ID, capability)
 		}
 	}
 	return nil

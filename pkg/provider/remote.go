@@ -92,7 +92,8 @@ func (r Remote) Power(ctx context.Context, acct api.ProviderAccount, id string, 
 // Reinstall reinstalls the machine with image.
 func (r Remote) Reinstall(ctx context.Context, acct api.ProviderAccount, id, image string) (*api.ExternalMachine, error) {
 	var out api.ExternalMachine
-	if err := r.call(ctx, VerbReinstall, api.ProviderReinstallRequest{Account: acct, ID: id, Image: image, IdempotencyKey: r.IdempotencyKey}, &out); err != nil {
+	req := api.ProviderReinstallRequest{Account: acct, ID: id, Image: image, IdempotencyKey: r.IdempotencyKey}
+	if err := r.call(ctx, VerbReinstall, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

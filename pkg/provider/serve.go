@@ -88,12 +88,15 @@ func Serve(nc *nats.Conn, d *Defined, o ServeOptions) (*bus.Service, error) {
 		o.Resolver = func(tenant string) SecretResolver { return busResolver{nc: nc, tenant: tenant} }
 	}
 	s := &server{def: d, nc: nc, opts: o, cache: map[string]cachedClient{}}
-	eps := []bus.Endpoint{{Name: bus.EndpointName(bus.ResourceProvider, VerbDescribe), Subject: bus.ProviderCall(d.ID(), VerbDescribe), Handler: s.describe}}
+	eps := []bus.Endpoint{
+		{Name: bus.EndpointName(bus.ResourceProvider, VerbDescribe), Subject: bus.ProviderCall(d.ID(), VerbDescribe), Handler: s.describe},
+	}
 	for verb, h := range map[string]callHandler{
 		VerbOffers: s.offers, VerbCreate: s.create, VerbGet: s.get, VerbDelete: s.delete,
 		VerbPower: s.power, VerbReinstall: s.reinstall, VerbList: s.list,
 	} {
-		eps = append(eps, bus.Endpoint{Name: bus.EndpointName(bus.ResourceProvider, verb), Subject: bus.ProviderCall(d.ID(), verb), Handler: s.wrap(h)})
+		eps = append(eps,
+			bus.Endpoint{Name: bus.EndpointName(bus.ResourceProvider, verb), Subject: bus.ProviderCall(d.ID(), verb), Handler: s.wrap(h)})
 	}
 	slices.SortFunc(eps, func(a, b bus.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	return bus.StartService(nc, bus.ServiceConfig{

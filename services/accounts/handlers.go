@@ -57,7 +57,8 @@ func deleteHandler[T any](t table[T], usersKey string, users func(ctx context.Co
 			return nil, err
 		}
 		if len(ids) > 0 {
-			return nil, api.Errorf(api.CodeInvalidState, "%s %s is still used by %s %v: delete them first", t.Kind(), in.ID, usersKey, ids).With(usersKey, ids)
+			return nil, api.Errorf(api.CodeInvalidState, "%s %s is still used by %s %v: delete them first", t.Kind(), in.ID, usersKey, ids).
+				With(usersKey, ids)
 		}
 		if err := t.Delete(ctx, req.Tenant, in.ID, rev); err != nil {
 			return nil, err

@@ -54,7 +54,9 @@ func (c *manifestCache) get(ctx context.Context, id string) ([]api.ManifestField
 		// bus.Call reports both "no responders" and a passed deadline as
 		// UNAVAILABLE; a live context tells the first apart.
 		if api.IsCode(err, api.CodeUnavailable) && ctx.Err() == nil {
-			return nil, api.InvalidInput("provider", "no provider service answers for provider %q: is the id right (this distribution's providers are %s) and is its service running?", id, builtInProviders)
+			return nil, api.InvalidInput("provider",
+				"no provider service answers for provider %q: is the id right (this distribution's providers are %s) and is its service running?",
+				id, builtInProviders)
 		}
 		return nil, err
 	}

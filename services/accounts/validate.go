@@ -27,7 +27,8 @@ var (
 // checkProviderID refuses a malformed provider id: INVALID_INPUT path provider.
 func checkProviderID(id string) error {
 	if !providerIDPattern.MatchString(id) {
-		return api.InvalidInput("provider", "provider must be a provider id: lower-case letters, digits and hyphens, starting with a letter, at most 63 characters")
+		return api.InvalidInput("provider",
+			"provider must be a provider id: lower-case letters, digits and hyphens, starting with a letter, at most 63 characters")
 	}
 	return nil
 }

@@ -52,8 +52,8 @@ func TestCreateNameRaceDifferentKeys(t *testing.T) {
 	results := raceCreates(e, []string{"inst_03a", "inst_03b"}, "web-1")
 	var won, lost int
 	for _, r := range results {
-		switch {
-		case r.err == nil:
+		switch r.err {
+		case nil:
 			won++
 		default:
 			providertest.WantProviderError(t, r.err, http.StatusConflict, "uniqueness_error")

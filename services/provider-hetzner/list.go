@@ -27,7 +27,8 @@ const listPageSize = 50
 // is "" after the last server.
 //
 // Errors: INVALID_INPUT (cursor), RATE_LIMITED, PROVIDER_ERROR, UNAVAILABLE.
-func (c *client) List(ctx context.Context, call *provider.Call, cursor string, limit int) (items []api.ExternalMachine, next string, err error) {
+func (c *client) List(ctx context.Context, call *provider.Call,
+	cursor string, limit int) (items []api.ExternalMachine, next string, err error) {
 	cur, err := parseListCursor(cursor)
 	if err != nil {
 		return nil, "", err

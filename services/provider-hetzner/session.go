@@ -36,7 +36,8 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 		return nil, err
 	}
 	if !provider.HeaderSafe(token) {
-		return nil, api.InvalidConfig("config."+FieldToken, "the token reference resolves to a value that is not an API token (printable ASCII without spaces)")
+		return nil, api.InvalidConfig("config."+FieldToken,
+			"the token reference resolves to a value that is not an API token (printable ASCII without spaces)")
 	}
 	base := c.set.httpClient.Transport
 	if base == nil {

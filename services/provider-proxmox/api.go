@@ -89,7 +89,7 @@ func (s *session) send(ctx context.Context, method, path string, query url.Value
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
 	if err != nil {
 		return nil, err

@@ -101,7 +101,8 @@ func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, r
 		return api.ProviderError(0, "no_boot_disk", "proxmox: VM %d has no boot disk (scsi, virtio, sata or ide) to grow", vmid)
 	}
 	if size < int64(want.diskGiB)<<30 {
-		if err := s.startTask(ctx, http.MethodPut, path+"/resize", map[string]any{"disk": disk, "size": fmt.Sprintf("%dG", want.diskGiB)}); err != nil {
+		resize := map[string]any{"disk": disk, "size": fmt.Sprintf("%dG", want.diskGiB)}
+		if err := s.startTask(ctx, http.MethodPut, path+"/resize", resize); err != nil {
 			return err
 		}
 	}
@@ -171,7 +172,8 @@ func (s *session) writeSnippet(ctx context.Context, vmid int, want *vmSpec) (str
 		return "", api.ProviderError(0, "snippet_write", "proxmox: write the cloud-init snippet of VM %d: %v", vmid, err)
 	}
 	if !volumePattern.MatchString(vol) {
-		return "", api.InvalidConfig("options.snippetWriter", "the snippet writer returned %q, not a volume id such as local:snippets/<name>", vol)
+		return "", api.InvalidConfig("options.snippetWriter",
+			"the snippet writer returned %q, not a volume id such as local:snippets/<name>", vol)
 	}
 	return vol, nil
 }

@@ -71,7 +71,8 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		userData: provider.UserDataWithSSHKeys(spec.UserData, spec.SSHKeys),
 	}
 	if want.userData != "" && c.set.snippets == nil {
-		return nil, api.InvalidConfig("options.snippetWriter", "user data and SSH keys reach a Proxmox VM as a cloud-init snippet: the provider needs WithSnippetWriter")
+		return nil, api.InvalidConfig("options.snippetWriter",
+			"user data and SSH keys reach a Proxmox VM as a cloud-init snippet: the provider needs WithSnippetWriter")
 	}
 	s, err := c.open(ctx, call, provider.VerbCreate)
 	if err != nil {
@@ -107,7 +108,8 @@ func (s *session) create(ctx context.Context, want vmSpec, image string) (int, e
 			return p.ours.vmid, s.configure(ctx, *p.ours, want, running)
 		}
 		if p.free == 0 {
-			return 0, api.Errorf(api.CodeCapacityUnavailable, "proxmox: all %d VMID slots of this key in [%d, %d] hold other VMs", len(probeSlots(want.key, cfg.VMIDMin, cfg.VMIDMax)), cfg.VMIDMin, cfg.VMIDMax)
+			return 0, api.Errorf(api.CodeCapacityUnavailable, "proxmox: all %d VMID slots of this key in [%d, %d] hold other VMs",
+				len(probeSlots(want.key, cfg.VMIDMin, cfg.VMIDMax)), cfg.VMIDMin, cfg.VMIDMax)
 		}
 		tpl, err := s.template(ctx, guests, image, "machine.image")
 		if err != nil {
@@ -123,7 +125,8 @@ func (s *session) create(ctx context.Context, want vmSpec, image string) (int, e
 		}
 		return p.free, s.configure(ctx, located{vmid: p.free, node: node}, want, false)
 	}
-	return 0, api.ProviderError(0, "slot_contention", "proxmox: other creates took this key's VMID slots %d times in a row; retry", maxClaimRounds)
+	return 0, api.ProviderError(0, "slot_contention",
+		"proxmox: other creates took this key's VMID slots %d times in a row; retry", maxClaimRounds)
 }
 
 // probeResult is what the key's slots hold: the key's VM, or else the
@@ -280,7 +283,9 @@ func (s *session) template(ctx context.Context, guests map[int]vmResource, image
 	case byID == nil:
 		return vmResource{}, api.InvalidInput(path, "VMID %s is not a template of the cluster", image)
 	}
-	return vmResource{}, api.ProviderError(0, codeStaleClusterList, "proxmox: the cluster list calls VM %d template %q, but its config says otherwise (the list lags changes by up to ~10 s); retry", int(tpl.VMID), image)
+	return vmResource{}, api.ProviderError(0, codeStaleClusterList,
+		"proxmox: the cluster list calls VM %d template %q, but its config says otherwise (the list lags changes by up to ~10 s); retry",
+		int(tpl.VMID), image)
 }
 
 // unreportedTemplate finds template image (a name) among the guests the

@@ -86,7 +86,7 @@ func TestCreateFinishesInterruptedConfiguration(t *testing.T) {
 	_, err := e.client.Create(context.Background(), e.call("inst_half"), spec("inst_half"))
 	providertest.WantProviderError(t, err, http.StatusInternalServerError, string(kindAPI))
 	half := e.machines()
-	if len(half) != 1 || hasTag(strings.Join(half[0].Tags, ";"), ManagedTag) || half[0].Status != emulator.StatusStopped {
+	if len(half) != 1 || hasManagedTag(strings.Join(half[0].Tags, ";")) || half[0].Status != emulator.StatusStopped {
 		t.Fatalf("after the failed configuration: %+v, want one untagged stopped clone", half)
 	}
 	e.emu.ResetCalls()
@@ -95,7 +95,7 @@ func TestCreateFinishesInterruptedConfiguration(t *testing.T) {
 		t.Fatalf("the retry made %s with %d clones, want the clone %d finished", m.ID, e.emu.Calls(emulator.RouteClone), half[0].VMID)
 	}
 	v := e.vm(t, half[0].VMID)
-	if !hasTag(strings.Join(v.Tags, ";"), ManagedTag) || v.Status != emulator.StatusRunning || v.DiskGiB != 20 {
+	if !hasManagedTag(strings.Join(v.Tags, ";")) || v.Status != emulator.StatusRunning || v.DiskGiB != 20 {
 		t.Fatalf("finished VM = %+v", v)
 	}
 }
@@ -184,7 +184,7 @@ func TestCreateTagsLast(t *testing.T) {
 				t.Fatal("create succeeded despite the fault")
 			}
 			half := e.machines()
-			if len(half) != 1 || hasTag(strings.Join(half[0].Tags, ";"), ManagedTag) {
+			if len(half) != 1 || hasManagedTag(strings.Join(half[0].Tags, ";")) {
 				t.Fatalf("after the failed step: %+v, want one untagged clone", half)
 			}
 			id := strconv.Itoa(half[0].VMID)
@@ -196,7 +196,7 @@ func TestCreateTagsLast(t *testing.T) {
 			}
 			m := e.create(t, "inst_last")
 			done := e.machines()
-			if m.ID != id || len(done) != 1 || !hasTag(strings.Join(done[0].Tags, ";"), ManagedTag) || done[0].Status != emulator.StatusRunning {
+			if m.ID != id || len(done) != 1 || !hasManagedTag(strings.Join(done[0].Tags, ";")) || done[0].Status != emulator.StatusRunning {
 				t.Fatalf("retry made %s; machines %+v; want the clone %s finished, tagged and running", m.ID, done, id)
 			}
 			if page := e.mustList(t); len(page) != 1 || page[0].ID != id {

@@ -98,13 +98,15 @@ func Manifest() []api.ManifestField {
 		{Name: "name", Type: provider.TypeString, Required: true, Description: "Offer id of the size"},
 		{Name: "vcpu", Type: provider.TypeInt, Required: true, Min: i(1), Max: i(maxVcpu), Description: "CPU cores"},
 		{Name: "memoryGiB", Type: provider.TypeInt, Required: true, Min: i(1), Max: i(maxMemoryGiB), Description: "Memory in GiB"},
-		{Name: "diskGiB", Type: provider.TypeInt, Required: true, Min: i(1), Max: i(maxDiskGiB), Description: "Boot disk size in GiB (the template's disk is grown to it, never shrunk)"},
+		{Name: "diskGiB", Type: provider.TypeInt, Required: true, Min: i(1), Max: i(maxDiskGiB),
+			Description: "Boot disk size in GiB (the template's disk is grown to it, never shrunk)"},
 	}
 	return []api.ManifestField{
 		{Name: FieldURL, Type: provider.TypeString, Required: true,
 			Description: "API base URL of the cluster, ending in /api2/json, e.g. https://pve1.example.net:8006/api2/json"},
 		{Name: FieldTokenID, Type: provider.TypeString, Required: true,
-			Description: "API token id, user@realm!name (privileges: VM.Allocate, VM.Clone, VM.Config.*, VM.PowerMgmt, VM.Audit, VM.Monitor, Datastore.AllocateSpace, Sys.Audit)"},
+			Description: "API token id, user@realm!name (privileges: VM.Allocate, VM.Clone, VM.Config.*, VM.PowerMgmt, " +
+				"VM.Audit, VM.Monitor, Datastore.AllocateSpace, Sys.Audit)"},
 		{Name: FieldTokenSecret, Type: provider.TypeSecret, Required: true,
 			Description: "Reference to the API token's secret"},
 		{Name: FieldCACert, Type: provider.TypeString,

@@ -63,7 +63,8 @@ var failureRules = []struct {
 	{0, regexp.MustCompile(`^VM \d+ not running`), kindNotRunning},
 	{0, regexp.MustCompile(`^VM \d+ already running`), kindAlreadyRunning},
 	{0, regexp.MustCompile(`^VM \d+ is running - destroy failed`), kindRunning},
-	{0, regexp.MustCompile(`^QEMU guest agent is not running|^No QEMU guest agent configured|^VM \d+ is not running|^VM \d+ qmp command 'guest-[^']*' failed`), kindNoAgent},
+	{0, regexp.MustCompile(`^QEMU guest agent is not running|^No QEMU guest agent configured|` +
+		`^VM \d+ is not running|^VM \d+ qmp command 'guest-[^']*' failed`), kindNoAgent},
 }
 
 // classifyFailure is the kind of a failure with HTTP status (0 for a
@@ -211,7 +212,8 @@ func classify(ctx context.Context, err error) error {
 	case errors.As(err, &pe):
 		return pe.computeError()
 	case errors.As(err, &denied):
-		return api.Errorf(api.CodeAccessDenied, "proxmox: %v; the account's url must name a cluster the operator allows", denied).With(api.DetailPath, "config."+FieldURL)
+		return api.Errorf(api.CodeAccessDenied, "proxmox: %v; the account's url must name a cluster the operator allows", denied).
+			With(api.DetailPath, "config."+FieldURL)
 	case ctx.Err() != nil:
 		return api.Errorf(api.CodeUnavailable, "proxmox: call ended before the API answered: %v", ctx.Err())
 	}

@@ -22,7 +22,8 @@ import (
 // show state unknown.
 //
 // Errors: INVALID_INPUT (cursor), PROVIDER_ERROR, UNAVAILABLE.
-func (c *client) List(ctx context.Context, call *provider.Call, cursor string, limit int) (items []api.ExternalMachine, next string, err error) {
+func (c *client) List(ctx context.Context, call *provider.Call,
+	cursor string, limit int) (items []api.ExternalMachine, next string, err error) {
 	after := 0
 	if cursor != "" {
 		if after, err = strconv.Atoi(cursor); err != nil || after < 0 || strconv.Itoa(after) != cursor {
@@ -42,7 +43,7 @@ func (c *client) List(ctx context.Context, call *provider.Call, cursor string, l
 	var ids []int
 	for vmid, r := range guests {
 		if vmid > after && vmid >= c.cfg.VMIDMin && vmid <= c.cfg.VMIDMax &&
-			r.Type == guestQemu && hasTag(r.Tags, ManagedTag) {
+			r.Type == guestQemu && hasManagedTag(r.Tags) {
 			ids = append(ids, vmid)
 		}
 	}

@@ -133,7 +133,8 @@ func (s *session) managedVM(ctx context.Context, vmid int) (*located, error) {
 	case vm == nil || vm.cfg.isTemplate():
 		return nil, api.NotFound("vm", strconv.Itoa(vmid))
 	case !vm.cfg.managed():
-		return nil, api.Errorf(api.CodeAccessDenied, "proxmox: VM %d is not managed by better-compute (it needs the %q tag and an idempotency-key line in its description)", vmid, ManagedTag)
+		return nil, api.Errorf(api.CodeAccessDenied,
+			"proxmox: VM %d is not managed by better-compute (it needs the %q tag and an idempotency-key line in its description)", vmid, ManagedTag)
 	}
 	if want := s.call.IdempotencyKey; want != "" {
 		if key, _ := vm.cfg.key(); key != want {

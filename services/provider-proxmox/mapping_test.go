@@ -152,8 +152,8 @@ func TestTags(t *testing.T) {
 		"":                     false,
 	}
 	for tags, want := range cases {
-		if got := hasTag(tags, ManagedTag); got != want {
-			t.Errorf("hasTag(%q) = %v, want %v", tags, got, want)
+		if got := hasManagedTag(tags); got != want {
+			t.Errorf("hasManagedTag(%q) = %v, want %v", tags, got, want)
 		}
 	}
 	if got := withTag("Web,prod web", ManagedTag); got != "better-compute;prod;web" {
@@ -238,7 +238,7 @@ func TestProbeSlots(t *testing.T) {
 			}
 		}
 	}
-	if keySlot("inst_01jd", 10000, 19999) != keySlot("inst_01jd", 10000, 19999) {
+	if a, b := keySlot("inst_01jd", 10000, 19999), keySlot("inst_01jd", 10000, 19999); a != b {
 		t.Fatal("keySlot is not deterministic")
 	}
 }

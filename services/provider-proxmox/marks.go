@@ -31,7 +31,7 @@ func ManagedDescription(key, offer string) string {
 // it carries ManagedTag and its description holds an idempotency key.
 func IsManaged(tags, description string) bool {
 	_, hasKey := descriptionValue(description, keyLinePrefix)
-	return hasKey && hasTag(tags, ManagedTag)
+	return hasKey && hasManagedTag(tags)
 }
 
 // descriptionValue is the unescaped value of the first description line
@@ -57,8 +57,9 @@ func parseTags(s string) []string {
 	return slices.Compact(fields)
 }
 
-// hasTag reports whether the tag list s holds tag (case-insensitively).
-func hasTag(s, tag string) bool { return slices.Contains(parseTags(s), strings.ToLower(tag)) }
+// hasManagedTag reports whether the tag list s holds ManagedTag
+// (case-insensitively).
+func hasManagedTag(s string) bool { return slices.Contains(parseTags(s), strings.ToLower(ManagedTag)) }
 
 // withTag is the tag list s plus tag, in PVE's stored form (lower-case,
 // sorted, ';'-separated).

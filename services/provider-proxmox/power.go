@@ -118,7 +118,8 @@ func (c *client) DeleteByKey(ctx context.Context, call *provider.Call, key strin
 			return err
 		}
 		if cfg.lock() == "clone" {
-			return api.ProviderError(0, string(kindLocked), "proxmox: VM %d, in a VMID slot of this key, is being cloned and may be this key's VM; retry once the clone ends", vmid)
+			return api.ProviderError(0, string(kindLocked),
+				"proxmox: VM %d, in a VMID slot of this key, is being cloned and may be this key's VM; retry once the clone ends", vmid)
 		}
 		if k, ok := cfg.key(); ok && k == key && !cfg.isTemplate() {
 			ours = append(ours, &located{vmid: vmid, node: r.Node, cfg: cfg})

@@ -179,7 +179,7 @@ func TestDeleteAfterACreateStoppedBeforeTheTagNeverCreates(t *testing.T) {
 		return err == nil && i.Status.Retries > 0 && i.Status.CreateRequested && i.Status.Machine == nil
 	})
 	half := e.keyedVMs(inst.ID)
-	if len(half) != 1 || hasTag(strings.Join(half[0].Tags, ";"), ManagedTag) {
+	if len(half) != 1 || hasManagedTag(strings.Join(half[0].Tags, ";")) {
 		t.Fatalf("the failed create left %+v, want one untagged clone of the key", half)
 	}
 	s.deleteLeavesNoVM(t, e, inst.ID)
@@ -217,7 +217,7 @@ func TestDeleteAfterAReinstallStoppedBeforeTheTagLeavesNoVM(t *testing.T) {
 		return err == nil && last != nil && last.ID == out.Desired.Operation.ID && last.State != api.OperationExecuting
 	})
 	half := e.keyedVMs(inst.ID)
-	if len(half) != 1 || hasTag(strings.Join(half[0].Tags, ";"), ManagedTag) {
+	if len(half) != 1 || hasManagedTag(strings.Join(half[0].Tags, ";")) {
 		t.Fatalf("the failed reinstall left %+v, want one untagged clone of the key", half)
 	}
 	s.deleteLeavesNoVM(t, e, inst.ID)

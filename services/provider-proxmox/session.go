@@ -37,7 +37,8 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 		return nil, err
 	}
 	if !provider.HeaderSafe(secret) {
-		return nil, api.InvalidConfig("config."+FieldTokenSecret, "the tokenSecret reference resolves to a value that is not a token secret (printable ASCII without spaces)")
+		return nil, api.InvalidConfig("config."+FieldTokenSecret,
+			"the tokenSecret reference resolves to a value that is not a token secret (printable ASCII without spaces)")
 	}
 	base := c.http.Transport
 	if base == nil {

@@ -85,7 +85,7 @@ func TestStaleClusterListRetriedCreateMakesOneVM(t *testing.T) {
 			if got := e.vmsWithKey(key); len(got) != 1 || m.ID != strconv.Itoa(slot) {
 				t.Fatalf("the retry answered VM %s; VMs with the key: %v; want only %d", m.ID, got, slot)
 			}
-			if v := e.vm(t, slot); v.Status != emulator.StatusRunning || !hasTag(v.Config["tags"], ManagedTag) {
+			if v := e.vm(t, slot); v.Status != emulator.StatusRunning || !hasManagedTag(v.Config["tags"]) {
 				t.Fatalf("VM %d after the retry: status %s, tags %q; want running with the %s tag", slot, v.Status, v.Config["tags"], ManagedTag)
 			}
 

@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -69,7 +70,8 @@ func (s *session) wait(ctx context.Context, upid, node string) error {
 		switch st.Status {
 		case taskStopped:
 			err := taskOutcome(upid, st.ExitStatus)
-			if pe, ok := err.(*pveError); ok && pe.refused() {
+			var pe *pveError
+			if errors.As(err, &pe) && pe.refused() {
 				s.rec.taskRefused()
 			}
 			return err

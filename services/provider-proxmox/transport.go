@@ -33,7 +33,8 @@ func accountHTTPClient(base *http.Client, caPEM string) (*http.Client, error) {
 	case *http.Transport:
 		tr = t.Clone()
 	default:
-		return nil, api.InvalidConfig("config."+FieldCACert, "caCert cannot be pinned into the HTTP client given with WithHTTPClient (its transport is %T, not *http.Transport)", t)
+		return nil, api.InvalidConfig("config."+FieldCACert,
+			"caCert cannot be pinned into the HTTP client given with WithHTTPClient (its transport is %T, not *http.Transport)", t)
 	}
 	if tr.TLSClientConfig == nil {
 		tr.TLSClientConfig = &tls.Config{}

@@ -113,7 +113,8 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 // before it returns the instance it made (CONFLICT when the request
 // differs), or, when that instance was never written (a crash between the
 // two writes), the recorded id to create it under.
-func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string, in *api.InstanceCreateRequest, id string) (*api.Instance, string, error) {
+func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string,
+	in *api.InstanceCreateRequest, id string) (*api.Instance, string, error) {
 	body, _ := json.Marshal(in)
 	reqHash := sha256.Sum256(body)
 	key := bus.IdempotencyID(createOp, in.IdempotencyKey)
@@ -126,7 +127,8 @@ func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string, in *ap
 		return nil, "", err
 	}
 	if prev.RequestHash != rec.RequestHash {
-		return nil, "", api.Errorf(api.CodeConflict, "idempotencyKey was used for a different create request").With(api.DetailPath, "idempotencyKey")
+		return nil, "", api.Errorf(api.CodeConflict, "idempotencyKey was used for a different create request").
+			With(api.DetailPath, "idempotencyKey")
 	}
 	inst, err := r.load(ctx, tenant, prev.InstanceID)
 	if api.IsCode(err, api.CodeNotFound) {
@@ -257,7 +259,8 @@ func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, erro
 		if err := refusePendingOperation(inst); err != nil {
 			return err
 		}
-		inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall, Image: in.Image, RequestedAt: r.now()}
+		inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall,
+			Image: in.Image, RequestedAt: r.now()}
 		return nil
 	}, "reinstall")
 }
@@ -270,7 +273,8 @@ func refusePendingOperation(inst *api.Instance) error {
 	if op == nil || last != nil && last.ID == op.ID && last.State != api.OperationExecuting {
 		return nil
 	}
-	return api.Errorf(api.CodeInvalidState, "operation %s (%s) of instance %s has not finished; retry when status.lastOperation shows it", op.ID, op.Action, inst.ID)
+	return api.Errorf(api.CodeInvalidState, "operation %s (%s) of instance %s has not finished; retry when status.lastOperation shows it",
+		op.ID, op.Action, inst.ID)
 }
 
 // mutate applies a change of the desired state (Table.Mutate: CAS,
@@ -278,7 +282,8 @@ func refusePendingOperation(inst *api.Instance) error {
 // work. Errors: NOT_FOUND, INVALID_STATE (being deleted), change's,
 // CONFLICT (the instance kept changing), UNAVAILABLE. A change
 // returning errUnchanged answers the record unwritten (its work queued).
-func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string, change func(*api.Instance) error, what string) (*api.Instance, error) {
+func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string,
+	change func(*api.Instance) error, what string) (*api.Instance, error) {
 	var phase api.Phase
 	inst, _, err := r.instances.Mutate(ctx, req.Tenant, id, func(inst *api.Instance) error {
 		if inst.DeletionRequestedAt != nil && what != "deleting" {

@@ -38,10 +38,15 @@ func (r *Reconciler) machineVanished(ctx context.Context, s *scope, m *api.Exter
 // machine's until then).
 func (r *Reconciler) machineGoing(ctx context.Context, s *scope, m *api.ExternalMachine) (step, error) {
 	polls := s.inst.Status.Polls + 1
-	err := r.reportMissing(ctx, s, "machine "+m.ID+" is being deleted outside the control plane; recreated once it is gone", func(st *api.InstanceStatus) {
-		st.Machine = m
-		st.Retries, st.Polls = 0, polls
-	})
+	err := r.reportMissing(
+		ctx,
+		s,
+		"machine "+m.ID+" is being deleted outside the control plane; recreated once it is gone",
+		func(st *api.InstanceStatus) {
+			st.Machine = m
+			st.Retries, st.Polls = 0, polls
+		},
+	)
 	return end(after(r.pollDelay(polls))), err
 }
 

@@ -40,7 +40,8 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (outcome, 
 		st.Polls = 0
 		delay = r.o.Retry.Delay(st.Retries, ce.RetryAfter())
 		retryAt := now.Add(delay)
-		setCondition(st, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue, Reason: reason, Message: ce.Message, RetryAt: &retryAt})
+		setCondition(st, api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue,
+			Reason: reason, Message: ce.Message, RetryAt: &retryAt})
 		setReady(st, false, reason, ce.Message)
 	}); err != nil {
 		return outcome{}, err

@@ -50,14 +50,10 @@ func fastOptions() Options {
 // its account and pool.
 type start int
 
-const (
-	// startReconciler starts a reconciler: instance API, work and resync
-	// as configured (the default).
-	startReconciler start = iota
-	// startAPI serves the instance API alone: no pass runs but the ones
-	// the test runs itself (h.rec.reconcile).
-	startAPI
-)
+// startAPI serves the instance API alone: no pass runs but the ones the
+// test runs itself (h.rec.reconcile). Without it newHarness starts a
+// reconciler: instance API, work and resync as configured.
+const startAPI start = 1
 
 func newHarness(t testing.TB, opts Options, what ...start) *harness {
 	t.Helper()

@@ -129,7 +129,8 @@ func claimedBy(s *api.InstanceStatus, id string) bool {
 // stopped VM, an old disk): the record does not claim the machine runs.
 // A Failed operation (failure, its error) is also recorded as the
 // ProviderError condition (see operationFailed).
-func (r *Reconciler) finishOperation(ctx context.Context, s *scope, id string, state api.OperationState, message string, failure *api.ComputeError) error {
+func (r *Reconciler) finishOperation(ctx context.Context, s *scope, id string, state api.OperationState,
+	message string, failure *api.ComputeError) error {
 	now := r.now()
 	return r.update(ctx, s, func(i *api.Instance) {
 		st := &i.Status

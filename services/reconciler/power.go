@@ -28,7 +28,8 @@ func (r *Reconciler) setPower(ctx context.Context, s *scope) (step, error) {
 	}
 	s.log.Info().Str("machine", m.ID).Str("action", string(action)).Msg("power converged")
 	s.inst.Status.Polls = 0 // the machine starts its way from here
-	if c := condition(&s.inst, api.ConditionDrift); s.inst.Status.ObservedGeneration == s.inst.Generation && (c == nil || c.Status != api.ConditionTrue) {
+	if c := condition(&s.inst, api.ConditionDrift); s.inst.Status.ObservedGeneration == s.inst.Generation &&
+		(c == nil || c.Status != api.ConditionTrue) {
 		msg := "machine " + m.ID + " found " + string(m.State) + " outside the control plane; power " + string(action)
 		s.drift = &api.Condition{Type: api.ConditionDrift, Status: api.ConditionTrue, Reason: api.ReasonPowerChanged, Message: msg}
 		s.log.Warn().Str("machine", m.ID).Str("state", string(m.State)).Msg("power changed out of band; correcting")

@@ -118,7 +118,8 @@ func settled(inst *api.Instance) bool {
 	if p := phaseTable[s.Machine.State]; p != api.PhaseRunning && p != api.PhaseStopped {
 		return false
 	}
-	if op := inst.Desired.Operation; op != nil && (s.LastOperation == nil || s.LastOperation.ID != op.ID || s.LastOperation.State == api.OperationExecuting) {
+	if op := inst.Desired.Operation; op != nil &&
+		(s.LastOperation == nil || s.LastOperation.ID != op.ID || s.LastOperation.State == api.OperationExecuting) {
 		return false
 	}
 	for i := range s.Conditions {

@@ -24,7 +24,8 @@ func (envStore) Resolve(_ context.Context, _ string, ref api.SecretRef) (string,
 	if strings.HasPrefix(ref.Name, "COMPUTE_") && !strings.HasPrefix(ref.Name, EnvSecretPrefix) {
 		// The service's own configuration (seal key, NATS password) is not a
 		// credential for providers, whatever the tenant.
-		return "", api.Errorf(api.CodeAccessDenied, "env://%s is the service's own configuration; name provider credentials %s…", ref.Name, EnvSecretPrefix)
+		return "", api.Errorf(api.CodeAccessDenied, "env://%s is the service's own configuration; name provider credentials %s…",
+			ref.Name, EnvSecretPrefix)
 	}
 	v := os.Getenv(ref.Name)
 	if v == "" {

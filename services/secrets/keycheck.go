@@ -37,7 +37,8 @@ func (s *localStore) verifyKeys(ctx context.Context) error {
 		_, inKeyring := s.keys.KeyCheck(id)
 		switch {
 		case rec.RetiredAt != nil && id == s.keys.Current():
-			return fmt.Errorf("current seal key %s was retired by a rekey: the key file is outdated (make a new key, with a new id, the last line)", id)
+			return fmt.Errorf("current seal key %s was retired by a rekey: the key file is outdated (make a new key, with a new id, the last line)",
+				id)
 		case rec.RetiredAt != nil && !inKeyring:
 			return nil
 		}

@@ -55,7 +55,8 @@ type machine struct {
 
 // NewCloud returns an empty cloud.
 func NewCloud() *Cloud {
-	return &Cloud{machines: map[string]*machine{}, byKey: map[string]string{}, failures: map[string][]error{}, calls: map[string]int{}, hung: map[string]bool{}, holds: map[string]*Hold{}, BootPolls: 1}
+	return &Cloud{machines: map[string]*machine{}, byKey: map[string]string{}, failures: map[string][]error{}, calls: map[string]int{},
+		hung: map[string]bool{}, holds: map[string]*Hold{}, BootPolls: 1}
 }
 
 // FailNext makes the next calls of verb (provider.Verb*) fail with errs, in order.

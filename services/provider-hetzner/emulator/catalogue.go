@@ -26,7 +26,8 @@ const tib = uint64(1) << 40
 
 // newLocations returns today's locations, ordered by id.
 func newLocations() []*location {
-	loc := func(id int64, name, desc, country, city, zone string, lat, lon float64, dc string, pct int64, traffic uint64, perTB int64) *location {
+	loc := func(id int64, name, desc, country, city, zone string, lat, lon float64,
+		dc string, pct int64, traffic uint64, perTB int64) *location {
 		return &location{
 			Location: schema.Location{
 				ID: id, Name: name, Description: desc, Country: country, City: city,
@@ -126,7 +127,8 @@ func newServerTypes(locs []*location) []*serverType {
 	notSin := func(l *location) bool { return l.Name != "sin" }
 	const perTenThousandth = 1_000_000 // 0.0001 EUR in 1e-10 EUR units
 	var types []*serverType
-	add := func(name, desc, category string, cores int, memory float32, disk int, cpu, arch string, price int64, where func(*location) bool) *serverType {
+	add := func(name, desc, category string, cores int, memory float32, disk int, cpu, arch string,
+		price int64, where func(*location) bool) *serverType {
 		t := &serverType{
 			id: int64(101 + len(types)), name: name, description: desc, category: category,
 			cores: cores, memory: memory, disk: disk, cpuType: cpu, architecture: arch,
@@ -205,7 +207,7 @@ func (t *serverType) render() schema.ServerType {
 		CPUType: t.cpuType, Architecture: t.architecture,
 		Prices:     make([]schema.PricingServerTypePrice, 0, len(t.locations)),
 		Locations:  make([]schema.ServerTypeLocation, 0, len(t.locations)),
-		Deprecated: t.deprecation != nil,
+		Deprecated: t.deprecation != nil, //nolint:staticcheck // the real API still sends it; clients read it
 	}
 	st.Deprecation = t.deprecation.toSchema()
 	for _, tl := range t.locations {

@@ -57,7 +57,8 @@ type ServerSnapshot struct {
 // addServerLocked registers a new server with a fresh id, unique name
 // already checked by the caller, and addresses from the documentation
 // ranges. Callers hold e.mu.
-func (e *Emulator) addServerLocked(name, status string, typ *serverType, loc *location, img *image, labels map[string]string, now time.Time) *server {
+func (e *Emulator) addServerLocked(name, status string, typ *serverType, loc *location, img *image,
+	labels map[string]string, now time.Time) *server {
 	st := e.st
 	seq := st.serverSeq
 	st.serverSeq++

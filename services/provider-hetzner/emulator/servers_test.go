@@ -300,7 +300,7 @@ func TestPagination(t *testing.T) {
 	assert.Equal(t, hcloud.Pagination{Page: 2, PerPage: 50, PreviousPage: 1, NextPage: 0, LastPage: 2, TotalEntries: 60}, *p)
 
 	// Defaults and caps; absent pages are JSON null.
-	raw := rawGet(t, srv.URL+"/v1/servers?per_page=500")
+	raw := rawGet(t, srv.URL+"/v1/servers?per_page=500") //nolint:bodyclose // rawGet closes it at cleanup
 	var body struct {
 		Servers []any `json:"servers"`
 		Meta    struct {
@@ -312,7 +312,7 @@ func TestPagination(t *testing.T) {
 	assert.Nil(t, body.Meta.Pagination["previous_page"])
 	assert.InDelta(t, 2, body.Meta.Pagination["next_page"], 0)
 
-	raw = rawGet(t, srv.URL+"/v1/servers")
+	raw = rawGet(t, srv.URL+"/v1/servers") //nolint:bodyclose // rawGet closes it at cleanup
 	require.NoError(t, decodeBody(raw, &body))
 	assert.Len(t, body.Servers, 25)
 }

@@ -150,6 +150,8 @@ func normalizeConfigValue(key, val string) (string, string) {
 }
 
 // errDigest is PVE's reply to a stale digest.
+//
+//nolint:staticcheck // PVE's text, verbatim, punctuation and all
 var errDigest = errors.New("detected modified configuration - file changed by other user? Try again.")
 
 // applyConfigUpdate writes u into v's config. Drive values of the form

@@ -104,7 +104,7 @@ func serveControl(h controlHandler) http.HandlerFunc {
 func decode(r *http.Request, v any) error {
 	err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(v)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func control(t *testing.T, s *Server, method, path string, payload any) (int, ma
 	noErr(t, err)
 	resp, err := pinnedClient(t, s).Do(req)
 	noErr(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var out map[string]any
 	raw, err := io.ReadAll(resp.Body)
 	noErr(t, err)

@@ -61,7 +61,7 @@ func TestAuthentication(t *testing.T) {
 
 func TestTLSNeedsThePinnedCA(t *testing.T) {
 	s := startServer(t, Options{})
-	_, err := (&http.Client{Timeout: 5 * time.Second}).Get(s.URL() + "/version")
+	_, err := (&http.Client{Timeout: 5 * time.Second}).Get(s.URL() + "/version") //nolint:bodyclose // must fail: no body
 	var unknown x509.UnknownAuthorityError
 	if !errors.As(err, &unknown) {
 		t.Fatalf("unpinned client: err = %v, want an unknown-authority error", err)
@@ -71,8 +71,8 @@ func TestTLSNeedsThePinnedCA(t *testing.T) {
 	equal(t, x.do(http.MethodGet, "/version", nil).status, 200, "pinned client")
 	other := startServer(t, Options{})
 	y := newTester(t, other)
-	y.client = pinnedClient(t, s) // the wrong CA
-	_, err = y.client.Get(other.URL() + "/version")
+	y.client = pinnedClient(t, s)                   // the wrong CA
+	_, err = y.client.Get(other.URL() + "/version") //nolint:bodyclose // must fail: no body
 	if !errors.As(err, &unknown) {
 		t.Fatalf("client pinned to another CA: err = %v", err)
 	}

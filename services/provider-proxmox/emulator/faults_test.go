@@ -69,7 +69,7 @@ func TestLatencyHonoursContext(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(cx, http.MethodGet, s.URL()+"/version", nil)
 	req.Header.Set("Authorization", x.auth)
-	resp, err := x.client.Do(req)
+	resp, err := x.client.Do(req) //nolint:bodyclose // must fail: no body
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("hung call: err = %v, want deadline exceeded (resp %+v)", err, resp)
 	}
@@ -85,7 +85,7 @@ func TestLatencyHonoursContext(t *testing.T) {
 			done <- -1
 			return
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		done <- resp.StatusCode
 	}()
 	select {

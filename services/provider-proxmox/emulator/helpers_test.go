@@ -136,7 +136,7 @@ func (x *tester) send(req *http.Request) reply {
 	}
 	resp, err := x.client.Do(req)
 	noErr(x.t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	noErr(x.t, err)
 	r := reply{status: resp.StatusCode, raw: string(raw), reason: strings.TrimSpace(strings.TrimPrefix(resp.Status, resp.Status[:3]))}

@@ -83,7 +83,7 @@ func mergeJSON(p params, raw []byte) error {
 	dec.UseNumber()
 	var obj map[string]any
 	if err := dec.Decode(&obj); err != nil {
-		return fmt.Errorf("malformed JSON body: %v", err)
+		return fmt.Errorf("malformed JSON body: %w", err)
 	}
 	for k, v := range obj {
 		s, ok := jsonScalar(v)

@@ -58,7 +58,7 @@ func writeError(w http.ResponseWriter, r *http.Request, e *apiError, legacy bool
 		// while still sending.
 		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBodyBytes))
 		if conn, rw, err := hj.Hijack(); err == nil {
-			defer conn.Close()
+			defer func() { _ = conn.Close() }()
 			writeRawResponse(rw.Writer, e.status, reasonPhrase(e.message), body)
 			return
 		}

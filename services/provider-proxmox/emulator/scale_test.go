@@ -28,7 +28,7 @@ func TestTenThousandVMs(t *testing.T) {
 	resp, err := x.client.Do(req)
 	noErr(t, err)
 	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	noErr(t, err)
 	listTime := time.Since(start)
 	var list struct {

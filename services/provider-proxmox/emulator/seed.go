@@ -75,7 +75,8 @@ func (e *Emulator) addTemplateLocked(t Template) error {
 
 // guestConfig builds a typical cloud-init guest's config (scsi0 disk,
 // cloud-init drive, virtio NIC, agent enabled) with extra overriding it.
-func (e *Emulator) guestConfig(id int, name string, cores, memMiB int, disk, tags, desc string, extra map[string]string) (map[string]string, error) {
+func (e *Emulator) guestConfig(id int, name string, cores, memMiB int,
+	disk, tags, desc string, extra map[string]string) (map[string]string, error) {
 	cfg := map[string]string{
 		"name": name, "cores": strconv.Itoa(cores), "sockets": "1", "memory": strconv.Itoa(memMiB),
 		"scsihw": "virtio-scsi-single", "scsi0": disk,
@@ -96,7 +97,7 @@ func (e *Emulator) guestConfig(id int, name string, cores, memMiB int, disk, tag
 	if t, ok := cfg["tags"]; ok {
 		norm, err := NormalizeTags(t)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		cfg["tags"] = norm
 	}

@@ -83,7 +83,7 @@ func parseCA(certFile string, certPEM []byte, keyFile string, keyPEM []byte) (ca
 	}
 	cert, err := x509.ParseCertificate(certBlock.Bytes)
 	if err != nil || !cert.IsCA {
-		return ca{}, fmt.Errorf("emulator CA %s: not a CA certificate (%v)", certFile, err)
+		return ca{}, fmt.Errorf("emulator CA %s: not a CA certificate (%v)", certFile, err) //nolint:errorlint // err may be nil
 	}
 	keyBlock, _ := pem.Decode(keyPEM)
 	if keyBlock == nil || keyBlock.Type != "PRIVATE KEY" {
@@ -92,7 +92,7 @@ func parseCA(certFile string, certPEM []byte, keyFile string, keyPEM []byte) (ca
 	key, err := x509.ParsePKCS8PrivateKey(keyBlock.Bytes)
 	signer, ok := key.(crypto.Signer)
 	if err != nil || !ok {
-		return ca{}, fmt.Errorf("emulator CA key %s: not a private key (%v)", keyFile, err)
+		return ca{}, fmt.Errorf("emulator CA key %s: not a private key (%v)", keyFile, err) //nolint:errorlint // err may be nil
 	}
 	if pub, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
 		return ca{}, fmt.Errorf("emulator CA key %s is not the key of %s", keyFile, certFile)
@@ -117,8 +117,11 @@ func newCA() (ca, error) {
 		return ca{}, err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          sn,
-		Subject:               pkix.Name{CommonName: "Proxmox Virtual Environment (emulator CA)", Organization: []string{"PVE Cluster Manager CA"}},
+		SerialNumber: sn,
+		Subject: pkix.Name{
+			CommonName:   "Proxmox Virtual Environment (emulator CA)",
+			Organization: []string{"PVE Cluster Manager CA"},
+		},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
 		IsCA:                  true,

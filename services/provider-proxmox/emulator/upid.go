@@ -18,7 +18,9 @@ type upid struct {
 }
 
 // upidPattern is PVE's UPID syntax (PVE::Tools::upid_decode).
-var upidPattern = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$`)
+var upidPattern = regexp.MustCompile(
+	`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$`,
+)
 
 // String encodes u as PVE does:
 // UPID:{node}:{pid %08X}:{pstart %08X}:{starttime %08X}:{type}:{id}:{user}:
