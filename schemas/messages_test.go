@@ -138,7 +138,8 @@ func errorBodies() []any {
 		case api.CodeNotFound:
 			e = api.NotFound("pool", api.NewID(api.PrefixPool))
 		case api.CodeRateLimited:
-			e = api.RateLimited(1500*time.Millisecond, "slow down").With(api.DetailNotExecuted, true)
+			e = api.RateLimited(1500*time.Millisecond, "slow down")
+			e.Details.NotExecuted = true
 		case api.CodeProviderError:
 			e = api.ProviderError(422, "uniqueness_error", "server name is already used")
 		default:

@@ -287,7 +287,7 @@ func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.Mach
 		return &m, nil
 	}
 	if !slices.ContainsFunc(Offers, func(o api.Offer) bool { return o.ID == spec.OfferID }) {
-		return nil, api.Errorf(api.CodeInvalidConfig, "unknown offer %q", spec.OfferID).With(api.DetailPath, "machine.offerId")
+		return nil, api.Errorf(api.CodeInvalidConfig, "unknown offer %q", spec.OfferID).WithPath("machine.offerId")
 	}
 	c.next++
 	id := strconv.Itoa(c.next)
@@ -340,7 +340,9 @@ func (cl *client) DeleteByKey(ctx context.Context, call *provider.Call, key stri
 	defer c.mu.Unlock()
 	id, ok := c.byKey[key]
 	if !ok {
-		return api.NotFound("machine", key).With("reason", "no machine carries the idempotency key")
+		ce := api.NotFound("machine", key)
+		ce.Details.Reason = "no machine carries the idempotency key"
+		return ce
 	}
 	delete(c.byKey, key)
 	delete(c.machines, id)
