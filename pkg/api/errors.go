@@ -288,3 +288,7 @@ func (d ErrorDetails) String() string {
 	b, _ := json.Marshal(d) // cannot fail: see ErrorDetails
 	return string(b)
 }
+
+// GoString is String, so a %#v of an error shows the details' values, not
+// their pointers.
+func (d ErrorDetails) GoString() string { return d.String() }
