@@ -116,6 +116,32 @@ func (b negativePrices) ListOffers(ctx context.Context, call *provider.Call, q a
 	return offers, err
 }
 
+// interruptionSwapped gives every spot offer interruptionProbability 0 and
+// every on-demand offer 0.5, and drops the capacity type of the last offer.
+type interruptionSwapped struct{ full }
+
+func (b interruptionSwapped) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) ([]api.Offer, error) {
+	offers, err := b.full.ListOffers(ctx, call, q)
+	for i := range offers {
+		offers[i].InterruptionProbability = 0.5
+		if offers[i].CapacityType == api.CapacitySpot {
+			offers[i].InterruptionProbability = 0
+		}
+	}
+	if len(offers) > 0 {
+		offers[len(offers)-1].CapacityType = ""
+	}
+	return offers, err
+}
+
+// spotless lists only on-demand offers while claiming spot capacity.
+type spotless struct{ full }
+
+func (b spotless) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) ([]api.Offer, error) {
+	offers, err := b.full.ListOffers(ctx, call, q)
+	return slices.DeleteFunc(offers, func(o api.Offer) bool { return o.CapacityType == api.CapacitySpot }), err
+}
+
 // ignoresFilters answers every offer whatever the query.
 type ignoresFilters struct{ full }
 
@@ -213,6 +239,11 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 			[]string{"offers.wellformed", "secrets.replies", "secrets.logs", "secrets.reports"}},
 		{"permanent refusal answered retryable", func(c full) provider.Client { return permanenceLost{c} }, core,
 			[]string{"err.refusal.permanent"}},
+		{"interruption probabilities swapped, a capacity type missing", func(c full) provider.Client { return interruptionSwapped{c} },
+			[]string{conformance.ProfileSpot},
+			[]string{"offers.capacity-type", "offers.spot-interruption", "offers.on-demand-uninterrupted"}},
+		{"spot claimed, no spot offer", func(c full) provider.Client { return spotless{c} },
+			[]string{conformance.ProfileSpot}, []string{"offers.capacity-type", "offers.spot-interruption"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

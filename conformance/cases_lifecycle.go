@@ -244,7 +244,7 @@ func lifeListOnlyManaged(c *check) {
 
 func lifeUnclaimedUnsupported(c *check) {
 	var unclaimed []string
-	for _, capability := range provider.Capabilities {
+	for _, capability := range provider.CallCapabilities {
 		if !c.r.claims(capability) {
 			unclaimed = append(unclaimed, capability)
 		}

@@ -29,10 +29,16 @@ const (
 	ProfileSecrets = "secrets"
 	// ProfileScale lists a large inventory and measures p99 latencies.
 	ProfileScale = "scale"
+	// ProfileSpot checks the capacity type and interruption probability of
+	// offers; its behaviours need provider.CapabilitySpot, so a provider
+	// that claims no spot capacity (Hetzner Cloud, Proxmox) skips them,
+	// which passes, with the reason "capability spot not claimed".
+	ProfileSpot = "spot"
 )
 
 // Profiles lists every profile.
-var Profiles = []string{ProfileCore, ProfileCloud, ProfileFaults, ProfileDurable, ProfileTransport, ProfileSecrets, ProfileScale}
+var Profiles = []string{ProfileCore, ProfileCloud, ProfileFaults, ProfileDurable, ProfileTransport, ProfileSecrets, ProfileScale,
+	ProfileSpot}
 
 // Areas group behaviours; every id starts with its area's short name.
 const (
@@ -202,6 +208,12 @@ var registry = []Behaviour{
 	{ID: "err.refusal.permanent", Area: AreaErrors, Profiles: core, run: errRefusalPermanent,
 		Title: "a create naming an offer that does not exist is refused as permanent " +
 			"(a terminal code or details.permanent), and makes no machine"},
+	{ID: "offers.capacity-type", Area: AreaOffers, Profiles: spot, Capability: provider.CapabilitySpot, run: offersCapacityType,
+		Title: "every offer declares a capacity type, on-demand or spot, and at least one is spot"},
+	{ID: "offers.spot-interruption", Area: AreaOffers, Profiles: spot, Capability: provider.CapabilitySpot, run: offersSpotInterruption,
+		Title: "every spot offer's interruptionProbability is in (0,1]"},
+	{ID: "offers.on-demand-uninterrupted", Area: AreaOffers, Profiles: spot, Capability: provider.CapabilitySpot, run: offersOnDemandUninterrupted,
+		Title: "every on-demand offer's interruptionProbability is 0"},
 }
 
 // Profile sets of the table above.
@@ -213,6 +225,7 @@ var (
 	transport = []string{ProfileTransport}
 	secrets   = []string{ProfileSecrets}
 	scale     = []string{ProfileScale}
+	spot      = []string{ProfileSpot}
 )
 
 // Registry returns a copy of the behaviour registry, in registry order.
@@ -253,4 +266,4 @@ func RegistryHash() string {
 
 // SuiteVersion is the version of the conformance program reported with
 // every run; it changes when a behaviour's checks change.
-const SuiteVersion = "1.2.0"
+const SuiteVersion = "1.3.0"

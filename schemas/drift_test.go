@@ -161,16 +161,28 @@ func (d *drift) resolve(file, ref, where string) (string, map[string]any) {
 }
 
 // jsonFields maps the json names of typ's fields to their types, following
-// embedded structs as encoding/json does.
+// embedded structs (and pointers to them) as encoding/json does: by json
+// name, a field of typ itself hiding one of an embedded struct.
 func jsonFields(typ reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
-	for _, f := range reflect.VisibleFields(typ) {
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
+	var direct []reflect.StructField
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		embedded := f.Type
+		if embedded.Kind() == reflect.Pointer {
+			embedded = embedded.Elem()
+		}
 		switch {
-		case !f.IsExported() || name == "-" || (f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct):
-			continue
-		case name == "":
+		case f.Anonymous && name == "" && embedded.Kind() == reflect.Struct:
+			maps.Copy(out, jsonFields(embedded))
+		case f.IsExported() && name != "-":
+			direct = append(direct, f)
+		}
+	}
+	for _, f := range direct {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
 			name = f.Name
 		}
 		out[name] = f.Type

@@ -32,8 +32,9 @@ func messages(t testing.TB) map[string][]any {
 		Config:  map[string]any{"token": ref, "location": "fsn1", "labels": map[string]any{"team": "web"}},
 		Version: 2, CreatedAt: now, UpdatedAt: later}
 	offer := api.Offer{ID: "cx22", Kind: api.KindVPS, Region: "fsn1", Vcpu: 2, MemoryGiB: 4, DiskGiB: 40,
-		PricePerHour: &price, Currency: "EUR", Available: true}
-	gpuOffer := api.Offer{ID: "pve1-gpu", Kind: api.KindMetal, Region: "pve1", Vcpu: 16, MemoryGiB: 64, GPUs: 2}
+		PricePerHour: &price, Currency: "EUR", Available: true, CapacityType: api.CapacityOnDemand}
+	gpuOffer := api.Offer{ID: "pve1-gpu", Kind: api.KindMetal, Region: "pve1", Vcpu: 16, MemoryGiB: 64, GPUs: 2,
+		CapacityType: api.CapacitySpot, InterruptionProbability: 0.25}
 	flavors := []api.Flavor{{Name: "small", OfferID: "cx22", Image: "ubuntu-24.04"}, {Name: "gpu", OfferID: "pve1-gpu"}}
 	pool := api.Pool{ID: poolID, TenantID: tenant, Name: "web", SiteID: "fsn", Class: api.PoolClassProvider,
 		ProviderAccountID: accountID, Agent: api.PoolAgentNone, Flavors: flavors, Version: 1, CreatedAt: now}
@@ -138,7 +139,8 @@ func errorBodies() []any {
 		case api.CodeNotFound:
 			e = api.NotFound("pool", api.NewID(api.PrefixPool))
 		case api.CodeRateLimited:
-			e = api.RateLimited(1500*time.Millisecond, "slow down").With(api.DetailNotExecuted, true)
+			e = api.RateLimited(1500*time.Millisecond, "slow down")
+			e.Details.NotExecuted = true
 		case api.CodeProviderError:
 			e = api.ProviderError(422, "uniqueness_error", "server name is already used")
 		default:

@@ -74,6 +74,8 @@ func TestEnumsMatchGo(t *testing.T) {
 	assert.Equal(t, strs(api.MachineStates()), enumOf(state))
 	assert.Equal(t, strs(api.Phases()), enumOf(defs["phase"]))
 	assert.Equal(t, strs([]api.Power{api.PowerOn, api.PowerOff}), enumOf(defs["power"]))
+	offer := readDoc(t, "offer.json")["properties"].(map[string]any)
+	assert.Equal(t, strs(api.CapacityTypes()), enumOf(offer["capacityType"]))
 }
 
 // strs is a list of typed wire values as strings.
@@ -114,6 +116,8 @@ func TestRefused(t *testing.T) {
 		{"provider.power.request.json", `{"account":` + acct + `,"id":"1","action":"ON"}`, "action"},
 		{"machine.json", `{"id":"1","state":"hibernating","addresses":[]}`, "state"},
 		{"error.json", `{"error":{"code":"TEAPOT","message":"x"}}`, "error.code"},
+		{"offer.json", `{"id":"s","kind":"vps","region":"r","vcpu":1,"memoryGiB":1,"available":true,"capacityType":"preemptible","interruptionProbability":0}`, "capacityType"},
+		{"offer.json", `{"id":"s","kind":"vps","region":"r","vcpu":1,"memoryGiB":1,"available":true,"capacityType":"spot","interruptionProbability":1.5}`, "interruptionProbability"},
 		{"instances.list.request.json", `{"phase":"running"}`, "phase"},
 		{"deleted.json", `{"id":"` + pool + `","deleted":false}`, "deleted"},
 		// extra field in a request, also nested and through the embedded page

@@ -71,7 +71,7 @@ func TestAccountsUpdateRetriesAConflict(t *testing.T) {
 			updates = append(updates, in)
 			if conflicts > 0 {
 				conflicts--
-				return nil, api.Errorf(api.CodeConflict, "account pacct_1 is at version %d, not %d: read it again", in.Version+1, in.Version).With(api.DetailPath, "version")
+				return nil, api.Errorf(api.CodeConflict, "account pacct_1 is at version %d, not %d: read it again", in.Version+1, in.Version).WithPath("version")
 			}
 			return api.Account{ID: in.ID, Version: in.Version + 1, Config: in.Config}, nil
 		}},

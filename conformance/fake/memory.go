@@ -42,7 +42,7 @@ func memoryBackend(token, _ string, _ zerolog.Logger) (*backend, error) {
 	return &backend{
 		def: provider.MustDefine(def), offerID: memory.Offers[0].ID, image: "debian-12",
 		profiles: []string{conformance.ProfileCore, conformance.ProfileFaults, conformance.ProfileDurable,
-			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale},
+			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale, conformance.ProfileSpot},
 		config:    func(ref string) map[string]any { return map[string]any{"token": ref} },
 		faults:    layer,
 		inventory: &memoryInventory{cloud: cloud, seeder: seeder, token: token},

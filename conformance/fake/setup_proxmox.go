@@ -94,7 +94,7 @@ func proxmoxBackend(token, addr string, _ zerolog.Logger) (*backend, error) {
 		),
 		endpoint: srv.URL(),
 		profiles: []string{conformance.ProfileCore, conformance.ProfileCloud, conformance.ProfileDurable,
-			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale},
+			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale, conformance.ProfileSpot},
 		offerID: proxmoxOffer, image: proxmoxTemplate,
 		config: func(ref string) map[string]any {
 			return map[string]any{

@@ -97,8 +97,7 @@ func (e *ComputeError) Permanent() bool {
 	if e.Code.Terminal() {
 		return true
 	}
-	v, _ := e.Details[DetailPermanent].(bool)
-	return v
+	return e.Details.Permanent
 }
 
 // Refused reports whether e is a refusal: the provider looked at the call

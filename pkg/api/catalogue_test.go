@@ -84,12 +84,12 @@ func TestPermanent(t *testing.T) {
 	}{
 		{Errorf(CodeInvalidInput, "no template"), true},
 		{Errorf(CodeUnsupported, "no nmi"), true},
-		{ProviderError(422, "invalid_input", "image not found").With(DetailPermanent, true), true},
-		{&ComputeError{Code: CodeProviderError, Details: map[string]any{DetailPermanent: true}}, true},
+		{permanent(ProviderError(422, "invalid_input", "image not found")), true},
+		{&ComputeError{Code: CodeProviderError, Details: ErrorDetails{Permanent: true}}, true},
 		// Permanence is the provider's word alone: no status or API code is read.
 		{ProviderError(422, "invalid_input", "image not found"), false},
 		{ProviderError(409, "uniqueness_error", "name taken"), false},
-		{ProviderError(400, "json_error", "bad").With(DetailPermanent, false), false},
+		{&ComputeError{Code: CodeProviderError, Details: ErrorDetails{Status: new(400), Code: new("json_error"), Permanent: false}}, false},
 		{RateLimited(time.Second, "later"), false},
 		{Errorf(CodeUnavailable, "no reply"), false},
 	}
@@ -109,9 +109,9 @@ func TestRefused(t *testing.T) {
 		{Errorf(CodeInvalidConfig, "unknown offer"), true},
 		{Errorf(CodeAccessDenied, "not managed"), true},
 		{Errorf(CodeCapacityUnavailable, "every slot of the key holds another VM"), true},
-		{ProviderError(422, "invalid_input", "bad image").With(DetailPermanent, true), true},
+		{permanent(ProviderError(422, "invalid_input", "bad image")), true},
 		{ProviderError(409, "uniqueness_error", "name taken"), true},
-		{&ComputeError{Code: CodeProviderError, Details: map[string]any{"status": float64(404)}}, true},
+		{&ComputeError{Code: CodeProviderError, Details: ErrorDetails{Status: new(404)}}, true},
 		{ProviderError(423, "locked", "busy"), true},
 		{ProviderError(429, "rate_limit_exceeded", "slow down"), false},
 		{ProviderError(408, "timeout", "timeout"), false},
@@ -168,4 +168,10 @@ func TestUserGuideErrorTable(t *testing.T) {
 		return
 	}
 	t.Errorf("the error table of %s is not the Catalogue's; run go test ./pkg/api -run TestUserGuideErrorTable -update\ngot:\n%swant:\n%s", userGuide, table, want)
+}
+
+// permanent is e marked details.permanent.
+func permanent(e *ComputeError) *ComputeError {
+	e.Details.Permanent = true
+	return e
 }

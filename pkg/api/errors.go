@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -28,69 +29,114 @@ const (
 	CodeInternal            Code = "INTERNAL"             // a bug
 )
 
-// Detail keys with a fixed meaning.
-const (
-	// DetailPath names the offending field as a dotted path ("config.token", "flavors[0].offerId").
-	DetailPath = "path"
-	// DetailRetryAfterMs is the wait in milliseconds a RATE_LIMITED caller must honour.
-	DetailRetryAfterMs = "retryAfterMs"
-	// DetailStatus is the HTTP status a provider API answered (PROVIDER_ERROR).
-	DetailStatus = "status"
-	// DetailCode is the error code a provider API answered (PROVIDER_ERROR).
-	DetailCode = "code"
-	// DetailHolderID, DetailHolderKey and DetailHolderState describe, on a
-	// create refused because the machine name is taken, the machine that
-	// holds the name when this system manages it: its id, its idempotency
-	// key (as the provider reports it) and its state (State*); or, with
-	// only the state StateDeleted, a holder gone by the time the provider
-	// looked it up (the name is free now). See ComputeError.NameHolder.
-	DetailHolderID    = "holderId"
-	DetailHolderKey   = "holderIdempotencyKey"
-	DetailHolderState = "holderState"
-	// DetailNotExecuted (true) marks the error of a provider call that
-	// provably changed nothing: every request of it that could change
-	// something was refused by the API before acting (a lock, a conflict, a
-	// rate limit: an HTTP 4xx) or never sent (the connection was refused).
-	// Sending the call again cannot make it run twice. Absent means the
-	// call may have acted (a reply lost, a timeout, a failed action).
-	DetailNotExecuted = "notExecuted"
-	// DetailPermanent (true) marks, on a code that is not Terminal (a
+// ErrorDetails are the details of a ComputeError: each field is one key of
+// the wire's "details" object (schemas/v1/error.json), declared in
+// alphabetical key order so the JSON is the same bytes the former
+// map[string]any encoding sent. A field left at its zero value is not sent,
+// except the pointer fields (Code, Path, RetryAfterMs, Status) and the
+// NameHolder fields: their constructors send a zero value on purpose
+// (InvalidInput("") sends "path":"", ProviderError(0, "") sends status 0 and
+// code "", RateLimited(0) sends retryAfterMs 0). Unknown keys in a decoded
+// reply are ignored. Every field is a string, an integer, a bool or a list of
+// strings, so a ComputeError always encodes.
+type ErrorDetails struct {
+	// Accounts are the ids of the provider accounts that still reference a
+	// secret secrets.delete refused to delete (INVALID_STATE).
+	Accounts []string `json:"accounts,omitempty"`
+	// Code is the error code a provider API answered (PROVIDER_ERROR; ""
+	// when the API could not be reached). A pointer: ProviderError always
+	// sends it.
+	Code *string `json:"code,omitempty"`
+	// NameHolder (holderId, holderIdempotencyKey, holderState) is, on a
+	// create refused because the machine name is taken, the managed machine
+	// holding the name; all three keys are sent when it is set. See
+	// ComputeError.NameHolder.
+	*NameHolder
+	// ID is the id of the record or machine a NOT_FOUND names.
+	ID string `json:"id,omitempty"`
+	// Instances are the ids of the instances that still use a pool
+	// pools.delete refused to delete (INVALID_STATE).
+	Instances []string `json:"instances,omitempty"`
+	// NotExecuted (true) marks the error of a provider call that provably
+	// changed nothing: every request of it that could change something was
+	// refused by the API before acting (a lock, a conflict, a rate limit: an
+	// HTTP 4xx) or never sent (the connection was refused). Sending the call
+	// again cannot make it run twice. Absent means the call may have acted
+	// (a reply lost, a timeout, a failed action).
+	NotExecuted bool `json:"notExecuted,omitempty"`
+	// Path names the offending field as a dotted path ("config.token",
+	// "flavors[0].offerId"; "" for the whole body). A pointer: InvalidInput
+	// and InvalidConfig send it even when empty. See ComputeError.Path.
+	Path *string `json:"path,omitempty"`
+	// Permanent (true) marks, on a code that is not Terminal (a
 	// PROVIDER_ERROR), a refusal the same request can never get past: the
 	// provider decides (e.g. Hetzner's 422 invalid_input for an unknown
 	// image), the reconciler fails the instance on it. Absent means the
 	// request may pass later. See ComputeError.Permanent.
-	DetailPermanent = "permanent"
-)
+	Permanent bool `json:"permanent,omitempty"`
+	// Pools are the ids of the pools that still use a provider account
+	// accounts.delete refused to delete (INVALID_STATE).
+	Pools []string `json:"pools,omitempty"`
+	// Reason says, in words, why a NOT_FOUND found nothing (e.g. "no
+	// server carries the idempotency key").
+	Reason string `json:"reason,omitempty"`
+	// RetryAfterMs is the wait in milliseconds a RATE_LIMITED caller must
+	// honour (never negative). A pointer: RateLimited always sends it, and
+	// the schema requires it on RATE_LIMITED. See ComputeError.RetryAfter.
+	RetryAfterMs *int64 `json:"retryAfterMs,omitempty"`
+	// Scheme is the secret reference scheme ("secret", "env", "vault") no
+	// configured store serves (INVALID_INPUT at path ref).
+	Scheme string `json:"scheme,omitempty"`
+	// Status is the HTTP status a provider API answered (PROVIDER_ERROR; 0
+	// when the API could not be reached). A pointer: ProviderError always
+	// sends it. See ComputeError.APIStatus.
+	Status *int `json:"status,omitempty"`
+	// Version is the version a record is at when an update named another
+	// (CONFLICT at path version).
+	Version int64 `json:"version,omitempty"`
+}
 
-// NameHolder is the managed machine holding a name a create asked for.
+// NameHolder is the managed machine holding a name a create asked for: its
+// id, its idempotency key (as the provider reports it) and its state
+// (State*); or, with only the state StateDeleted, a holder gone by the time
+// the provider looked it up (the name is free now). On the wire it is the
+// details keys holderId, holderIdempotencyKey and holderState.
 type NameHolder struct {
-	ID             string
-	IdempotencyKey string
-	State          string
+	ID             string `json:"holderId"`
+	IdempotencyKey string `json:"holderIdempotencyKey"`
+	State          string `json:"holderState"`
 }
 
-// WithNameHolder returns e with the DetailHolder* details of h (e is
-// modified and returned).
+// WithNameHolder returns e with details naming the holder h (e is modified
+// and returned).
 func (e *ComputeError) WithNameHolder(h NameHolder) *ComputeError {
-	return e.With(DetailHolderID, h.ID).With(DetailHolderKey, h.IdempotencyKey).With(DetailHolderState, h.State)
+	e.Details.NameHolder = &h
+	return e
 }
 
-// NameHolder is the machine the DetailHolder* details name, and whether
-// they name one.
+// WithPath returns e with details.path set to path (e is modified and
+// returned).
+func (e *ComputeError) WithPath(path string) *ComputeError {
+	e.Details.Path = &path
+	return e
+}
+
+// NameHolder is the machine the details name as the holder of a name, and
+// whether they name one (an id or a state).
 func (e *ComputeError) NameHolder() (NameHolder, bool) {
-	id, _ := e.Details[DetailHolderID].(string)
-	key, _ := e.Details[DetailHolderKey].(string)
-	state, _ := e.Details[DetailHolderState].(string)
-	return NameHolder{ID: id, IdempotencyKey: key, State: state}, id != "" || state != ""
+	if h := e.Details.NameHolder; h != nil {
+		return *h, h.ID != "" || h.State != ""
+	}
+	return NameHolder{}, false
 }
 
 // ComputeError is the error of every service call: a Code, a human message and
-// optional details (see the Detail* keys). It travels as
-// {"error":{"code","message","details"}} on the bus.
+// optional details (see ErrorDetails; not sent when all are zero). It
+// travels as {"error":{"code","message","details"}} on the bus.
 type ComputeError struct {
-	Code    Code           `json:"code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details,omitempty"`
+	Code    Code         `json:"code"`
+	Message string       `json:"message"`
+	Details ErrorDetails `json:"details,omitzero"`
 }
 
 // Error implements error as "CODE: message".
@@ -101,28 +147,21 @@ func Errorf(code Code, format string, args ...any) *ComputeError {
 	return &ComputeError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// With returns e with details[key] set to value (e is modified and returned).
-func (e *ComputeError) With(key string, value any) *ComputeError {
-	if e.Details == nil {
-		e.Details = map[string]any{}
-	}
-	e.Details[key] = value
-	return e
-}
-
 // InvalidInput is INVALID_INPUT naming the offending field path in details.path.
 func InvalidInput(path, format string, args ...any) *ComputeError {
-	return Errorf(CodeInvalidInput, format, args...).With(DetailPath, path)
+	return Errorf(CodeInvalidInput, format, args...).WithPath(path)
 }
 
 // InvalidConfig is INVALID_CONFIG naming the offending field path in details.path.
 func InvalidConfig(path, format string, args ...any) *ComputeError {
-	return Errorf(CodeInvalidConfig, format, args...).With(DetailPath, path)
+	return Errorf(CodeInvalidConfig, format, args...).WithPath(path)
 }
 
 // NotFound is NOT_FOUND for the resource kind and id, e.g. NotFound("pool", "pool_01…").
 func NotFound(kind, id string) *ComputeError {
-	return Errorf(CodeNotFound, "%s %q not found", kind, id).With("id", id)
+	e := Errorf(CodeNotFound, "%s %q not found", kind, id)
+	e.Details.ID = id
+	return e
 }
 
 // RateLimited is RATE_LIMITED with details.retryAfterMs set to retryAfter in
@@ -132,13 +171,17 @@ func RateLimited(retryAfter time.Duration, format string, args ...any) *ComputeE
 	if ms < 0 {
 		ms = 0
 	}
-	return Errorf(CodeRateLimited, format, args...).With(DetailRetryAfterMs, ms)
+	e := Errorf(CodeRateLimited, format, args...)
+	e.Details.RetryAfterMs = &ms
+	return e
 }
 
 // ProviderError is PROVIDER_ERROR with the provider API's HTTP status and error
 // code in details (status 0 and code "" when the API could not be reached).
 func ProviderError(status int, code, format string, args ...any) *ComputeError {
-	return Errorf(CodeProviderError, format, args...).With(DetailStatus, status).With(DetailCode, code)
+	e := Errorf(CodeProviderError, format, args...)
+	e.Details.Status, e.Details.Code = &status, &code
+	return e
 }
 
 // AsComputeError returns err as a *ComputeError: itself if it is one (or wraps
@@ -178,43 +221,74 @@ func IsCode(err error, codes ...Code) bool {
 	return false
 }
 
-// RetryAfter is details.retryAfterMs as a duration (0 when absent). JSON
-// numbers decode as float64, Go values may be any integer kind: both are read.
+// RetryAfter is details.retryAfterMs as a duration (0 when absent).
 func (e *ComputeError) RetryAfter() time.Duration {
-	switch v := e.Details[DetailRetryAfterMs].(type) {
-	case int64:
-		return time.Duration(v) * time.Millisecond
-	case int:
-		return time.Duration(v) * time.Millisecond
-	case float64:
-		return time.Duration(v * float64(time.Millisecond))
+	if ms := e.Details.RetryAfterMs; ms != nil {
+		return time.Duration(*ms) * time.Millisecond
 	}
 	return 0
 }
 
 // NotExecuted reports whether details.notExecuted is true: the provider
 // proves the call changed nothing.
-func (e *ComputeError) NotExecuted() bool {
-	v, _ := e.Details[DetailNotExecuted].(bool)
-	return v
-}
+func (e *ComputeError) NotExecuted() bool { return e.Details.NotExecuted }
 
 // Path is details.path ("" when absent).
 func (e *ComputeError) Path() string {
-	p, _ := e.Details[DetailPath].(string)
-	return p
+	if p := e.Details.Path; p != nil {
+		return *p
+	}
+	return ""
 }
 
 // APIStatus is the provider API's HTTP status of a PROVIDER_ERROR
-// (details.status, whether set in-process as an int or decoded from a reply
-// as a number), and its error code (details.code); 0 and "" when absent.
+// (details.status) and its error code (details.code); 0 and "" when absent.
 func (e *ComputeError) APIStatus() (status int, code string) {
-	switch v := e.Details[DetailStatus].(type) {
-	case float64:
-		status = int(v)
-	case int:
-		status = v
+	if s := e.Details.Status; s != nil {
+		status = *s
 	}
-	code, _ = e.Details[DetailCode].(string)
+	if c := e.Details.Code; c != nil {
+		code = *c
+	}
 	return status, code
 }
+
+// MapStrings is d with f applied to every string it holds, in every field
+// (e.g. to cut secret values out of a provider's text before it is sent).
+func (d ErrorDetails) MapStrings(f func(string) string) ErrorDetails {
+	str := func(p *string) *string {
+		if p == nil {
+			return nil
+		}
+		s := f(*p)
+		return &s
+	}
+	list := func(l []string) []string {
+		if l == nil {
+			return nil
+		}
+		out := make([]string, len(l))
+		for i, s := range l {
+			out[i] = f(s)
+		}
+		return out
+	}
+	out := d
+	out.Accounts, out.Instances, out.Pools = list(d.Accounts), list(d.Instances), list(d.Pools)
+	out.Code, out.Path = str(d.Code), str(d.Path)
+	out.ID, out.Reason, out.Scheme = f(d.ID), f(d.Reason), f(d.Scheme)
+	if h := d.NameHolder; h != nil {
+		out.NameHolder = &NameHolder{ID: f(h.ID), IdempotencyKey: f(h.IdempotencyKey), State: f(h.State)}
+	}
+	return out
+}
+
+// String is d as its wire JSON, so a %v of the details reads as sent.
+func (d ErrorDetails) String() string {
+	b, _ := json.Marshal(d) // cannot fail: see ErrorDetails
+	return string(b)
+}
+
+// GoString is String, so a %#v of an error shows the details' values, not
+// their pointers.
+func (d ErrorDetails) GoString() string { return d.String() }

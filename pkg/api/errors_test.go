@@ -11,7 +11,7 @@ import (
 
 func TestErrorf(t *testing.T) {
 	e := Errorf(CodeNotFound, "pool %q in %d", "p", 3)
-	if e.Code != CodeNotFound || e.Message != `pool "p" in 3` || e.Details != nil {
+	if e.Code != CodeNotFound || e.Message != `pool "p" in 3` || !reflect.DeepEqual(e.Details, ErrorDetails{}) {
 		t.Fatalf("Errorf = %+v", e)
 	}
 	if got := e.Error(); got != `NOT_FOUND: pool "p" in 3` {
@@ -19,13 +19,13 @@ func TestErrorf(t *testing.T) {
 	}
 }
 
-func TestWith(t *testing.T) {
+func TestWithPath(t *testing.T) {
 	e := Errorf(CodeConflict, "x")
-	got := e.With("a", 1).With("b", "two").With("a", 3)
+	got := e.WithPath("a").WithPath("b")
 	if got != e {
-		t.Fatal("With must return its receiver")
+		t.Fatal("WithPath must return its receiver")
 	}
-	want := map[string]any{"a": 3, "b": "two"}
+	want := ErrorDetails{Path: new("b")}
 	if !reflect.DeepEqual(e.Details, want) {
 		t.Fatalf("details = %v, want %v", e.Details, want)
 	}
@@ -37,24 +37,24 @@ func TestConstructors(t *testing.T) {
 		err     *ComputeError
 		code    Code
 		message string
-		details map[string]any
+		details ErrorDetails
 	}{
 		{"invalid input", InvalidInput("flavors[0].offerId", "bad %s", "offer"), CodeInvalidInput, "bad offer",
-			map[string]any{DetailPath: "flavors[0].offerId"}},
+			ErrorDetails{Path: new("flavors[0].offerId")}},
 		{"invalid config", InvalidConfig("config.token", "need %d", 1), CodeInvalidConfig, "need 1",
-			map[string]any{DetailPath: "config.token"}},
+			ErrorDetails{Path: new("config.token")}},
 		{"not found", NotFound("pool", "pool_1"), CodeNotFound, `pool "pool_1" not found`,
-			map[string]any{"id": "pool_1"}},
+			ErrorDetails{ID: "pool_1"}},
 		{"rate limited", RateLimited(1500*time.Millisecond, "slow down"), CodeRateLimited, "slow down",
-			map[string]any{DetailRetryAfterMs: int64(1500)}},
+			ErrorDetails{RetryAfterMs: new(int64(1500))}},
 		{"rate limited sub-millisecond", RateLimited(999*time.Microsecond, "x"), CodeRateLimited, "x",
-			map[string]any{DetailRetryAfterMs: int64(0)}},
+			ErrorDetails{RetryAfterMs: new(int64(0))}},
 		{"rate limited negative", RateLimited(-5*time.Second, "x"), CodeRateLimited, "x",
-			map[string]any{DetailRetryAfterMs: int64(0)}},
+			ErrorDetails{RetryAfterMs: new(int64(0))}},
 		{"provider error", ProviderError(422, "invalid_input", "api said %s", "no"), CodeProviderError, "api said no",
-			map[string]any{DetailStatus: 422, DetailCode: "invalid_input"}},
+			ErrorDetails{Status: new(422), Code: new("invalid_input")}},
 		{"provider unreachable", ProviderError(0, "", "down"), CodeProviderError, "down",
-			map[string]any{DetailStatus: 0, DetailCode: ""}},
+			ErrorDetails{Status: new(0), Code: new("")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +73,6 @@ func TestPath(t *testing.T) {
 		{InvalidInput("machine.name", "x"), "machine.name"},
 		{InvalidInput("", "x"), ""},
 		{Errorf(CodeInternal, "x"), ""},
-		{Errorf(CodeInternal, "x").With(DetailPath, 7), ""},
 	}
 	for i, tc := range tests {
 		if got := tc.err.Path(); got != tc.want {
@@ -84,21 +83,22 @@ func TestPath(t *testing.T) {
 
 func TestRetryAfter(t *testing.T) {
 	tests := []struct {
-		name  string
-		value any
-		want  time.Duration
+		name string
+		body string // the details of a decoded reply
+		want time.Duration
 	}{
-		{"int", 250, 250 * time.Millisecond},
-		{"int64", int64(1200), 1200 * time.Millisecond},
-		{"float64 from JSON", float64(3000), 3 * time.Second},
-		{"float64 fraction", 1.5, 1500 * time.Microsecond},
-		{"string ignored", "100", 0},
-		{"int32 ignored", int32(100), 0},
-		{"nil", nil, 0},
+		{"whole milliseconds", `{"retryAfterMs":1200}`, 1200 * time.Millisecond},
+		{"seconds", `{"retryAfterMs":3000}`, 3 * time.Second},
+		{"zero", `{"retryAfterMs":0}`, 0},
+		{"absent", `{"path":"x"}`, 0},
+		{"unknown keys ignored", `{"retryAfterMs":250,"vendorHint":{"a":[1]}}`, 250 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := Errorf(CodeRateLimited, "x").With(DetailRetryAfterMs, tc.value)
+			var e ComputeError
+			if err := json.Unmarshal([]byte(`{"code":"RATE_LIMITED","message":"x","details":`+tc.body+`}`), &e); err != nil {
+				t.Fatal(err)
+			}
 			if got := e.RetryAfter(); got != tc.want {
 				t.Fatalf("RetryAfter() = %v, want %v", got, tc.want)
 			}
@@ -222,5 +222,120 @@ func TestNameHolderSurvivesTheWire(t *testing.T) {
 	}
 	if _, named := ProviderError(409, "uniqueness_error", "taken").NameHolder(); named {
 		t.Fatal("a refusal without holder details names a holder")
+	}
+}
+
+// TestErrorWireBytes: one error per details field, each encoded to the
+// exact bytes the former map[string]any details produced (keys sorted,
+// zero values sent where the constructor always sets them).
+func TestErrorWireBytes(t *testing.T) {
+	permanentAndUnsent := ProviderError(422, "invalid_input", "image %q not found", "debian-99")
+	permanentAndUnsent.Details.Permanent, permanentAndUnsent.Details.NotExecuted = true, true
+	unsentRateLimit := RateLimited(1500*time.Millisecond, "slow down")
+	unsentRateLimit.Details.NotExecuted = true
+	reason := NotFound("server", "inst_01")
+	reason.Details.Reason = "no server carries the idempotency key"
+	accounts := Errorf(CodeInvalidState, "referenced")
+	accounts.Details.Accounts = []string{"pacct_nested", "pacct_top"}
+	instances := Errorf(CodeInvalidState, "used")
+	instances.Details.Instances = []string{"inst_01"}
+	pools := Errorf(CodeInvalidState, "used")
+	pools.Details.Pools = []string{"pool_01", "pool_02"}
+	scheme := InvalidInput("ref", "no store")
+	scheme.Details.Scheme = "vault"
+	version := Errorf(CodeConflict, "stale").WithPath("version")
+	version.Details.Version = 4
+	tests := []struct {
+		name string
+		err  *ComputeError
+		want string
+	}{
+		{"no details", Errorf(CodeInternal, "bug"), `{"code":"INTERNAL","message":"bug"}`},
+		{"path", InvalidInput("machine.name", "required"),
+			`{"code":"INVALID_INPUT","message":"required","details":{"path":"machine.name"}}`},
+		{"empty path", InvalidInput("", "request body must be a JSON object"),
+			`{"code":"INVALID_INPUT","message":"request body must be a JSON object","details":{"path":""}}`},
+		{"config path", InvalidConfig("config.token", "required"),
+			`{"code":"INVALID_CONFIG","message":"required","details":{"path":"config.token"}}`},
+		{"id", NotFound("pool", "pool_1"), `{"code":"NOT_FOUND","message":"pool \"pool_1\" not found","details":{"id":"pool_1"}}`},
+		{"reason", reason,
+			`{"code":"NOT_FOUND","message":"server \"inst_01\" not found","details":{"id":"inst_01","reason":"no server carries the idempotency key"}}`},
+		{"retryAfterMs zero", RateLimited(0, "now"), `{"code":"RATE_LIMITED","message":"now","details":{"retryAfterMs":0}}`},
+		{"retryAfterMs and notExecuted", unsentRateLimit,
+			`{"code":"RATE_LIMITED","message":"slow down","details":{"notExecuted":true,"retryAfterMs":1500}}`},
+		{"status and code unreachable", ProviderError(0, "", "down"),
+			`{"code":"PROVIDER_ERROR","message":"down","details":{"code":"","status":0}}`},
+		{"permanent and notExecuted", permanentAndUnsent,
+			`{"code":"PROVIDER_ERROR","message":"image \"debian-99\" not found","details":{"code":"invalid_input","notExecuted":true,"permanent":true,"status":422}}`},
+		{"name holder", ProviderError(409, "uniqueness_error", "taken").WithNameHolder(NameHolder{ID: "50000001", IdempotencyKey: "inst_01", State: "running"}),
+			`{"code":"PROVIDER_ERROR","message":"taken","details":{"code":"uniqueness_error","holderId":"50000001","holderIdempotencyKey":"inst_01","holderState":"running","status":409}}`},
+		{"name holder gone", ProviderError(409, "uniqueness_error", "taken").WithNameHolder(NameHolder{State: "deleted"}),
+			`{"code":"PROVIDER_ERROR","message":"taken","details":{"code":"uniqueness_error","holderId":"","holderIdempotencyKey":"","holderState":"deleted","status":409}}`},
+		{"accounts", accounts, `{"code":"INVALID_STATE","message":"referenced","details":{"accounts":["pacct_nested","pacct_top"]}}`},
+		{"instances", instances, `{"code":"INVALID_STATE","message":"used","details":{"instances":["inst_01"]}}`},
+		{"pools", pools, `{"code":"INVALID_STATE","message":"used","details":{"pools":["pool_01","pool_02"]}}`},
+		{"scheme", scheme, `{"code":"INVALID_INPUT","message":"no store","details":{"path":"ref","scheme":"vault"}}`},
+		{"version", version, `{"code":"CONFLICT","message":"stale","details":{"path":"version","version":4}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := json.Marshal(tc.err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Fatalf("encoded\n %s\nwant\n %s", got, tc.want)
+			}
+			var back ComputeError
+			if err := json.Unmarshal(got, &back); err != nil || !reflect.DeepEqual(&back, tc.err) {
+				t.Fatalf("decoded %+v (%v), want %+v", back, err, tc.err)
+			}
+		})
+	}
+}
+
+// TestMapStringsCoversEveryString: MapStrings reaches every string the
+// details hold (the secret redaction of pkg/provider relies on it). The
+// input sets every field, so a new field fails here until it is mapped.
+func TestMapStringsCoversEveryString(t *testing.T) {
+	var in ErrorDetails
+	all := `{"accounts":["s"],"code":"s","holderId":"s","holderIdempotencyKey":"s","holderState":"s","id":"s",
+		"instances":["s"],"notExecuted":true,"path":"s","permanent":true,"pools":["s"],"reason":"s",
+		"retryAfterMs":1,"scheme":"s","status":1,"version":1}`
+	if err := json.Unmarshal([]byte(all), &in); err != nil {
+		t.Fatal(err)
+	}
+	v := reflect.ValueOf(in)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("field %s is not set by the test input: add its key", v.Type().Field(i).Name)
+		}
+	}
+	out := in.MapStrings(func(s string) string { return s + "-cut" })
+	var wire map[string]any
+	if err := json.Unmarshal([]byte(out.String()), &wire); err != nil {
+		t.Fatal(err)
+	}
+	var strs []string
+	for _, val := range wire {
+		switch x := val.(type) {
+		case string:
+			strs = append(strs, x)
+		case []any:
+			for _, e := range x {
+				strs = append(strs, e.(string))
+			}
+		}
+	}
+	if len(strs) != 11 {
+		t.Fatalf("%d strings in %s, want 11", len(strs), out)
+	}
+	for _, s := range strs {
+		if s != "s-cut" {
+			t.Errorf("string %q of %s was not mapped", s, out)
+		}
+	}
+	if in.Reason != "s" {
+		t.Errorf("MapStrings changed its input: %s", in)
 	}
 }

@@ -38,8 +38,24 @@ const (
 	KindMetal = "metal"
 )
 
+// CapacityType says how an offer's machines are held: for as long as the
+// caller keeps them, or on spare capacity the provider may take back.
+type CapacityType string
+
+// Capacity types of an offer, one per line with its meaning.
+const (
+	CapacityOnDemand CapacityType = "on-demand" // kept until deleted; interruptionProbability 0
+	CapacitySpot     CapacityType = "spot"      // spare capacity the provider may reclaim at any time
+)
+
+// CapacityTypes lists every capacity type, in schema order.
+func CapacityTypes() []CapacityType { return []CapacityType{CapacityOnDemand, CapacitySpot} }
+
 // Offer is a machine shape a provider account can create: vCPUs, memory and
-// disk in GiB, and the gross price per hour in Currency (EUR for Hetzner).
+// disk in GiB, the gross price per hour in Currency (EUR for Hetzner), its
+// capacity type and, for spot capacity, the provider's estimate of the
+// probability (0..1) that a machine of it is interrupted (0 for on-demand
+// offers; Hetzner Cloud and Proxmox offer on-demand capacity only).
 type Offer struct {
 	ID           string   `json:"id"`
 	Kind         string   `json:"kind"`
@@ -51,6 +67,9 @@ type Offer struct {
 	PricePerHour *float64 `json:"pricePerHour,omitempty"`
 	Currency     string   `json:"currency,omitempty"`
 	Available    bool     `json:"available"`
+
+	CapacityType            CapacityType `json:"capacityType"`
+	InterruptionProbability float64      `json:"interruptionProbability"`
 }
 
 // OfferQuery filters offers; zero fields do not filter. GPUs > 0 asks for

@@ -99,7 +99,7 @@ const (
 	// outcome being learnt (no reply came, or the pass was interrupted after
 	// sending it): it is never sent again, since reset or reinstall must not
 	// run twice. One the provider proves it did not run
-	// (DetailNotExecuted) is sent again instead.
+	// (ErrorDetails.NotExecuted) is sent again instead.
 	OperationUnknown OperationState = "Unknown"
 )
 

@@ -59,7 +59,7 @@ func TestCall(t *testing.T) {
 		}},
 		bus.Endpoint{Name: "limited", Subject: "test.limited", Handler: func(_ context.Context, req *bus.Request) (any, error) {
 			req.ReplyHeader.Set("Test-Budget", "0 left")
-			return nil, api.RateLimited(1500*time.Millisecond, "slow down").With(api.DetailPath, "machine.name")
+			return nil, api.RateLimited(1500*time.Millisecond, "slow down").WithPath("machine.name")
 		}},
 		bus.Endpoint{Name: "foreign", Subject: "test.foreign", Handler: func(context.Context, *bus.Request) (any, error) {
 			return nil, errors.New("disk on fire")
@@ -126,7 +126,7 @@ func TestCall(t *testing.T) {
 			t.Fatalf("a failure's reply header Test-Budget = %q, want the handler's %q", got, "0 left")
 		}
 		want := &api.ComputeError{Code: api.CodeRateLimited, Message: "slow down",
-			Details: map[string]any{api.DetailRetryAfterMs: float64(1500), api.DetailPath: "machine.name"}}
+			Details: api.ErrorDetails{RetryAfterMs: new(int64(1500)), Path: new("machine.name")}}
 		ce := api.AsComputeError(err)
 		if !reflect.DeepEqual(ce, want) {
 			t.Fatalf("Call = %#v, want %#v", ce, want)

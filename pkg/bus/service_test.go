@@ -137,7 +137,7 @@ func TestTenantChecks(t *testing.T) {
 				}
 				return
 			}
-			want := api.Errorf(tc.code, "%s", tc.message).With(api.DetailPath, tc.path)
+			want := api.Errorf(tc.code, "%s", tc.message).WithPath(tc.path)
 			if got := api.AsComputeError(err); !reflect.DeepEqual(got, want) {
 				t.Fatalf("Call = %#v, want %#v", got, want)
 			}

@@ -29,10 +29,10 @@ func FuzzDecode(f *testing.F) {
 		if !ok || ce.Code != api.CodeInvalidInput {
 			t.Fatalf("Decode(%q) = %v, want INVALID_INPUT", body, err)
 		}
-		path, ok := ce.Details[api.DetailPath].(string)
-		if !ok {
+		if ce.Details.Path == nil {
 			t.Fatalf("Decode(%q): no details.path in %+v", body, ce)
 		}
+		path := ce.Path()
 		if path == "" || path == "." {
 			return
 		}

@@ -206,7 +206,7 @@ func plainSecretError(p string) error {
 
 func withPath(err error, p string) error {
 	ce := api.AsComputeError(err)
-	return (&api.ComputeError{Code: ce.Code, Message: p + ": " + ce.Message}).With(api.DetailPath, p)
+	return (&api.ComputeError{Code: ce.Code, Message: p + ": " + ce.Message}).WithPath(p)
 }
 
 // secretSuffixes end the names of fields that must hold secret references.

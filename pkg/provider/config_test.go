@@ -159,7 +159,7 @@ func TestValidateConfig(t *testing.T) {
 				}
 				return
 			}
-			want := api.Errorf(tc.code, "%s", tc.message).With(api.DetailPath, tc.path)
+			want := api.Errorf(tc.code, "%s", tc.message).WithPath(tc.path)
 			if got != nil || !reflect.DeepEqual(api.AsComputeError(err), want) {
 				t.Fatalf("ValidateConfig = %v, %#v; want %#v", got, err, want)
 			}

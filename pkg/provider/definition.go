@@ -18,10 +18,21 @@ const (
 	// (KeyDeleter). Without it a caller has no way to find a half-made
 	// machine but a create of the key.
 	CapabilityDeleteByKey = "delete.byKey"
+	// CapabilitySpot is offering spot capacity: some offers are
+	// api.CapacitySpot with an interruptionProbability in (0,1]. It needs
+	// no interface; a provider without spot capacity (Hetzner Cloud,
+	// Proxmox) claims it not, and the conformance spot profile skips.
+	CapabilitySpot = "spot"
 )
 
-// Capabilities lists every capability.
-var Capabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey}
+// CallCapabilities are the capabilities that add calls (an optional
+// interface each): a provider not claiming one answers its calls
+// UNSUPPORTED.
+var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey}
+
+// Capabilities lists every capability: the CallCapabilities and spot, a
+// claim about offers.
+var Capabilities = append(slices.Clone(CallCapabilities), CapabilitySpot)
 
 // Provides lists what a provider may provide.
 var Provides = []string{api.KindVPS, api.KindMetal}
@@ -38,7 +49,8 @@ const Extension = "provider"
 
 // Definition describes a provider: its id (lower-case letters, digits,
 // hyphens), semantic version, what it provides (vps, metal), its account
-// config manifest, its capabilities (power, reinstall, list, delete.byKey) and a
+// config manifest, its capabilities (power, reinstall, list, delete.byKey,
+// spot) and a
 // constructor building a Client for one account. It is what Define is
 // given; what it returns, and Serve serves, is a Defined.
 type Definition struct {

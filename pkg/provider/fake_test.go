@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,7 +96,9 @@ func (c *bareClient) Get(ctx context.Context, call *provider.Call, id string) (*
 		if err != nil {
 			return nil, err
 		}
-		return nil, api.ProviderError(401, "unauthorized", "token %s rejected", token).With("echo", "sent "+token)
+		ce := api.ProviderError(401, "unauthorized", "token %s rejected", token)
+		ce.Details.Reason = "sent " + token // provider text in a details string
+		return nil, ce
 	}
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
@@ -206,25 +209,13 @@ func account(id string, version int64) api.ProviderAccount {
 }
 
 // wantError fails unless err is the ComputeError code/message with details.
-func wantError(t *testing.T, err error, code api.Code, message string, details map[string]any) {
+func wantError(t *testing.T, err error, code api.Code, message string, details api.ErrorDetails) {
 	t.Helper()
 	ce := api.AsComputeError(err)
-	if ce == nil || ce.Code != code || ce.Message != message || !equalDetails(ce.Details, details) {
+	if ce == nil || ce.Code != code || ce.Message != message || !reflect.DeepEqual(ce.Details, details) {
 		t.Fatalf("got %#v, want %s %q %v", ce, code, message, details)
 	}
 	if strings.Contains(ce.Error(), tokenValue) {
 		t.Fatalf("error %q holds the secret value", ce.Error())
 	}
-}
-
-func equalDetails(got, want map[string]any) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for k, v := range want {
-		if got[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -379,7 +379,7 @@ func providerError(err error) *api.ComputeError {
 func prefixPath(err error, prefix string) error {
 	ce := api.AsComputeError(err)
 	if p := ce.Path(); p != "" {
-		ce.Details[api.DetailPath] = prefix + p
+		ce.WithPath(prefix + p)
 	}
 	return ce
 }
@@ -423,14 +423,7 @@ func (r *redactingResolver) redact(ce *api.ComputeError) *api.ComputeError {
 	if len(r.values) == 0 {
 		return ce
 	}
-	out := &api.ComputeError{Code: ce.Code, Message: r.cut(ce.Message)}
-	for k, v := range ce.Details {
-		if s, ok := v.(string); ok {
-			v = r.cut(s)
-		}
-		out.With(k, v)
-	}
-	return out
+	return &api.ComputeError{Code: ce.Code, Message: r.cut(ce.Message), Details: ce.Details.MapStrings(r.cut)}
 }
 
 // cut replaces every resolved value in s (r.mu held).

@@ -86,14 +86,14 @@ func TestServeRemoteRoundTrip(t *testing.T) {
 	if err := r.Delete(ctx, acct, "m-key-1"); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	wantError(t, r.Delete(ctx, acct, "m-key-1"), api.CodeNotFound, `machine "m-key-1" not found`, map[string]any{"id": "m-key-1"})
-	wantError(t, r.Power(ctx, acct, "m-key-1", api.ActionOn), api.CodeNotFound, `machine "m-key-1" not found`, map[string]any{"id": "m-key-1"})
+	wantError(t, r.Delete(ctx, acct, "m-key-1"), api.CodeNotFound, `machine "m-key-1" not found`, api.ErrorDetails{ID: "m-key-1"})
+	wantError(t, r.Power(ctx, acct, "m-key-1", api.ActionOn), api.CodeNotFound, `machine "m-key-1" not found`, api.ErrorDetails{ID: "m-key-1"})
 	if st.builds.Load() != 1 {
 		t.Fatalf("%d client builds for one account version, want 1", st.builds.Load())
 	}
 
 	_, err = provider.Remote{NC: env.NC, ID: "nobody"}.Describe(ctx)
-	wantError(t, err, api.CodeUnavailable, "no service answers compute.internal.provider.nobody.describe", nil)
+	wantError(t, err, api.CodeUnavailable, "no service answers compute.internal.provider.nobody.describe", api.ErrorDetails{})
 }
 
 func TestServeValidation(t *testing.T) {
@@ -112,7 +112,7 @@ func TestServeValidation(t *testing.T) {
 	for i := range tooManyKeys {
 		tooManyKeys[i] = "ssh-ed25519 AAAA"
 	}
-	path := func(p string) map[string]any { return map[string]any{api.DetailPath: p} }
+	path := func(p string) api.ErrorDetails { return api.ErrorDetails{Path: &p} }
 	create := func(change func(*api.MachineSpec)) func() error {
 		return func() error { _, err := r.Create(ctx, acct, "k", with(change)); return err }
 	}
@@ -123,7 +123,7 @@ func TestServeValidation(t *testing.T) {
 		err     func() error
 		code    api.Code
 		message string
-		details map[string]any
+		details api.ErrorDetails
 	}{
 		{"account without id", func() error { _, err := r.Offers(ctx, account("", 1), api.OfferQuery{}); return err },
 			api.CodeInvalidInput, "account.id is required (at most 128 characters)", path("account.id")},
@@ -201,12 +201,12 @@ func TestServeCapabilities(t *testing.T) {
 	ctx, acct := testCtx(t), account("pacct_1", 1)
 	bareR, liarR, modestR := provider.Remote{NC: env.NC, ID: "bare"}, provider.Remote{NC: env.NC, ID: "liar"}, provider.Remote{NC: env.NC, ID: "modest"}
 
-	wantError(t, bareR.Power(ctx, acct, "m", api.ActionOn), api.CodeUnsupported, "provider bare does not support power actions", nil)
+	wantError(t, bareR.Power(ctx, acct, "m", api.ActionOn), api.CodeUnsupported, "provider bare does not support power actions", api.ErrorDetails{})
 	_, err := bareR.Reinstall(ctx, acct, "m", "img")
-	wantError(t, err, api.CodeUnsupported, "provider bare does not support reinstall", nil)
+	wantError(t, err, api.CodeUnsupported, "provider bare does not support reinstall", api.ErrorDetails{})
 	_, err = bareR.List(ctx, acct, "", 0)
-	wantError(t, err, api.CodeUnsupported, "provider bare does not support list", nil)
-	wantError(t, modestR.Power(ctx, acct, "m", api.ActionOn), api.CodeUnsupported, "provider modest does not support power actions", nil)
+	wantError(t, err, api.CodeUnsupported, "provider bare does not support list", api.ErrorDetails{})
+	wantError(t, modestR.Power(ctx, acct, "m", api.ActionOn), api.CodeUnsupported, "provider modest does not support power actions", api.ErrorDetails{})
 	if _, err := bareR.Offers(ctx, acct, api.OfferQuery{}); err != nil {
 		t.Fatalf("offers on a bare client: %v", err)
 	}
@@ -216,10 +216,10 @@ func TestServeCapabilities(t *testing.T) {
 
 	_, err = liarR.Offers(ctx, acct, api.OfferQuery{})
 	wantError(t, err, api.CodeInvalidConfig, `provider liar claims "power" but its client does not implement it`,
-		map[string]any{api.DetailPath: "capabilities[0]"})
+		api.ErrorDetails{Path: new("capabilities[0]")})
 	_, err = liarR.Offers(ctx, acct, api.OfferQuery{})
 	wantError(t, err, api.CodeInvalidConfig, `provider liar claims "power" but its client does not implement it`,
-		map[string]any{api.DetailPath: "capabilities[0]"})
+		api.ErrorDetails{Path: new("capabilities[0]")})
 	if liarState.builds.Load() != 2 {
 		t.Fatalf("liar builds = %d: a refused client must not be cached", liarState.builds.Load())
 	}
@@ -234,7 +234,7 @@ func TestServeClientCache(t *testing.T) {
 	offers := func(a api.ProviderAccount) error { _, err := r.Offers(ctx, a, api.OfferQuery{}); return err }
 
 	st.failBuilds.Store(1)
-	wantError(t, offers(account("pacct_1", 1)), api.CodeInvalidConfig, "build tiny client: registry down", nil)
+	wantError(t, offers(account("pacct_1", 1)), api.CodeInvalidConfig, "build tiny client: registry down", api.ErrorDetails{})
 	if err := offers(account("pacct_1", 1)); err != nil {
 		t.Fatalf("the call after a failed build: %v", err)
 	}
@@ -272,22 +272,22 @@ func TestServeClientFailures(t *testing.T) {
 	acct := account("pacct_1", 1)
 
 	_, err := r.Get(bus.WithRequestID(testCtx(t), "req-panic-1"), acct, "panic")
-	wantError(t, err, api.CodeProviderError, "provider tiny failed unexpectedly (request req-panic-1)", nil)
+	wantError(t, err, api.CodeProviderError, "provider tiny failed unexpectedly (request req-panic-1)", api.ErrorDetails{})
 	if m, err := r.Get(testCtx(t), acct, "absent"); err != nil || m != nil {
 		t.Fatalf("get after a panic = %+v, %v", m, err)
 	}
 
 	_, err = r.Get(testCtx(t), acct, "foreign")
-	wantError(t, err, api.CodeProviderError, "upstream said no", nil)
+	wantError(t, err, api.CodeProviderError, "upstream said no", api.ErrorDetails{})
 
 	_, err = r.Get(testCtx(t), acct, "leak")
 	wantError(t, err, api.CodeProviderError, "token [REDACTED] rejected",
-		map[string]any{api.DetailStatus: float64(401), api.DetailCode: "unauthorized", "echo": "sent [REDACTED]"})
+		api.ErrorDetails{Code: new("unauthorized"), Reason: "sent [REDACTED]", Status: new(401)})
 
 	// A secret the tenant cannot resolve is the resolver's error, unredacted
 	// since nothing was resolved.
 	other := acct
 	other.TenantID = "beta"
 	_, err = r.Get(testCtx(t), other, "leak")
-	wantError(t, err, api.CodeNotFound, `secret "`+secretRef+`" not found`, map[string]any{"id": secretRef})
+	wantError(t, err, api.CodeNotFound, `secret "`+secretRef+`" not found`, api.ErrorDetails{ID: secretRef})
 }

@@ -102,8 +102,10 @@ func (s *service) updateAccount(ctx context.Context, req *bus.Request) (any, err
 // checkVersion is CONFLICT (path version) unless a is at version want.
 func checkVersion(a *api.Account, want int64) error {
 	if a.Version != want {
-		return api.Errorf(api.CodeConflict, "account %s is at version %d, not %d: read it again", a.ID, a.Version, want).
-			With(api.DetailPath, "version").With("version", a.Version)
+		ce := api.Errorf(api.CodeConflict, "account %s is at version %d, not %d: read it again", a.ID, a.Version, want).
+			WithPath("version")
+		ce.Details.Version = a.Version
+		return ce
 	}
 	return nil
 }

@@ -38,9 +38,11 @@ func listHandler[T any](t table[T]) bus.Handler {
 
 // deleteHandler answers <resource>.delete {id}: it deletes the record of t
 // unless users names records that still use it. Errors: INVALID_INPUT (path
-// id), NOT_FOUND, INVALID_STATE with details[usersKey] naming up to 10 users,
-// CONFLICT when the record changed during the delete, UNAVAILABLE.
-func deleteHandler[T any](t table[T], usersKey string, users func(ctx context.Context, tenant, id string) ([]string, error)) bus.Handler {
+// id), NOT_FOUND, INVALID_STATE naming up to 10 users in the details field
+// setUsers fills (usersKey in its message), CONFLICT when the record changed
+// during the delete, UNAVAILABLE.
+func deleteHandler[T any](t table[T], usersKey string, setUsers func(*api.ErrorDetails, []string),
+	users func(ctx context.Context, tenant, id string) ([]string, error)) bus.Handler {
 	return func(ctx context.Context, req *bus.Request) (any, error) {
 		var in api.IDRequest
 		if err := req.Decode(&in); err != nil {
@@ -57,8 +59,9 @@ func deleteHandler[T any](t table[T], usersKey string, users func(ctx context.Co
 			return nil, err
 		}
 		if len(ids) > 0 {
-			return nil, api.Errorf(api.CodeInvalidState, "%s %s is still used by %s %v: delete them first", t.Kind(), in.ID, usersKey, ids).
-				With(usersKey, ids)
+			ce := api.Errorf(api.CodeInvalidState, "%s %s is still used by %s %v: delete them first", t.Kind(), in.ID, usersKey, ids)
+			setUsers(&ce.Details, ids)
+			return nil, ce
 		}
 		if err := t.Delete(ctx, req.Tenant, in.ID, rev); err != nil {
 			return nil, err

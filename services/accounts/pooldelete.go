@@ -48,5 +48,7 @@ func (s *service) deletePool(ctx context.Context, req *bus.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return nil, api.Errorf(api.CodeInvalidState, "pool %s is still used by instances %v: delete them first", in.ID, ids).With("instances", ids)
+	ce := api.Errorf(api.CodeInvalidState, "pool %s is still used by instances %v: delete them first", in.ID, ids)
+	ce.Details.Instances = ids
+	return nil, ce
 }

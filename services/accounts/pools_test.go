@@ -133,7 +133,7 @@ func TestAccountDeleteRefusedWhilePoolExists(t *testing.T) {
 	p := createPool(t, e, a.ID, "cx22-fsn1")
 	_, err := call[api.Deleted](t, e.NC, tenant, bus.ResourceAccounts, "delete", api.IDRequest{ID: a.ID})
 	wantErr(t, err, api.CodeInvalidState, "")
-	if pools := err.Details["pools"]; !reflect.DeepEqual(pools, []any{p.ID}) {
+	if pools := err.Details.Pools; !reflect.DeepEqual(pools, []string{p.ID}) {
 		t.Fatalf("details.pools = %v, want [%s]", pools, p.ID)
 	}
 	if n := countKeys(t, e.Stores.Accounts); n != 1 {
@@ -158,7 +158,7 @@ func TestPoolDeleteRefusedWhileInstanceExists(t *testing.T) {
 
 	_, err := call[api.Deleted](t, e.NC, tenant, bus.ResourcePools, "delete", api.IDRequest{ID: p.ID})
 	wantErr(t, err, api.CodeInvalidState, "")
-	if ids := err.Details["instances"]; !reflect.DeepEqual(ids, []any{inst.ID}) {
+	if ids := err.Details.Instances; !reflect.DeepEqual(ids, []string{inst.ID}) {
 		t.Fatalf("details.instances = %v, want [%s]", ids, inst.ID)
 	}
 	if n := countKeys(t, e.Stores.Pools); n != 2 {

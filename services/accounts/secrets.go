@@ -60,6 +60,6 @@ func (s *service) checkSecrets(ctx context.Context, tenant string, config map[st
 // details.path set to path and the path leading the message.
 func atPath(err error, path string) *api.ComputeError {
 	ce := api.AsComputeError(err)
-	out := &api.ComputeError{Code: ce.Code, Message: path + ": " + ce.Message, Details: maps.Clone(ce.Details)}
-	return out.With(api.DetailPath, path)
+	out := &api.ComputeError{Code: ce.Code, Message: path + ": " + ce.Message, Details: ce.Details}
+	return out.WithPath(path)
 }

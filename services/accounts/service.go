@@ -80,7 +80,7 @@ func (s *service) endpoints() []bus.Endpoint {
 		ep(bus.ResourceAccounts, "get", getHandler[api.Account](s.accounts)),
 		ep(bus.ResourceAccounts, "list", listHandler[api.Account](s.accounts)),
 		ep(bus.ResourceAccounts, "update", s.updateAccount),
-		ep(bus.ResourceAccounts, "delete", deleteHandler(s.accounts, "pools", s.poolsOf)),
+		ep(bus.ResourceAccounts, "delete", deleteHandler(s.accounts, "pools", setPools, s.poolsOf)),
 		ep(bus.ResourceAccounts, "offers", s.accountOffers),
 		ep(bus.ResourcePools, "create", s.createPool),
 		ep(bus.ResourcePools, "get", getHandler[api.Pool](s.pools)),

@@ -61,6 +61,9 @@ func usersOf[T any](ctx context.Context, r bus.Reader[T], tenant string, uses fu
 	return ids, nil
 }
 
+// setPools puts the ids of the pools still using an account in details.pools.
+func setPools(d *api.ErrorDetails, ids []string) { d.Pools = ids }
+
 // poolsOf names the pools of tenant on account id.
 func (s *service) poolsOf(ctx context.Context, tenant, id string) ([]string, error) {
 	return usersOf(ctx, s.pools.Reader(), tenant,

@@ -96,7 +96,9 @@ func (c *client) DeleteByKey(ctx context.Context, call *provider.Call, key strin
 		return err
 	}
 	if len(found) == 0 {
-		return api.NotFound("server", key).With("reason", "no server carries the idempotency key")
+		ce := api.NotFound("server", key)
+		ce.Details.Reason = "no server carries the idempotency key"
+		return ce
 	}
 	for _, srv := range found {
 		if srv.Status == hcloud.ServerStatusDeleting {

@@ -29,7 +29,7 @@ import (
 //
 // Errors: INVALID_INPUT (machine.sshKeys[i] not an id), PROVIDER_ERROR
 // (details.status 409, code uniqueness_error, permanent when another
-// machine holds the name, with the DetailHolder* details when that server is managed
+// machine holds the name, with details.NameHolder when that server is managed
 // (see api.NameHolder): the caller can tell a name still held by one of
 // its servers being deleted, which frees it when its delete action ends;
 // 0/unreachable when the API cannot be reached, also when the reply of a

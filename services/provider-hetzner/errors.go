@@ -61,7 +61,7 @@ func providerError(status int, code, format string, args ...any) *api.ComputeErr
 	case status == http.StatusBadRequest,
 		status == http.StatusUnprocessableEntity && code != string(hcloud.ErrorCodeServiceError),
 		status == http.StatusConflict && code == string(hcloud.ErrorCodeUniquenessError):
-		ce.With(api.DetailPermanent, true)
+		ce.Details.Permanent = true
 	}
 	return ce
 }
@@ -76,7 +76,7 @@ func classify(ctx context.Context, err error, rec *recorder, serverID string, no
 	}
 	ce := mapError(ctx, err, rec, serverID, now)
 	if rec.untouched() {
-		ce.With(api.DetailNotExecuted, true)
+		ce.Details.NotExecuted = true
 	}
 	return ce
 }

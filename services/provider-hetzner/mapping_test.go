@@ -145,14 +145,14 @@ func TestMapFailure(t *testing.T) {
 					t.Errorf("retryAfter = %v, want %v", ce.RetryAfter(), c.retryAfter)
 				}
 			case api.CodeProviderError:
-				if ce.Details[api.DetailStatus] != c.status || ce.Details[api.DetailCode] != c.apiCode {
+				if status, code := ce.APIStatus(); ce.Details.Status == nil || ce.Details.Code == nil || status != c.status || code != c.apiCode {
 					t.Errorf("details = %v, want status %d code %q", ce.Details, c.status, c.apiCode)
 				}
 				if ce.Permanent() != c.permanent {
 					t.Errorf("permanent = %v, want %v (details %v)", ce.Permanent(), c.permanent, ce.Details)
 				}
 			case api.CodeNotFound:
-				if ce.Details["id"] != c.serverID {
+				if ce.Details.ID != c.serverID {
 					t.Errorf("details = %v, want id %s", ce.Details, c.serverID)
 				}
 			}

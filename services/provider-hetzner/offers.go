@@ -71,6 +71,8 @@ func offerIn(t *hcloud.ServerType, region string) (api.Offer, bool) {
 			PricePerHour: hourlyPrice(t, region),
 			Currency:     currencyEUR,
 			Available:    tl.Available,
+			// Hetzner Cloud sells no spot capacity.
+			CapacityType: api.CapacityOnDemand,
 		}, true
 	}
 	return api.Offer{}, false

@@ -179,7 +179,7 @@ func (e *pveError) computeError() *api.ComputeError {
 	}
 	ce := api.ProviderError(e.status, string(e.kind), "proxmox: %s", e.Error())
 	if e.status == http.StatusBadRequest || e.status == http.StatusUnprocessableEntity {
-		ce.With(api.DetailPermanent, true)
+		ce.Details.Permanent = true
 	}
 	return ce
 }
@@ -188,7 +188,9 @@ func (e *pveError) computeError() *api.ComputeError {
 // call may have changed anything (rec.untouched).
 func markNotExecuted(err error, rec *recorder) error {
 	if err != nil && rec.untouched() {
-		return api.AsComputeError(err).With(api.DetailNotExecuted, true)
+		ce := api.AsComputeError(err)
+		ce.Details.NotExecuted = true
+		return ce
 	}
 	return err
 }
@@ -212,8 +214,7 @@ func classify(ctx context.Context, err error) error {
 	case errors.As(err, &pe):
 		return pe.computeError()
 	case errors.As(err, &denied):
-		return api.Errorf(api.CodeAccessDenied, "proxmox: %v; the account's url must name a cluster the operator allows", denied).
-			With(api.DetailPath, "config."+FieldURL)
+		return api.Errorf(api.CodeAccessDenied, "proxmox: %v; the account's url must name a cluster the operator allows", denied).WithPath("config." + FieldURL)
 	case ctx.Err() != nil:
 		return api.Errorf(api.CodeUnavailable, "proxmox: call ended before the API answered: %v", ctx.Err())
 	}

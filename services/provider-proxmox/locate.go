@@ -138,7 +138,9 @@ func (s *session) managedVM(ctx context.Context, vmid int) (*located, error) {
 	}
 	if want := s.call.IdempotencyKey; want != "" {
 		if key, _ := vm.cfg.key(); key != want {
-			return nil, api.NotFound("vm", strconv.Itoa(vmid)).With("reason", "the VMID now holds a VM of another idempotency key")
+			ce := api.NotFound("vm", strconv.Itoa(vmid))
+			ce.Details.Reason = "the VMID now holds a VM of another idempotency key"
+			return nil, ce
 		}
 	}
 	return vm, nil

@@ -97,7 +97,7 @@ func TestFailureTable(t *testing.T) {
 		if ce.Code != c.code {
 			t.Errorf("%d %q → %s, want %s", c.status, c.msg, ce.Code, c.code)
 		}
-		if ce.Code == api.CodeProviderError && (ce.Details[api.DetailStatus] != c.status || ce.Details[api.DetailCode] != string(c.kind)) {
+		if ce.Code == api.CodeProviderError && !hasAPIStatus(ce, c.status, string(c.kind)) {
 			t.Errorf("%d %q → details %v, want status %d code %s", c.status, c.msg, ce.Details, c.status, c.kind)
 		}
 		// Only a refusal of the request itself can never pass.
@@ -106,7 +106,7 @@ func TestFailureTable(t *testing.T) {
 		}
 	}
 	task := taskFailure("UPID:pve1:00010001:00100000:65E1A1C0:qmclone:9000:root@pam!x:", "clone failed: boom").computeError()
-	if task.Code != api.CodeProviderError || task.Details[api.DetailCode] != "clone failed: boom" || task.Details[api.DetailStatus] != http.StatusOK || task.Permanent() {
+	if task.Code != api.CodeProviderError || !hasAPIStatus(task, http.StatusOK, "clone failed: boom") || task.Permanent() {
 		t.Errorf("task failure → %+v, want PROVIDER_ERROR with the exit status as code", task)
 	}
 	for _, exit := range []string{"OK", "WARNINGS: 1", "WARNINGS: 12"} {
@@ -340,4 +340,10 @@ func TestConfigUpdate(t *testing.T) {
 			t.Errorf("tagUpdate(%q, keep %q) = %q, %v; want %q, %v", tc.have, tc.keep, got, change, tc.want, tc.change)
 		}
 	}
+}
+
+// hasAPIStatus reports whether ce's details carry the API status and code.
+func hasAPIStatus(ce *api.ComputeError, status int, code string) bool {
+	got, gotCode := ce.APIStatus()
+	return ce.Details.Status != nil && ce.Details.Code != nil && got == status && gotCode == code
 }

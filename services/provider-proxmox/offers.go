@@ -27,7 +27,8 @@ func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.Offe
 	offers = []api.Offer{}
 	for _, sz := range c.cfg.Sizes {
 		o := api.Offer{ID: sz.Name, Kind: api.KindVPS, Region: c.cfg.region(), Vcpu: sz.Vcpu,
-			MemoryGiB: float64(sz.MemoryGiB), DiskGiB: float64(sz.DiskGiB)}
+			MemoryGiB: float64(sz.MemoryGiB), DiskGiB: float64(sz.DiskGiB),
+			CapacityType: api.CapacityOnDemand} // a cluster's own VMs are never reclaimed
 		if q.Matches(o) {
 			offers = append(offers, o)
 		}

@@ -126,7 +126,9 @@ func (c *client) DeleteByKey(ctx context.Context, call *provider.Call, key strin
 		}
 	}
 	if len(ours) == 0 {
-		return api.NotFound("vm", key).With("reason", "no VM in the VMID slots of this key carries the idempotency key")
+		ce := api.NotFound("vm", key)
+		ce.Details.Reason = "no VM in the VMID slots of this key carries the idempotency key"
+		return ce
 	}
 	for _, vm := range ours {
 		s.vmid = vm.vmid

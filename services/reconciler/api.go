@@ -127,8 +127,7 @@ func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string,
 		return nil, "", err
 	}
 	if prev.RequestHash != rec.RequestHash {
-		return nil, "", api.Errorf(api.CodeConflict, "idempotencyKey was used for a different create request").
-			With(api.DetailPath, "idempotencyKey")
+		return nil, "", api.Errorf(api.CodeConflict, "idempotencyKey was used for a different create request").WithPath("idempotencyKey")
 	}
 	inst, err := r.load(ctx, tenant, prev.InstanceID)
 	if api.IsCode(err, api.CodeNotFound) {
@@ -339,7 +338,7 @@ func (r *Reconciler) recheckPool(ctx context.Context, tenant, poolID string) err
 // refuseDeletingPool is INVALID_STATE for a pool a pools.delete is removing.
 func refuseDeletingPool(p *api.Pool) error {
 	if p.DeletionRequestedAt != nil {
-		return api.Errorf(api.CodeInvalidState, "pool %s is being deleted", p.ID).With(api.DetailPath, "poolId")
+		return api.Errorf(api.CodeInvalidState, "pool %s is being deleted", p.ID).WithPath("poolId")
 	}
 	return nil
 }

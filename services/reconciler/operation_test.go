@@ -176,7 +176,9 @@ func TestRepeatedDeleteQueuesWorkAgain(t *testing.T) {
 		h := newHarness(t, fastOptions())
 		inst := h.create(api.InstanceCreateRequest{})
 		h.waitPhase(inst.ID, api.PhaseRunning)
-		h.cloud.FailNext(provider.VerbDelete, api.ProviderError(400, "invalid_parameter", "parameter verification failed").With(api.DetailPermanent, true))
+		refusal := api.ProviderError(400, "invalid_parameter", "parameter verification failed")
+		refusal.Details.Permanent = true
+		h.cloud.FailNext(provider.VerbDelete, refusal)
 		if err := h.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
 			t.Fatal(err)
 		}

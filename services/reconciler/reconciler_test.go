@@ -573,7 +573,7 @@ func TestDeleteFinishesWhenCreateIsRefused(t *testing.T) {
 // (TestMapFailure in provider-hetzner, TestFailureTable in
 // provider-proxmox).
 func TestPermanentRefusalTable(t *testing.T) {
-	permanent := func(ce *api.ComputeError) *api.ComputeError { return ce.With(api.DetailPermanent, true) }
+	permanent := func(ce *api.ComputeError) *api.ComputeError { ce.Details.Permanent = true; return ce }
 	cases := []struct {
 		err  *api.ComputeError
 		want bool
@@ -581,7 +581,7 @@ func TestPermanentRefusalTable(t *testing.T) {
 		{permanent(api.ProviderError(422, "invalid_input", "image not found")), true},
 		{permanent(api.ProviderError(422, "unsupported_error", "not for this type")), true},
 		{permanent(api.ProviderError(400, "json_error", "bad body")), true},
-		{&api.ComputeError{Code: api.CodeProviderError, Details: map[string]any{"status": float64(422), "code": "invalid_input", "permanent": true}}, true},
+		{&api.ComputeError{Code: api.CodeProviderError, Details: api.ErrorDetails{Status: new(422), Code: new("invalid_input"), Permanent: true}}, true},
 		{permanent(api.ProviderError(409, "uniqueness_error", "name taken by another key")), true},
 		{api.Errorf(api.CodeInvalidInput, "no template"), true},
 		{api.ProviderError(422, "invalid_input", "image not found"), false},
@@ -607,7 +607,9 @@ func TestPermanentRefusalTable(t *testing.T) {
 // forever.
 func TestRefusedCreateFailsTheInstance(t *testing.T) {
 	h := newHarness(t, fastOptions())
-	h.cloud.FailNext(provider.VerbCreate, api.ProviderError(422, "invalid_input", "image %q not found", "debian-99").With(api.DetailPermanent, true))
+	refusal := api.ProviderError(422, "invalid_input", "image %q not found", "debian-99")
+	refusal.Details.Permanent = true
+	h.cloud.FailNext(provider.VerbCreate, refusal)
 	inst := h.create(api.InstanceCreateRequest{})
 	failed := h.waitPhase(inst.ID, api.PhaseFailed)
 	c := providerCondition(failed)
@@ -629,7 +631,7 @@ func TestCreateRefusedTable(t *testing.T) {
 		{api.ProviderError(422, "invalid_input", "bad image"), true},
 		{api.ProviderError(409, "uniqueness_error", "name taken"), true},
 		{api.Errorf(api.CodeCapacityUnavailable, "every slot of the key holds another VM"), true},
-		{&api.ComputeError{Code: api.CodeProviderError, Details: map[string]any{"status": float64(404)}}, true},
+		{&api.ComputeError{Code: api.CodeProviderError, Details: api.ErrorDetails{Status: new(404)}}, true},
 		{api.ProviderError(429, "rate_limit_exceeded", "slow down"), false},
 		{api.ProviderError(408, "timeout", "timeout"), false},
 		{api.ProviderError(503, "unavailable", "down"), false},

@@ -37,9 +37,9 @@ func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 		return nil, err
 	}
 	if len(accounts) > 0 {
-		return nil, api.Errorf(api.CodeInvalidState, "secret %s is referenced by provider account(s) %s; remove the references first",
-			in.ID, strings.Join(accounts, ", ")).
-			With("accounts", accounts)
+		ce := api.Errorf(api.CodeInvalidState, "secret %s is referenced by provider account(s) %s; remove the references first", in.ID, strings.Join(accounts, ", "))
+		ce.Details.Accounts = accounts
+		return nil, ce
 	}
 	if err := s.local.secrets.Remove(ctx, req.Tenant, in.ID); err != nil {
 		return nil, err

@@ -84,7 +84,7 @@ func TestDeleteRefusedWhileAnAccountReferencesIt(t *testing.T) {
 	write("acme", "pacct_unrelated", map[string]any{"token": unrelated.Ref})
 
 	ce := wantError(t, h.call(t, cmd("acme", "delete"), api.IDRequest{ID: s.ID}, nil), api.CodeInvalidState, "")
-	if got := ce.Details["accounts"]; !reflect.DeepEqual(got, []any{"pacct_nested", "pacct_top"}) {
+	if got := ce.Details.Accounts; !reflect.DeepEqual(got, []string{"pacct_nested", "pacct_top"}) {
 		t.Fatalf("details.accounts %v, want [pacct_nested pacct_top]", got)
 	}
 	if _, err := h.resolve(t, "acme", s.Ref); err != nil {

@@ -127,8 +127,7 @@ func (s *service) repeated(ctx context.Context, req *bus.Request, id, value stri
 		return nil, err
 	}
 	if subtle.ConstantTimeCompare(stored, []byte(value)) != 1 {
-		return nil, api.Errorf(api.CodeConflict, "idempotencyKey was already used to store a different value").
-			With(api.DetailPath, "idempotencyKey")
+		return nil, api.Errorf(api.CodeConflict, "idempotencyKey was already used to store a different value").WithPath("idempotencyKey")
 	}
 	req.Log.Info().Str("secret_id", id).Msg("secret put repeated")
 	return meta, nil

@@ -74,8 +74,10 @@ func (b broker) resolve(ctx context.Context, tenant, ref string, unconfigured ap
 	rt, ok := b[r.Scheme]
 	switch {
 	case !ok:
-		return "", api.Errorf(unconfigured, "no secret store is configured for %s:// references (this service serves %s)",
-			r.Scheme, b.schemes()).With(api.DetailPath, "ref").With("scheme", r.Scheme)
+		ce := api.Errorf(unconfigured, "no secret store is configured for %s:// references (this service serves %s)",
+			r.Scheme, b.schemes()).WithPath("ref")
+		ce.Details.Scheme = r.Scheme
+		return "", ce
 	case rt.tenants != nil && !rt.tenants[tenant]:
 		return "", api.Errorf(api.CodeAccessDenied, "tenant %q may not read %s:// references", tenant, r.Scheme)
 	}

@@ -62,7 +62,7 @@ func TestDefaultStoreServesSecretOnly(t *testing.T) {
 	for _, ref := range []string{"env://" + envVarName, "vault://kv/team/hetzner#token"} {
 		t.Run(ref, func(t *testing.T) {
 			ce := wantError(t, h.createAccount(t, "root", ref), api.CodeInvalidInput, "config.token", "env-value-91c2")
-			if ce.Details["scheme"] == nil {
+			if ce.Details.Scheme == "" {
 				t.Errorf("details %v name no scheme", ce.Details)
 			}
 			_, err := h.resolve(t, "root", ref)

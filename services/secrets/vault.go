@@ -102,11 +102,11 @@ func (s *vaultStore) Resolve(ctx context.Context, _ string, ref api.SecretRef) (
 		return "", vaultError(where, err)
 	}
 	if sec.Data == nil {
-		return "", api.Errorf(api.CodeNotFound, "the latest version of vault secret %s is deleted", where).With("id", where)
+		return "", vaultNotFound(where, "the latest version of vault secret %s is deleted", where)
 	}
 	raw, ok := sec.Data[ref.Field]
 	if !ok {
-		return "", api.Errorf(api.CodeNotFound, "vault secret %s has no field %q", where, ref.Field).With("id", ref.String())
+		return "", vaultNotFound(ref.String(), "vault secret %s has no field %q", where, ref.Field)
 	}
 	v, ok := raw.(string)
 	if !ok || v == "" {
@@ -149,13 +149,13 @@ func vaultError(where string, err error) error {
 	var re *vault.ResponseError
 	switch {
 	case errors.Is(err, vault.ErrSecretNotFound):
-		return api.Errorf(api.CodeNotFound, "vault secret %s not found", where).With("id", where)
+		return vaultNotFound(where, "vault secret %s not found", where)
 	case errors.As(err, &re):
 		switch s := re.StatusCode; {
 		case s == http.StatusUnauthorized || s == http.StatusForbidden:
 			return api.Errorf(api.CodeAccessDenied, "vault denied reading %s (status %d): check the token's policy", where, s)
 		case s == http.StatusNotFound:
-			return api.Errorf(api.CodeNotFound, "vault secret %s not found", where).With("id", where)
+			return vaultNotFound(where, "vault secret %s not found", where)
 		case s == http.StatusTooManyRequests || s >= 500:
 			return api.Errorf(api.CodeUnavailable, "vault answered status %d reading %s (sealed, standby or overloaded?)", s, where)
 		default:
@@ -169,4 +169,11 @@ func vaultError(where string, err error) error {
 		return api.Errorf(api.CodeUnavailable, "vault cannot be reached reading %s: %v", where, err)
 	}
 	return api.Errorf(api.CodeInternal, "unexpected answer from vault reading %s", where)
+}
+
+// vaultNotFound is NOT_FOUND naming id (details.id) with a formatted message.
+func vaultNotFound(id, format string, args ...any) *api.ComputeError {
+	ce := api.Errorf(api.CodeNotFound, format, args...)
+	ce.Details.ID = id
+	return ce
 }

@@ -190,19 +190,25 @@ func (c *Cloud) enter(verb, target string) error {
 	return err
 }
 
-// Offers of the memory provider: two sizes in one region.
+// Offers of the memory provider: two on-demand sizes and a spot one in one
+// region.
 var Offers = []api.Offer{
-	{ID: "small", Kind: api.KindVPS, Region: "mem1", Vcpu: 1, MemoryGiB: 1, DiskGiB: 10, Available: true},
-	{ID: "large", Kind: api.KindVPS, Region: "mem1", Vcpu: 8, MemoryGiB: 32, DiskGiB: 200, Available: true},
+	{ID: "small", Kind: api.KindVPS, Region: "mem1", Vcpu: 1, MemoryGiB: 1, DiskGiB: 10, Available: true,
+		CapacityType: api.CapacityOnDemand},
+	{ID: "large", Kind: api.KindVPS, Region: "mem1", Vcpu: 8, MemoryGiB: 32, DiskGiB: 200, Available: true,
+		CapacityType: api.CapacityOnDemand},
+	{ID: "small-spot", Kind: api.KindVPS, Region: "mem1", Vcpu: 1, MemoryGiB: 1, DiskGiB: 10, Available: true,
+		CapacityType: api.CapacitySpot, InterruptionProbability: 0.05},
 }
 
 // Definition is the memory provider over cloud: provides vps, claims power,
-// reinstall, list and delete.byKey; its manifest has a required token (secret) that every
+// reinstall, list, delete.byKey and spot; its manifest has a required token (secret) that every
 // call resolves, as a real provider would.
 func Definition(cloud *Cloud) *provider.Defined {
 	return provider.MustDefine(provider.Definition{
 		ID: ProviderID, Version: "1.0.0", Provides: []string{api.KindVPS},
-		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey},
+		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey,
+			provider.CapabilitySpot},
 		Manifest: []api.ManifestField{
 			{Name: "token", Type: provider.TypeSecret, Required: true, Description: "API token"},
 			{Name: "region", Type: provider.TypeOption, Options: []string{"mem1"}, Default: "mem1", Description: "region"},
@@ -288,7 +294,7 @@ func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.Mach
 		return &m, nil
 	}
 	if !slices.ContainsFunc(Offers, func(o api.Offer) bool { return o.ID == spec.OfferID }) {
-		return nil, api.Errorf(api.CodeInvalidConfig, "unknown offer %q", spec.OfferID).With(api.DetailPath, "machine.offerId")
+		return nil, api.Errorf(api.CodeInvalidConfig, "unknown offer %q", spec.OfferID).WithPath("machine.offerId")
 	}
 	c.next++
 	id := strconv.Itoa(c.next)
@@ -341,7 +347,9 @@ func (cl *client) DeleteByKey(ctx context.Context, call *provider.Call, key stri
 	defer c.mu.Unlock()
 	id, ok := c.byKey[key]
 	if !ok {
-		return api.NotFound("machine", key).With("reason", "no machine carries the idempotency key")
+		ce := api.NotFound("machine", key)
+		ce.Details.Reason = "no machine carries the idempotency key"
+		return ce
 	}
 	delete(c.byKey, key)
 	delete(c.machines, id)

@@ -21,7 +21,7 @@ func WantCode(t testing.TB, err error, code api.Code) *api.ComputeError {
 func WantProviderError(t testing.TB, err error, status int, code string) *api.ComputeError {
 	t.Helper()
 	ce := WantCode(t, err, api.CodeProviderError)
-	if ce.Details[api.DetailStatus] != status || ce.Details[api.DetailCode] != code {
+	if gotStatus, gotCode := ce.APIStatus(); ce.Details.Status == nil || ce.Details.Code == nil || gotStatus != status || gotCode != code {
 		t.Fatalf("details = %v, want status %d code %q", ce.Details, status, code)
 	}
 	return ce

@@ -17,7 +17,7 @@ func TestSecrets(t *testing.T) {
 		t.Fatalf("resolve = %q, %v", v, err)
 	}
 	_, err := s.Resolve(context.Background(), "env://OTHER")
-	if ce := providertest.WantCode(t, err, api.CodeNotFound); ce.Details["id"] != "env://OTHER" {
+	if ce := providertest.WantCode(t, err, api.CodeNotFound); ce.Details.ID != "env://OTHER" {
 		t.Fatalf("details = %v, want id env://OTHER", ce.Details)
 	}
 }
