@@ -48,6 +48,7 @@ type Stores struct {
 	Pools       jetstream.KeyValue
 	Instances   jetstream.KeyValue
 	Idempotency jetstream.KeyValue
+	Watermarks  jetstream.KeyValue
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -71,6 +72,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		{&st.Pools, jetstream.KeyValueConfig{Bucket: BucketPools, Description: "pools"}},
 		{&st.Instances, jetstream.KeyValueConfig{Bucket: BucketInstances, Description: "instances"}},
 		{&st.Idempotency, jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
+		{&st.Watermarks, jetstream.KeyValueConfig{Bucket: BucketWatermarks, Description: "high-water marks of the buckets above"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage
