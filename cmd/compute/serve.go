@@ -17,6 +17,7 @@ func serviceFlags(cmd *cobra.Command, c *serviceConfig) {
 	f := cmd.Flags()
 	f.StringVar(&c.sealKeyFile, "seal-key-file", envOr("COMPUTE_SEAL_KEY_FILE", c.sealKeyFile), "secrets: seal key file, created 0600 when absent (env COMPUTE_SEAL_KEY_FILE; COMPUTE_SEAL_KEY overrides)")
 	f.StringArrayVar(&c.secretStores, "secret-store", strings.Fields(os.Getenv("COMPUTE_SECRETS_STORES")), "secrets: a store references may name, repeatable: secret, env[:TENANT,...] or vault[:TENANT,...] (env and vault default to tenant "+secrets.DefaultOperatorTenant+"); a list replaces the default, secret only (env COMPUTE_SECRETS_STORES, space-separated)")
+	f.StringArrayVar(&c.envPrefixes, "env-secret-prefix", strings.Fields(envOr("COMPUTE_ENV_SECRET_PREFIXES", secrets.EnvSecretPrefix)), "secrets: env:// resolves only variables whose names start with this, repeatable (env COMPUTE_ENV_SECRET_PREFIXES, space-separated)")
 	f.StringVar(&c.vaultAddr, "vault-addr", os.Getenv("VAULT_ADDR"), "secrets: HashiCorp Vault address of the vault store (env VAULT_ADDR)")
 	f.StringVar(&c.vaultTokenFile, "vault-token-file", os.Getenv("COMPUTE_VAULT_TOKEN_FILE"), "secrets: file holding the Vault token, re-read before each read (env COMPUTE_VAULT_TOKEN_FILE; else env VAULT_TOKEN)")
 	f.StringVar(&c.hetznerEndpoint, "hetzner-endpoint", envOr("COMPUTE_HETZNER_ENDPOINT", c.hetznerEndpoint), "provider-hetzner: Hetzner Cloud API endpoint (env COMPUTE_HETZNER_ENDPOINT; default the real API)")

@@ -33,6 +33,7 @@ type serviceConfig struct {
 	sealKeyFile     string
 	secretStores    []string              // --secret-store values
 	stores          []secrets.StoreConfig // parsed from secretStores by parseSecretStores
+	envPrefixes     []string              // --env-secret-prefix: names env:// may resolve (secrets.Options.EnvPrefixes)
 	vaultAddr       string
 	vaultTokenFile  string
 	hetznerEndpoint string
@@ -180,7 +181,8 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 		if err != nil {
 			return nil, err
 		}
-		return secrets.Start(nc, st, secrets.Options{Keyring: kr, Stores: c.stores, Vault: vault, Logger: c.log})
+		return secrets.Start(nc, st, secrets.Options{Keyring: kr, Stores: c.stores, Vault: vault,
+			EnvPrefixes: c.envPrefixes, Logger: c.log})
 	},
 	"accounts": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
 		return accounts.Start(nc, st, accounts.Options{Logger: c.log})
