@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -48,6 +49,27 @@ func TestTableRefusesRecordsOverMaxRecordBytes(t *testing.T) {
 	}
 	if got, _, err := tab.Get(ctx, "acme", "x"); err != nil || len(got.Spec.Blob) != 10 {
 		t.Fatalf("refused update was stored: %d bytes of blob, %v", len(got.Spec.Blob), err)
+	}
+}
+
+// A record stored over the limit before it existed can still be changed
+// (a delete or power request, a status) but not grown further.
+func TestTableUpdatesLegacyOversizeRecords(t *testing.T) {
+	env := bustest.Start(t)
+	ctx, tab := testCtx(t), bus.NewTable[blobRec](env.Stores.Pools, "rec")
+	data, err := json.Marshal(blob("old", 50_000, "<"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Stores.Pools.Put(ctx, bus.RecordKey("acme", "old"), data); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tab.Mutate(ctx, "acme", "old", func(r *blobRec) error { r.Spec.Note = "deleting"; return nil }); err != nil {
+		t.Fatalf("small change to a legacy %d-byte record = %v, want it written", len(data), err)
+	}
+	_, _, err = tab.Mutate(ctx, "acme", "old", func(r *blobRec) error { r.Spec.Blob += strings.Repeat("<", 2_000); return nil })
+	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeInvalidInput || ce.Path() != "spec.blob" {
+		t.Fatalf("growing a legacy record by 12,000 bytes = %v, want INVALID_INPUT path spec.blob", err)
 	}
 }
 

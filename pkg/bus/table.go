@@ -83,7 +83,7 @@ func (t *Table[T]) Get(ctx context.Context, tenant, id string) (T, uint64, error
 // Create writes v as record id of tenant only if there is none (or it was
 // deleted) and returns its revision. Errors: ALREADY_EXISTS, UNAVAILABLE.
 func (t *Table[T]) Create(ctx context.Context, tenant, id string, v T) (uint64, error) {
-	return writeJSON(ctx, t.kv, RecordKey(tenant, id), v, 0, true)
+	return writeJSON(ctx, t.kv, RecordKey(tenant, id), v, nil, 0, true)
 }
 
 // Mutate reads record id of tenant, applies change to it and writes it back
@@ -111,7 +111,7 @@ func (t *Table[T]) MutateAt(ctx context.Context, tenant, id string, cur T, rev u
 		if err := change(&next); err != nil {
 			return cur, rev, false, err // change's own CONFLICT is no lost race
 		}
-		newRev, err := writeJSON(ctx, t.kv, key, next, rev, false)
+		newRev, err := writeJSON(ctx, t.kv, key, next, cur, rev, false)
 		if err != nil {
 			return cur, rev, api.IsCode(err, api.CodeConflict), err
 		}
