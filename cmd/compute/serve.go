@@ -21,6 +21,9 @@ func serviceFlags(cmd *cobra.Command, c *serviceConfig) {
 		"secrets: a store references may name, repeatable: secret, env[:TENANT,...] or vault[:TENANT,...] "+
 			"(env and vault default to tenant "+secrets.DefaultOperatorTenant+"); "+
 			"a list replaces the default, secret only (env COMPUTE_SECRETS_STORES, space-separated)")
+	f.StringArrayVar(&c.envPrefixes, "env-secret-prefix", strings.Fields(envOr("COMPUTE_ENV_SECRET_PREFIXES", secrets.EnvSecretPrefix)),
+		"secrets: env:// resolves only variables whose names start with this, repeatable "+
+			"(env COMPUTE_ENV_SECRET_PREFIXES, space-separated)")
 	f.StringVar(&c.vaultAddr, "vault-addr", os.Getenv("VAULT_ADDR"), "secrets: HashiCorp Vault address of the vault store (env VAULT_ADDR)")
 	f.StringVar(&c.vaultTokenFile, "vault-token-file", os.Getenv("COMPUTE_VAULT_TOKEN_FILE"),
 		"secrets: file holding the Vault token, re-read before each read (env COMPUTE_VAULT_TOKEN_FILE; else env VAULT_TOKEN)")
@@ -39,6 +42,11 @@ func serviceFlags(cmd *cobra.Command, c *serviceConfig) {
 	f.StringVar(&c.proxmoxAllowed, "proxmox-allowed-networks", os.Getenv("COMPUTE_PROXMOX_ALLOWED_NETWORKS"),
 		"provider-proxmox: comma-separated CIDR prefixes or IP addresses account urls may connect to "+
 			"(env COMPUTE_PROXMOX_ALLOWED_NETWORKS; empty: any address but link-local ones such as cloud metadata)")
+	f.BoolVar(&c.acceptStoreLoss, "accept-store-loss", false,
+		"secrets, accounts, reconciler: serve a store that holds less than was acknowledged (truncated, or restored from a backup) "+
+			"and lower its high-water mark; once, after a restore (docs/operations.md)")
+	f.BoolVar(&c.allowUnsynced, "allow-unsynced-store", false,
+		"serve on a nats-server that does not fsync every write (no sync_interval: always); for development only")
 	f.DurationVar(&c.resyncInterval, "resync-interval", 0, "reconciler: requeue every instance this often (default 10m; negative disables)")
 }
 
@@ -64,6 +72,9 @@ func serveCmd(g *globals) *cobra.Command {
 			// Providers keep no state: their NATS users have no JetStream access.
 			var st *bus.Stores
 			if slices.ContainsFunc(args, func(n string) bool { return !strings.HasPrefix(n, "provider-") }) {
+				if err := c.checkSync(nc); err != nil {
+					return err
+				}
 				if st, err = openStores(nc, replicas); err != nil {
 					return fmt.Errorf("open stores: %w", err)
 				}

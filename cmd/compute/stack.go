@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -32,6 +33,7 @@ type serviceConfig struct {
 	sealKeyFile     string
 	secretStores    []string              // --secret-store values
 	stores          []secrets.StoreConfig // parsed from secretStores by parseSecretStores
+	envPrefixes     []string              // --env-secret-prefix: names env:// may resolve (secrets.Options.EnvPrefixes)
 	vaultAddr       string
 	vaultTokenFile  string
 	hetznerEndpoint string
@@ -40,7 +42,83 @@ type serviceConfig struct {
 	proxmoxAllowed  string
 	proxmoxEgress   *egress.Policy // parsed from proxmoxAllowed by parseEgress
 	resyncInterval  time.Duration
+	acceptStoreLoss bool // --accept-store-loss: serve a store that went backwards (bus.Guard)
+	allowUnsynced   bool // --allow-unsynced-store: serve on a server that does not fsync every write
 	log             zerolog.Logger
+}
+
+// guarded lists the buckets each stateful service owns: their high-water
+// marks (bus.Guard) are checked before it starts and raised while it runs.
+var guarded = map[string][]string{
+	"secrets":    {bus.BucketSecrets},
+	"accounts":   {bus.BucketAccounts, bus.BucketPools},
+	"reconciler": {bus.BucketInstances},
+}
+
+// markInterval is how often a running service raises its buckets' marks:
+// a store that loses the writes of the last interval goes unnoticed.
+const markInterval = 10 * time.Second
+
+// guard checks the marks of service's buckets (none for a provider) and
+// keeps raising them until the returned stop is called, which records them
+// once more. Errors: bus.Guard.Check's (INVALID_STATE: the store went
+// backwards and --accept-store-loss is not set).
+func (c *serviceConfig) guard(st *bus.Stores, service string) (stop func(), err error) {
+	buckets, ok := guarded[service]
+	if !ok {
+		return func() {}, nil
+	}
+	g := bus.NewGuard(st, buckets...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lost, err := g.Check(ctx, c.acceptStoreLoss)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lost {
+		c.log.Warn().Str("service", service).Str("loss", l).Msg("store went backwards; serving what is left (--accept-store-loss)")
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	record := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := g.Record(ctx); err != nil {
+			c.log.Warn().Err(err).Str("service", service).Msg("high-water mark not recorded")
+		}
+	}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(markInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				record()
+				return
+			case <-t.C:
+				record()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }, nil
+}
+
+// checkSync refuses a NATS server that does not fsync every write (unless
+// --allow-unsynced-store) and warns when it cannot tell (bus.CheckSync).
+func (c *serviceConfig) checkSync(nc *nats.Conn) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := bus.CheckSync(ctx, nc)
+	switch {
+	case errors.Is(err, bus.ErrSyncUnknown):
+		c.log.Warn().Err(err).Msg("durability unchecked: make sure nats-server has sync_interval: always (deploy/nats.conf sets it)")
+		return nil
+	case err != nil && c.allowUnsynced:
+		c.log.Warn().Err(err).Msg("serving without fsync of every write (--allow-unsynced-store)")
+		return nil
+	}
+	return err
 }
 
 // parseEgress reads --proxmox-allowed-networks before anything starts, so
@@ -104,7 +182,8 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 		if err != nil {
 			return nil, err
 		}
-		return secrets.Start(nc, st, secrets.Options{Keyring: kr, Stores: c.stores, Vault: vault, Logger: c.log})
+		return secrets.Start(nc, st, secrets.Options{Keyring: kr, Stores: c.stores, Vault: vault,
+			EnvPrefixes: c.envPrefixes, Logger: c.log})
 	},
 	"accounts": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
 		return accounts.Start(nc, st, accounts.Options{Logger: c.log})
@@ -172,12 +251,19 @@ func runServices(nc *nats.Conn, st *bus.Stores, c *serviceConfig, names []string
 			stopAll()
 			return nil, fmt.Errorf("unknown service %q (want one of %s)", n, strings.Join(serviceNames(), ", "))
 		}
-		s, err := start(nc, st, c)
+		stopGuard, err := c.guard(st, n)
 		if err != nil {
 			stopAll()
 			return nil, fmt.Errorf("start %s: %w", n, err)
 		}
-		running = append(running, s)
+		s, err := start(nc, st, c)
+		if err != nil {
+			stopGuard()
+			stopAll()
+			return nil, fmt.Errorf("start %s: %w", n, err)
+		}
+		// Stopped before the guard: its last mark covers every write.
+		running = append(running, stopFunc(stopGuard), s)
 		c.log.Info().Str("service", n).Msg("service started")
 	}
 	return stopAll, nil

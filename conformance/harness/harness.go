@@ -145,7 +145,10 @@ func (h *Harness) startSecrets(ctx context.Context, env bool) error {
 	}
 	o := secrets.Options{Keyring: kr, Logger: h.Log}
 	if env {
+		// This process is the operator's certifier, in their own shell:
+		// the config names the variable it holds (env://HCLOUD_TOKEN).
 		o.Stores = []secrets.StoreConfig{{Scheme: api.SchemeSecret}, {Scheme: api.SchemeEnv, Tenants: []string{Tenant}}}
+		o.EnvPrefixes = []string{""}
 	}
 	svc, err := secrets.Start(nc, stores, o)
 	if err != nil {

@@ -34,7 +34,8 @@ func RequestID(ctx context.Context) string {
 // decodes the reply into out (nil to ignore it). The context's deadline
 // (DefaultTimeout when it has none) travels in the Compute-Deadline header.
 //
-// Errors: the service's *api.ComputeError; UNAVAILABLE when nobody answers
+// Errors: the service's *api.ComputeError; INVALID_INPUT for a request
+// larger than the server's max payload; UNAVAILABLE when nobody answers
 // the subject or the deadline passes; INTERNAL for an unencodable request.
 func Call(ctx context.Context, nc *nats.Conn, subject string, in, out any) error {
 	_, err := CallHeaders(ctx, nc, subject, in, out)
@@ -64,6 +65,10 @@ func CallHeaders(ctx context.Context, nc *nats.Conn, subject string, in, out any
 		msg.Header.Set(RequestIDHeader, id)
 	}
 	reply, err := nc.RequestMsgWithContext(ctx, msg)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return nil, api.InvalidInput("", "the request for %s is %d bytes, more than the server's max payload of %d bytes",
+			subject, len(data), nc.MaxPayload())
+	}
 	if err != nil {
 		return nil, transportError(subject, err)
 	}

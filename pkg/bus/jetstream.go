@@ -48,6 +48,7 @@ type Stores struct {
 	Pools       jetstream.KeyValue
 	Instances   jetstream.KeyValue
 	Idempotency jetstream.KeyValue
+	Watermarks  jetstream.KeyValue
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -72,6 +73,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		{&st.Instances, jetstream.KeyValueConfig{Bucket: BucketInstances, Description: "instances"}},
 		{&st.Idempotency,
 			jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
+		{&st.Watermarks, jetstream.KeyValueConfig{Bucket: BucketWatermarks, Description: "high-water marks of the buckets above"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage

@@ -16,30 +16,37 @@ import (
 // into NOT_FOUND).
 var errNotFound = jetstream.ErrKeyNotFound
 
-// getJSON reads key into v and returns its revision. Errors: errNotFound
-// (missing or deleted key), UNAVAILABLE, INTERNAL (undecodable value).
-func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (uint64, error) {
+// getJSON reads key into v and returns its revision and its size in bytes
+// as stored (encoded). Errors: errNotFound (missing or deleted key),
+// UNAVAILABLE, INTERNAL (undecodable value).
+func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (rev uint64, size int, err error) {
 	e, err := kv.Get(ctx, key)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, errNotFound
+			return 0, 0, errNotFound
 		}
-		return 0, kvError("read", key, err)
+		return 0, 0, kvError("read", key, err)
 	}
 	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, api.Errorf(api.CodeInternal, "record %s/%s is corrupt: %v", kv.Bucket(), key, err)
+		return 0, 0, api.Errorf(api.CodeInternal, "record %s/%s is corrupt: %v", kv.Bucket(), key, err)
 	}
-	return e.Revision(), nil
+	return e.Revision(), len(e.Value()), nil
 }
 
-// writeJSON writes v under key: with create, only if the key does not exist
-// (or was deleted); else only if its revision is still rev (compare and
-// set). Errors: ALREADY_EXISTS (create) or CONFLICT (update) for a lost
-// race (conflictError), UNAVAILABLE, INTERNAL (unencodable value).
-func writeJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any, rev uint64, create bool) (uint64, error) {
+// writeJSON writes v under key: with create (prev nil), only if the key
+// does not exist (or was deleted); else only if its revision is still rev
+// (compare and set), prev being the record as read at rev. Errors:
+// INVALID_INPUT naming the largest field of a record larger than
+// MaxRecordBytes (checkRecordSize), ALREADY_EXISTS (create) or CONFLICT
+// (update) for a lost race (conflictError), UNAVAILABLE, INTERNAL
+// (unencodable value).
+func writeJSON(ctx context.Context, kv jetstream.KeyValue, key string, v, prev any, rev uint64, create bool) (uint64, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return 0, api.Errorf(api.CodeInternal, "encode %s: %v", key, err)
+	}
+	if err := checkRecordSize(data, prev); err != nil {
+		return 0, err
 	}
 	if create {
 		newRev, err := kv.Create(ctx, key, data)

@@ -73,7 +73,7 @@ func (t *Table[T]) Reader() Reader[T] { return Reader[T]{t: t} }
 // (missing or deleted), UNAVAILABLE, INTERNAL (undecodable value).
 func (t *Table[T]) Get(ctx context.Context, tenant, id string) (T, uint64, error) {
 	var v T
-	rev, err := getJSON(ctx, t.kv, RecordKey(tenant, id), &v)
+	rev, _, err := getJSON(ctx, t.kv, RecordKey(tenant, id), &v)
 	if errors.Is(err, errNotFound) {
 		return v, 0, api.NotFound(t.kind, id)
 	}
@@ -83,7 +83,7 @@ func (t *Table[T]) Get(ctx context.Context, tenant, id string) (T, uint64, error
 // Create writes v as record id of tenant only if there is none (or it was
 // deleted) and returns its revision. Errors: ALREADY_EXISTS, UNAVAILABLE.
 func (t *Table[T]) Create(ctx context.Context, tenant, id string, v T) (uint64, error) {
-	return writeJSON(ctx, t.kv, RecordKey(tenant, id), v, 0, true)
+	return writeJSON(ctx, t.kv, RecordKey(tenant, id), v, nil, 0, true)
 }
 
 // Mutate reads record id of tenant, applies change to it and writes it back
@@ -111,7 +111,7 @@ func (t *Table[T]) MutateAt(ctx context.Context, tenant, id string, cur T, rev u
 		if err := change(&next); err != nil {
 			return cur, rev, false, err // change's own CONFLICT is no lost race
 		}
-		newRev, err := writeJSON(ctx, t.kv, key, next, rev, false)
+		newRev, err := writeJSON(ctx, t.kv, key, next, cur, rev, false)
 		if err != nil {
 			return cur, rev, api.IsCode(err, api.CodeConflict), err
 		}
@@ -220,8 +220,11 @@ const (
 
 // List returns one page of tenant's records in id order, skipping records
 // deleted between listing and reading and those keep rejects (keep may be
-// nil). limit is clamped to [1, MaxPageSize] (0 means DefaultPageSize);
-// cursor is the last id of the previous page (api.List.NextCursor).
+// nil). A page holds at most limit records, and ends early before the
+// record that would take its records past MaxPageBytes (as stored), so its
+// reply fits a NATS message; it holds at least one record. limit must be in
+// [1, MaxPageSize] (0 means DefaultPageSize); cursor is the last id of the
+// previous page (api.List.NextCursor).
 // Errors: INVALID_INPUT (path limit), UNAVAILABLE, INTERNAL.
 func (r Reader[T]) List(ctx context.Context, tenant string, limit int, cursor string, keep func(*T) bool) (api.List[T], error) {
 	switch {
@@ -232,17 +235,19 @@ func (r Reader[T]) List(ctx context.Context, tenant string, limit int, cursor st
 	}
 	page := api.List[T]{Items: []T{}}
 	lastID := ""
+	bytes := 0
 	errFull := errors.New("page full")
-	err := r.Each(ctx, tenant, func(_, id string, v T, _ uint64) error {
+	err := r.each(ctx, tenant, func(_, id string, v T, _ uint64, size int) error {
 		if cursor != "" && id <= cursor || keep != nil && !keep(&v) {
 			return nil
 		}
-		if len(page.Items) == limit {
+		if len(page.Items) == limit || len(page.Items) > 0 && bytes+size > MaxPageBytes {
 			page.NextCursor = lastID
 			return errFull
 		}
 		page.Items = append(page.Items, v)
 		lastID = id
+		bytes += size
 		return nil
 	})
 	if err != nil && !errors.Is(err, errFull) {
@@ -272,13 +277,20 @@ func (r Reader[T]) Keys(ctx context.Context, tenant string) ([]string, error) {
 
 // Each is Table.Each: the errors of Keys and fn, UNAVAILABLE, INTERNAL.
 func (r Reader[T]) Each(ctx context.Context, tenant string, fn func(tenant, id string, v T, rev uint64) error) error {
+	return r.each(ctx, tenant, func(tenant, id string, v T, rev uint64, _ int) error {
+		return fn(tenant, id, v, rev)
+	})
+}
+
+// each is Each that also passes each record's size in bytes as stored.
+func (r Reader[T]) each(ctx context.Context, tenant string, fn func(tenant, id string, v T, rev uint64, size int) error) error {
 	keys, err := r.Keys(ctx, tenant)
 	if err != nil {
 		return err
 	}
 	for _, k := range keys {
 		var v T
-		rev, err := getJSON(ctx, r.t.kv, k, &v)
+		rev, size, err := getJSON(ctx, r.t.kv, k, &v)
 		if errors.Is(err, errNotFound) {
 			continue
 		}
@@ -286,7 +298,7 @@ func (r Reader[T]) Each(ctx context.Context, tenant string, fn func(tenant, id s
 			return err
 		}
 		tenant, id, _ := SplitKey(k)
-		if err := fn(tenant, id, v, rev); err != nil {
+		if err := fn(tenant, id, v, rev, size); err != nil {
 			return err
 		}
 	}

@@ -27,7 +27,7 @@ func (s *service) createAccount(ctx context.Context, req *bus.Request) (any, err
 	if err := checkProviderID(in.Provider); err != nil {
 		return nil, err
 	}
-	if err := checkLength("name", in.Name, true); err != nil {
+	if err := checkName("name", in.Name, true); err != nil {
 		return nil, err
 	}
 	config, err := s.validConfig(ctx, req.Tenant, in.Provider, in.Config)
@@ -67,7 +67,7 @@ func (s *service) updateAccount(ctx context.Context, req *bus.Request) (any, err
 	if err := checkVersion(&current, in.Version); err != nil {
 		return nil, err
 	}
-	if err := checkLength("name", in.Name, false); err != nil {
+	if err := checkName("name", in.Name, false); err != nil {
 		return nil, err
 	}
 	var config map[string]any

@@ -3,6 +3,7 @@ package accounts
 import (
 	"fmt"
 	"regexp"
+	"unicode"
 	"unicode/utf8"
 
 	"better-compute.io/compute/pkg/api"
@@ -33,15 +34,25 @@ func checkProviderID(id string) error {
 	return nil
 }
 
-// checkLength refuses s longer than maxNameLength characters, or empty when
-// required: INVALID_INPUT naming path.
-func checkLength(path, s string, required bool) error {
+// checkName refuses a name (or site id) s that is longer than
+// maxNameLength characters, empty when required, not UTF-8, or holds a
+// character that is not printable (unicode.IsPrint: control characters
+// such as NUL, ESC, CR and LF, and format characters such as the bidi
+// override U+202E, which make a listing lie): INVALID_INPUT naming path.
+func checkName(path, s string, required bool) error {
 	n := utf8.RuneCountInString(s)
 	switch {
 	case required && n == 0:
 		return api.InvalidInput(path, "%s is required", path)
 	case n > maxNameLength:
 		return api.InvalidInput(path, "%s must be at most %d characters", path, maxNameLength)
+	case !utf8.ValidString(s):
+		return api.InvalidInput(path, "%s must be UTF-8", path)
+	}
+	for i, r := range s {
+		if !unicode.IsPrint(r) {
+			return api.InvalidInput(path, "%s holds the unprintable character %U at byte %d: only printable characters (no control or bidi characters)", path, r, i)
+		}
 	}
 	return nil
 }
@@ -60,10 +71,10 @@ func checkPoolRequest(in *api.PoolCreateRequest) error {
 	if in.Agent != api.PoolAgentNone {
 		return api.InvalidInput("agent", "agent must be %q for class %q", api.PoolAgentNone, api.PoolClassProvider)
 	}
-	if err := checkLength("name", in.Name, false); err != nil {
+	if err := checkName("name", in.Name, false); err != nil {
 		return err
 	}
-	if err := checkLength("siteId", in.SiteID, false); err != nil {
+	if err := checkName("siteId", in.SiteID, false); err != nil {
 		return err
 	}
 	if len(in.Flavors) == 0 || len(in.Flavors) > maxFlavors {

@@ -79,3 +79,20 @@ func FuzzCheckPoolRequest(f *testing.F) {
 		}
 	})
 }
+
+// Names hold printable characters only (issue 20): NUL, ESC, CR/LF and the
+// bidi override U+202E are refused naming the field; printable names,
+// "*.>" too, are kept as given.
+func TestCheckNameRefusesUnprintable(t *testing.T) {
+	for _, bad := range []string{"a\x00b", "a\x1b[31mb", "a\r\nb", "evil\u202egpj.exe", "\xff", strings.Repeat("n", maxNameLength+1)} {
+		err := checkName("name", bad, true)
+		if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeInvalidInput || ce.Path() != "name" {
+			t.Errorf("checkName(%q) = %v, want INVALID_INPUT path name", bad, err)
+		}
+	}
+	for _, good := range []string{"prod", "Zürich 2", "*.>", strings.Repeat("ü", maxNameLength)} {
+		if err := checkName("name", good, true); err != nil {
+			t.Errorf("checkName(%q) = %v, want nil", good, err)
+		}
+	}
+}

@@ -26,6 +26,9 @@ func (r *Reconciler) endpoints() []bus.Endpoint {
 type idempotencyRecord struct {
 	InstanceID  string `json:"instanceId"`
 	RequestHash string `json:"requestHash"`
+	// Written is set once the instance record was written: a replay that
+	// then finds no instance finds one deleted since, never re-creates it.
+	Written bool `json:"written,omitempty"`
 }
 
 // createOp names instance creates in compute_idempotency
@@ -75,6 +78,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 			return existing, err
 		}
 		id = claimed
+		defer r.markWritten(ctx, req, in.IdempotencyKey, id)
 	}
 	now := r.now()
 	name := in.Name
@@ -111,8 +115,9 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 
 // claimIdempotency records key → id for a create. If the key was used
 // before it returns the instance it made (CONFLICT when the request
-// differs), or, when that instance was never written (a crash between the
-// two writes), the recorded id to create it under.
+// differs; INVALID_STATE when that instance was deleted since), or, when
+// that instance was never written (a crash between the two writes), the
+// recorded id to create it under.
 func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string,
 	in *api.InstanceCreateRequest, id string) (*api.Instance, string, error) {
 	body, _ := json.Marshal(in)
@@ -130,6 +135,13 @@ func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string,
 		return nil, "", api.Errorf(api.CodeConflict, "idempotencyKey was used for a different create request").WithPath("idempotencyKey")
 	}
 	inst, err := r.load(ctx, tenant, prev.InstanceID)
+	if api.IsCode(err, api.CodeNotFound) && prev.Written {
+		ce := api.Errorf(api.CodeInvalidState,
+			"instance %s, created with this idempotencyKey, was deleted since; use a new key to create another", prev.InstanceID).
+			WithPath("idempotencyKey")
+		ce.Details.ID = prev.InstanceID
+		return nil, "", ce
+	}
 	if api.IsCode(err, api.CodeNotFound) {
 		return nil, prev.InstanceID, nil
 	}
@@ -333,6 +345,27 @@ func (r *Reconciler) recheckPool(ctx context.Context, tenant, poolID string) err
 		return err
 	}
 	return refuseDeletingPool(&pool)
+}
+
+// markWritten notes in key's idempotency record that instance id exists,
+// once create wrote it (it runs deferred, after every outcome; it does
+// nothing while id is not stored). A crash before it leaves the record
+// unmarked: a replay after the instance's deletion would then create it
+// again, the window this cannot close.
+func (r *Reconciler) markWritten(ctx context.Context, req *bus.Request, key, id string) {
+	if _, _, err := r.instances.Get(ctx, req.Tenant, id); err != nil {
+		return
+	}
+	_, _, err := r.idempotency.Mutate(ctx, req.Tenant, bus.IdempotencyID(createOp, key), func(rec *idempotencyRecord) error {
+		if rec.InstanceID != id || rec.Written {
+			return errUnchanged
+		}
+		rec.Written = true
+		return nil
+	})
+	if err != nil && !errors.Is(err, errUnchanged) {
+		req.Log.Warn().Err(err).Str("instance", id).Msg("idempotency record not marked written")
+	}
 }
 
 // refuseDeletingPool is INVALID_STATE for a pool a pools.delete is removing.

@@ -406,6 +406,27 @@ func TestIdempotentCreate(t *testing.T) {
 	}
 }
 
+// A create replayed with the key of an instance deleted since answers
+// INVALID_STATE naming it, never a new machine (issue 20).
+func TestReplayedCreateOfDeletedInstance(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	req := api.InstanceCreateRequest{Name: "db", IdempotencyKey: "deploy-43"}
+	a := h.create(req)
+	h.waitPhase(a.ID, api.PhaseRunning)
+	if err := h.call("delete", map[string]any{"id": a.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGone(a.ID)
+	err := h.call("create", withPool(req, h.pool.ID), nil)
+	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeInvalidState || ce.Path() != "idempotencyKey" || ce.Details.ID != a.ID {
+		t.Fatalf("replayed create of deleted %s = %v, want INVALID_STATE path idempotencyKey naming it", a.ID, err)
+	}
+	var page api.List[api.Instance]
+	if err := h.call("list", map[string]any{}, &page); err != nil || len(page.Items) != 0 {
+		t.Fatalf("instances after the replay: %d, %v; want none", len(page.Items), err)
+	}
+}
+
 func withPool(req api.InstanceCreateRequest, pool string) api.InstanceCreateRequest {
 	req.PoolID, req.Flavor = pool, "small"
 	return req

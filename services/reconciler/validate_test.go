@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ func TestBadInputIsRefusedAndLeavesNothing(t *testing.T) {
 		{"secret ref in user data", "create", map[string]any{"poolId": pool, "flavor": "small", "userData": "#cloud-config\ntoken: secret://acme/sec_x"}, api.CodeInvalidInput, "userData"},
 		{"private key in user data", "create", map[string]any{"poolId": pool, "flavor": "small", "userData": "-----BEGIN OPENSSH PRIVATE KEY-----"}, api.CodeInvalidInput, "userData"},
 		{"bad ssh key", "create", map[string]any{"poolId": pool, "flavor": "small", "sshKeys": []string{sshKey, "not-a-key"}}, api.CodeInvalidInput, "sshKeys[1]"},
+		// 12 keys of 14,600 bytes pass the per-key limit; their comments'
+		// '<' are six bytes each once stored as JSON: over a megabyte.
+		{"record too large", "create", map[string]any{"poolId": pool, "flavor": "small", "sshKeys": bulkyKeys(12, 14_500)}, api.CodeInvalidInput, "sshKeys"},
 		{"tenant mismatch", "create", map[string]any{"tenantId": "other", "poolId": pool, "flavor": "small"}, api.CodeAccessDenied, "tenantId"},
 		{"get bad id", "get", map[string]any{"id": "inst_../x"}, api.CodeInvalidInput, "id"},
 		{"get unknown", "get", map[string]any{"id": api.NewID(api.PrefixInstance)}, api.CodeNotFound, ""},
@@ -63,6 +67,15 @@ func TestBadInputIsRefusedAndLeavesNothing(t *testing.T) {
 			t.Fatalf("%s holds %v after refused requests (err %v)", kv, keys, err)
 		}
 	}
+}
+
+// bulkyKeys is n copies of sshKey with a comment of size '<'.
+func bulkyKeys(n, size int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = sshKey + strings.Repeat("<", size)
+	}
+	return keys
 }
 
 func pathOf(ce *api.ComputeError) string {

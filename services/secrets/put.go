@@ -54,7 +54,9 @@ var idempotencyOp = bus.EndpointName(bus.ResourceSecrets, "put")
 // put stores a secret (secrets.put). Errors: UNSUPPORTED when the store
 // configuration leaves secret:// out, INVALID_INPUT naming the field,
 // ACCESS_DENIED (tenantId of another tenant), CONFLICT (idempotency key used
-// with another value), UNAVAILABLE, INTERNAL.
+// with another value, or its secret kept being deleted under a retry),
+// UNAVAILABLE, INTERNAL; never NOT_FOUND (a retry whose secret is deleted
+// meanwhile writes it again).
 //
 // With an idempotency key the order is: reserve a secret id in
 // compute_idempotency (create-only), then create the sealed secret under
@@ -92,8 +94,17 @@ func (s *service) put(ctx context.Context, req *bus.Request) (any, error) {
 		}
 	}
 	meta, err := s.local.create(ctx, req.Tenant, id, in.Name, in.Value)
-	if in.IdempotencyKey != "" && api.IsCode(err, api.CodeAlreadyExists) {
-		return s.repeated(ctx, req, id, in.Value)
+	for attempt := 1; in.IdempotencyKey != "" && api.IsCode(err, api.CodeAlreadyExists); attempt++ {
+		out, rerr := s.repeated(ctx, req, id, in.Value)
+		if !api.IsCode(rerr, api.CodeNotFound) {
+			return out, rerr
+		}
+		// Deleted between the create and the read: write it again, as a
+		// retry after the delete would.
+		if attempt == bus.CASAttempts {
+			return nil, api.Errorf(api.CodeConflict, "secret %s kept being written and deleted (%d attempts); retry", id, attempt)
+		}
+		meta, err = s.local.create(ctx, req.Tenant, id, in.Name, in.Value)
 	}
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 	"better-compute.io/compute/pkg/bus"
 )
 
-const envVarName = "SECRETS_TEST_ENV_CREDENTIAL"
+const envVarName = "COMPUTE_SECRET_TEST_ENV_CREDENTIAL"
 
 // envStores is today's env:// rule made explicit: secret:// and env:// for
 // root.
@@ -44,7 +44,11 @@ func TestResolveAndCheck(t *testing.T) {
 		{"env for a tenant", "acme", "env://" + envVarName, api.CodeAccessDenied, ""},
 		{"env for a tenant, unset variable", "acme", "env://SECRETS_TEST_UNSET", api.CodeAccessDenied, ""},
 		{"env of the service's own configuration", "root", "env://COMPUTE_SEAL_KEY", api.CodeAccessDenied, ""},
-		{"env unset", "root", "env://SECRETS_TEST_UNSET", api.CodeNotFound, ""},
+		{"env unset", "root", "env://COMPUTE_SECRET_TEST_UNSET", api.CodeNotFound, ""},
+		// Only variables with the configured prefix resolve (issue 20):
+		// not the Vault token of the service's own environment.
+		{"env without the prefix", "root", "env://VAULT_TOKEN", api.CodeAccessDenied, ""},
+		{"env without the prefix, unset", "root", "env://SECRETS_TEST_UNSET", api.CodeAccessDenied, ""},
 		{"missing secret", "acme", missing, api.CodeNotFound, ""},
 		{"malformed secret ref", "acme", "secret://acme/not-an-id", api.CodeInvalidInput, "ref"},
 		{"unknown scheme", "acme", "http://example", api.CodeInvalidInput, "ref"},

@@ -37,6 +37,10 @@ type Options struct {
 	// Vault is the vault:// store (NewVaultStore): required when Stores
 	// lists vault, unused otherwise.
 	Vault Store
+	// EnvPrefixes are the name prefixes of the environment variables
+	// env:// resolves (nil: [EnvSecretPrefix]; "" admits every variable
+	// but the service's own COMPUTE_* configuration).
+	EnvPrefixes []string
 	// Logger receives one line per event; never a secret value.
 	Logger zerolog.Logger
 	// Workers bounds concurrent requests (default 64).
@@ -71,8 +75,12 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if len(o.Stores) == 0 {
 		o.Stores = DefaultStores
 	}
+	if o.EnvPrefixes == nil {
+		o.EnvPrefixes = []string{EnvSecretPrefix}
+	}
 	local := newLocalStore(st.Secrets, o.Keyring)
-	b, err := newBroker(o.Stores, map[string]Store{api.SchemeSecret: local, api.SchemeEnv: envStore{}, api.SchemeVault: o.Vault})
+	env := envStore{prefixes: o.EnvPrefixes}
+	b, err := newBroker(o.Stores, map[string]Store{api.SchemeSecret: local, api.SchemeEnv: env, api.SchemeVault: o.Vault})
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
