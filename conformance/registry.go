@@ -212,7 +212,8 @@ var registry = []Behaviour{
 		Title: "every offer declares a capacity type, on-demand or spot, and at least one is spot"},
 	{ID: "offers.spot-interruption", Area: AreaOffers, Profiles: spot, Capability: provider.CapabilitySpot, run: offersSpotInterruption,
 		Title: "every spot offer's interruptionProbability is in (0,1]"},
-	{ID: "offers.on-demand-uninterrupted", Area: AreaOffers, Profiles: spot, Capability: provider.CapabilitySpot, run: offersOnDemandUninterrupted,
+	{ID: "offers.on-demand-uninterrupted", Area: AreaOffers, Profiles: spot, Capability: provider.CapabilitySpot,
+		run:   offersOnDemandUninterrupted,
 		Title: "every on-demand offer's interruptionProbability is 0"},
 }
 

@@ -115,7 +115,8 @@ func (g *globals) updateAccount(nc *nats.Conn, id string, version int64, name, c
 			return err
 		}
 		if attempt == updateAttempts {
-			return api.Errorf(api.CodeConflict, "account %s changed %d times while being updated; run the update again", id, attempt).WithPath("version")
+			return api.Errorf(api.CodeConflict, "account %s changed %d times while being updated; run the update again", id, attempt).
+				WithPath("version")
 		}
 	}
 }

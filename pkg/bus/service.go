@@ -55,7 +55,8 @@ func (r *Request) Decode(v any) error {
 	}
 	_ = json.Unmarshal(r.Data, &body) // already decoded strictly above
 	if body.TenantID != "" && body.TenantID != r.Tenant {
-		return api.Errorf(api.CodeAccessDenied, "tenantId %q does not match the subject's tenant %q", body.TenantID, r.Tenant).WithPath("tenantId")
+		return api.Errorf(api.CodeAccessDenied, "tenantId %q does not match the subject's tenant %q", body.TenantID, r.Tenant).
+			WithPath("tenantId")
 	}
 	return nil
 }

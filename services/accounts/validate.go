@@ -51,7 +51,8 @@ func checkName(path, s string, required bool) error {
 	}
 	for i, r := range s {
 		if !unicode.IsPrint(r) {
-			return api.InvalidInput(path, "%s holds the unprintable character %U at byte %d: only printable characters (no control or bidi characters)", path, r, i)
+			return api.InvalidInput(path,
+				"%s holds the unprintable character %U at byte %d: only printable characters (no control or bidi characters)", path, r, i)
 		}
 	}
 	return nil

@@ -214,7 +214,8 @@ func classify(ctx context.Context, err error) error {
 	case errors.As(err, &pe):
 		return pe.computeError()
 	case errors.As(err, &denied):
-		return api.Errorf(api.CodeAccessDenied, "proxmox: %v; the account's url must name a cluster the operator allows", denied).WithPath("config." + FieldURL)
+		return api.Errorf(api.CodeAccessDenied, "proxmox: %v; the account's url must name a cluster the operator allows", denied).
+			WithPath("config." + FieldURL)
 	case ctx.Err() != nil:
 		return api.Errorf(api.CodeUnavailable, "proxmox: call ended before the API answered: %v", ctx.Err())
 	}

@@ -37,7 +37,8 @@ func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 		return nil, err
 	}
 	if len(accounts) > 0 {
-		ce := api.Errorf(api.CodeInvalidState, "secret %s is referenced by provider account(s) %s; remove the references first", in.ID, strings.Join(accounts, ", "))
+		ce := api.Errorf(api.CodeInvalidState, "secret %s is referenced by provider account(s) %s; remove the references first",
+			in.ID, strings.Join(accounts, ", "))
 		ce.Details.Accounts = accounts
 		return nil, ce
 	}
