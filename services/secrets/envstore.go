@@ -34,7 +34,8 @@ func (e envStore) Resolve(_ context.Context, _ string, ref api.SecretRef) (strin
 	}
 	if !slices.ContainsFunc(e.prefixes, func(p string) bool { return strings.HasPrefix(ref.Name, p) }) {
 		return "", api.Errorf(api.CodeAccessDenied,
-			"env://%s is not a credential variable: only names starting with %s resolve (--env-secret-prefix)", ref.Name, strings.Join(e.prefixes, " or "))
+			"env://%s is not a credential variable: only names starting with %s resolve (--env-secret-prefix)",
+			ref.Name, strings.Join(e.prefixes, " or "))
 	}
 	v := os.Getenv(ref.Name)
 	if v == "" {
