@@ -49,7 +49,8 @@ const maxConfigureRounds = 8
 //     running" is success;
 //  5. PUT …/config (synchronous, one request; PVE applies tags to a
 //     running VM at once) sets the tags: want.tags or the clone's (the
-//     template's), plus better-compute. Last, so that list and get never
+//     template's), plus better-compute, and drops the description's
+//     clone-of line (see withCloneOf). Last, so that list and get never
 //     show a VM of this system that is not configured, resized and
 //     started: until then only the key in its description (written by
 //     the clone itself) makes it this key's, for the create that resumes
@@ -111,8 +112,11 @@ func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, r
 			return err
 		}
 	}
-	if tags, ok := tagUpdate(cfg, want); ok {
-		return s.startTask(ctx, http.MethodPut, path+"/config", map[string]any{"tags": tags})
+	tags, retag := tagUpdate(cfg, want)
+	if desc := withoutCloneOf(cfg["description"]); retag || desc != cfg["description"] {
+		// One request: the VM is finished (tagged) exactly when its
+		// clone-of line is gone.
+		return s.startTask(ctx, http.MethodPut, path+"/config", map[string]any{"tags": tags, "description": desc})
 	}
 	return nil
 }

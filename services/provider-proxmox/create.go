@@ -28,10 +28,15 @@ const maxClaimRounds = 8
 // key's slots is waited for, since it may be the key's VM: made by a
 // concurrent create of the key, or re-cloned by a reinstall in a slot
 // after one freed since. A VM whose description holds the key is finished
-// (configure) and returned. Else the template (spec.Image: a template's
+// (configure) and returned, unless it is a half-made clone of another
+// template than spec.Image that no clone task was filling when probed: then
+// it is destroyed and spec.Image cloned anew (halfMadeOfAnotherImage), so
+// the machine runs the image the caller asked for, never a failed
+// reinstall's. Else the template (spec.Image: a template's
 // VMID or name, confirmed by its config) is full-cloned
 // (POST /nodes/{node}/qemu/{template}/clone: newid = the first free slot,
-// the machine's name, a description with the key and offer, storage, and
+// the machine's name, a description with the key, offer and, until the
+// tag is set, the template's VMID (a clone-of line), storage, and
 // target = the pinned node) and its task waited for. PVE lets one clone
 // into a VMID through; a create that loses ("config file already exists")
 // starts over, finds the winner's clone and, when it carries the key,
@@ -101,6 +106,16 @@ func (s *session) create(ctx context.Context, want vmSpec, image string) (int, e
 		}
 		if p.ours != nil {
 			s.vmid = p.ours.vmid
+			other, err := s.halfMadeOfAnotherImage(ctx, guests, p, image)
+			if err != nil {
+				return 0, err
+			}
+			if other {
+				if err := s.destroy(ctx, p.ours); err != nil {
+					return 0, err
+				}
+				continue // the slot is free now: clone image into it
+			}
 			running, err := s.runningNow(ctx, *p.ours, guests[p.ours.vmid])
 			if err != nil {
 				return 0, err
@@ -116,7 +131,8 @@ func (s *session) create(ctx context.Context, want vmSpec, image string) (int, e
 			return 0, err
 		}
 		s.vmid = p.free
-		node, err := s.clone(ctx, tpl, p.free, want.name, ManagedDescription(want.key, want.offer), cfg.Node)
+		desc := withCloneOf(ManagedDescription(want.key, want.offer), int(tpl.VMID))
+		node, err := s.clone(ctx, tpl, p.free, want.name, desc, cfg.Node)
 		if isKind(err, kindExists) {
 			continue // another call cloned into the slot first: look again
 		}
@@ -129,11 +145,30 @@ func (s *session) create(ctx context.Context, want vmSpec, image string) (int, e
 		"proxmox: other creates took this key's VMID slots %d times in a row; retry", maxClaimRounds)
 }
 
+// halfMadeOfAnotherImage reports whether p.ours, the key's VM, is a
+// half-made clone (its description has a clone-of line: a create or
+// reinstall stopped before configure's last step) of another template
+// than image resolves to (GET …/config of that template), e.g. the clone
+// of a failed reinstall's new image: create replaces such a clone instead
+// of finishing it (see Create). A finished VM, and one a clone task was
+// still filling when probed (a reinstall or create of the key at work on
+// it, which create waits for and finishes), are never replaced.
+func (s *session) halfMadeOfAnotherImage(ctx context.Context, guests map[int]vmResource, p probeResult, image string) (bool, error) {
+	from, ok := p.ours.cfg.cloneOf()
+	if !ok || p.cloning {
+		return false, nil
+	}
+	tpl, err := s.template(ctx, guests, image, "machine.image")
+	return err == nil && int(tpl.VMID) != from, err
+}
+
 // probeResult is what the key's slots hold: the key's VM, or else the
 // first free slot (0 when none is).
 type probeResult struct {
 	ours *located
 	free int
+	// cloning is set when a clone into ours was in progress when probed.
+	cloning bool
 }
 
 // probe walks the key's slots in order (see Create): a slot missing from
@@ -145,7 +180,7 @@ func (s *session) probe(ctx context.Context, guests map[int]vmResource, want vmS
 		var vm *located
 		if r != nil {
 			var err error
-			if vm, err = s.settled(ctx, r.Node, vmid); err != nil {
+			if vm, p.cloning, err = s.settled(ctx, r.Node, vmid); err != nil {
 				return p, err
 			}
 		}
@@ -198,29 +233,31 @@ func (s *session) runningNow(ctx context.Context, vm located, r vmResource) (boo
 
 // settled reads VM vmid's config; while a clone into it is in progress, it
 // polls every poll interval until the clone ends (at most the task
-// timeout). nil when there is no such VM (a failed clone is removed).
-func (s *session) settled(ctx context.Context, node string, vmid int) (*located, error) {
+// timeout), and cloning says it did. nil when there is no such VM (a
+// failed clone is removed).
+func (s *session) settled(ctx context.Context, node string, vmid int) (vm *located, cloning bool, err error) {
 	timing := s.c.timing
 	deadline := s.call.Clock.Now().Add(timing.timeout)
 	for range timing.maxPolls() {
 		cfg, err := s.readConfig(ctx, node, vmid)
 		if isKind(err, kindNoSuchVM) {
-			return nil, nil
+			return nil, cloning, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, cloning, err
 		}
 		if cfg.lock() != "clone" {
-			return &located{vmid: vmid, node: node, cfg: cfg}, nil
+			return &located{vmid: vmid, node: node, cfg: cfg}, cloning, nil
 		}
+		cloning = true
 		if !s.call.Clock.Now().Before(deadline) {
 			break
 		}
 		if err := provider.Sleep(ctx, s.call.Clock, timing.poll); err != nil {
-			return nil, err
+			return nil, cloning, err
 		}
 	}
-	return nil, api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: VM %d is still being cloned after %s", vmid, timing.timeout)
+	return nil, cloning, api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: VM %d is still being cloned after %s", vmid, timing.timeout)
 }
 
 // findTemplate resolves an image, a template's VMID or name, among guests:

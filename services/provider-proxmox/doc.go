@@ -34,7 +34,19 @@
 //     line alone makes the clone its key's, for the create with that key
 //     only: the clone request writes it (PVE's clone takes a description,
 //     not tags), so from the moment the VM exists a retried create finds
-//     it in the key's slots, finishes it and tags it. The reconciler
+//     it in the key's slots, finishes it and tags it. Until the tag, the
+//     description also names the clone's template (a line
+//     "better-compute.io/clone-of=<vmid>", dropped with the tag): a
+//     create that finds a settled half-made clone of another template
+//     than it asks for (a failed reinstall's new image) destroys it and
+//     clones its own image instead of finishing it. The image a create
+//     asks for is the instance's, which a failed reinstall leaves
+//     unchanged, so the machine runs what the record names; the old disk
+//     is gone either way, the reinstall reads Failed, and asking for it
+//     again installs the new image. A clone still in progress (a
+//     concurrent create or reinstall of the key) is waited for and
+//     finished, as before.
+//     The reconciler
 //     deletes an instance whose create answer it never recorded by
 //     creating with the key first, so a crash at any step of a create
 //     leaves neither a duplicate nor a leaked VM;

@@ -15,6 +15,12 @@ const (
 	descriptionHeader = "Managed by better-compute.io; keep the lines below."
 	keyLinePrefix     = "better-compute.io/idempotency-key="
 	offerLinePrefix   = "better-compute.io/offer="
+	// cloneOfLinePrefix starts the line a clone carries while half-made
+	// (from the clone request until configure's last step removes it with
+	// the tag): the VMID of the template it was cloned from, which PVE
+	// does not record. A create finding a half-made clone checks it (see
+	// Create).
+	cloneOfLinePrefix = "better-compute.io/clone-of="
 )
 
 // ManagedDescription is the description create gives a VM made for the
@@ -24,6 +30,20 @@ const (
 // VMs this system should manage write it together with ManagedTag.
 func ManagedDescription(key, offer string) string {
 	return descriptionHeader + "\n" + keyLinePrefix + url.QueryEscape(key) + "\n" + offerLinePrefix + url.QueryEscape(offer)
+}
+
+// withCloneOf is the description desc with a clone-of line naming
+// template vmid as its only one (see cloneOfLinePrefix).
+func withCloneOf(desc string, vmid int) string {
+	return withoutCloneOf(desc) + "\n" + cloneOfLinePrefix + strconv.Itoa(vmid)
+}
+
+// withoutCloneOf is the description desc without its clone-of lines.
+func withoutCloneOf(desc string) string {
+	lines := strings.Split(desc, "\n")
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool {
+		return strings.HasPrefix(strings.TrimSpace(l), cloneOfLinePrefix)
+	}), "\n")
 }
 
 // IsManaged reports whether a VM with the tag list tags (any PVE spelling:

@@ -66,15 +66,16 @@ func (s *stack) call(verb string, in, out any) error {
 	return bus.Call(ctx, s.env.NC, bus.Command(testTenant, bus.ResourceInstances, verb), in, out)
 }
 
-// waitFor polls instance id until cond holds (30 s at most).
-func (s *stack) waitFor(t *testing.T, id, what string, cond func(*api.Instance, error) bool) {
+// waitFor polls instance id until cond holds (30 s at most) and returns
+// the instance as it read then.
+func (s *stack) waitFor(t *testing.T, id, what string, cond func(*api.Instance, error) bool) *api.Instance {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var inst api.Instance
 		err := s.call("get", api.IDRequest{ID: id}, &inst)
 		if cond(&inst, err) {
-			return
+			return &inst
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("instance %s never %s; last status %+v (err %v)", id, what, inst.Status, err)
@@ -221,4 +222,41 @@ func TestDeleteAfterAReinstallStoppedBeforeTheTagLeavesNoVM(t *testing.T) {
 		t.Fatalf("the failed reinstall left %+v, want one untagged clone of the key", half)
 	}
 	s.deleteLeavesNoVM(t, e, inst.ID)
+}
+
+// A reinstall that stopped after its clone, before the tag, leaves a
+// half-made clone of the new image under the key; the pass after it finds
+// the machine absent and re-creates it with the instance's image (the
+// failed reinstall did not change it). That create does not finish the
+// clone of the other image: it destroys it and clones the instance's
+// image, so the VM's disk is the image the record names.
+func TestRecreateAfterAFailedReinstallRunsTheRecordedImage(t *testing.T) {
+	e := newEnv(t)
+	s := newStack(t, e)
+	var inst api.Instance
+	if err := s.call("create", api.InstanceCreateRequest{PoolID: s.pool.ID, Flavor: testOffer, Name: "re"}, &inst); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, inst.ID, "running", func(i *api.Instance, err error) bool { return err == nil && i.Status.Phase == api.PhaseRunning })
+	e.emu.InjectTaskFault(emulator.TaskFault{Type: "qmconfig", ExitStatus: "got timeout"})
+	var out api.Instance
+	if err := s.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: testTemplate2}, &out); err != nil {
+		t.Fatal(err)
+	}
+	opID := out.Desired.Operation.ID
+	got := s.waitFor(t, inst.ID, "re-created after the failed reinstall", func(i *api.Instance, err error) bool {
+		last := i.Status.LastOperation
+		return err == nil && last != nil && last.ID == opID && last.State != api.OperationExecuting &&
+			i.Status.Machine != nil && i.Status.Phase == api.PhaseRunning
+	})
+	if got.Status.LastOperation.State != api.OperationFailed || got.Image != testTemplate {
+		t.Fatalf("after the failed reinstall: operation %s, image %q; want Failed, %q", got.Status.LastOperation.State, got.Image, testTemplate)
+	}
+	var vms []string // VMID<-template of each VM of the key
+	for _, v := range e.keyedVMs(inst.ID) {
+		vms = append(vms, strconv.Itoa(v.VMID)+"<-"+strconv.Itoa(v.ClonedFrom))
+	}
+	if want := got.Status.Machine.ID + "<-" + strconv.Itoa(testTemplateID); len(vms) != 1 || vms[0] != want {
+		t.Fatalf("the key's VMs (VMID<-template) %v; want only the recorded machine cloned from %s: %s", vms, testTemplate, want)
+	}
 }

@@ -13,13 +13,16 @@ import (
 // …/config (the template, checked before anything is destroyed), the VM
 // destroyed as Delete does, the template full-cloned into the VMID with
 // the old name and description (so the key
-// and offer stay), then configured as create does with the old cores,
+// and offer stay; a clone-of line names the template until the tag is
+// set), then configured as create does with the old cores,
 // memory, boot disk size (at least), tags (set last, after the start) and
 // cloud-init user-data volume, and started. It returns the machine (state pending). It is not idempotent:
 // the reconciler never repeats it after an ambiguous outcome. If it is
 // interrupted after the destroy, get answers absent (the new clone is
 // untagged until configure's last step) and the reconciler's create with
-// the same key makes the VM again, or finishes the clone; an instance
+// the same key makes the VM again: it replaces the clone of image by one
+// of the image it asks for (the instance's, which a failed reinstall left
+// unchanged), see Create; an instance
 // being deleted has the clone deleted by key (DeleteByKey) instead.
 //
 // Errors: INVALID_INPUT (id; image not one template), NOT_FOUND, ACCESS_DENIED,
@@ -54,7 +57,7 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	if err := s.destroy(ctx, vm); err != nil {
 		return nil, err
 	}
-	node, err := s.clone(ctx, tpl, vmid, want.name, vm.cfg["description"], vm.node)
+	node, err := s.clone(ctx, tpl, vmid, want.name, withCloneOf(vm.cfg["description"], int(tpl.VMID)), vm.node)
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,15 @@ func (c vmConfig) managed() bool { return IsManaged(c["tags"], c["description"])
 // key is the idempotency key recorded in the description.
 func (c vmConfig) key() (string, bool) { return descriptionValue(c["description"], keyLinePrefix) }
 
+// cloneOf is the template VMID the description's clone-of line names:
+// false when it has none (a finished VM, or one made before the line
+// existed).
+func (c vmConfig) cloneOf() (int, bool) {
+	v, ok := descriptionValue(c["description"], cloneOfLinePrefix)
+	vmid, err := strconv.Atoi(v)
+	return vmid, ok && err == nil
+}
+
 // offer is the offer recorded in the description ("" when none).
 func (c vmConfig) offer() string {
 	o, _ := descriptionValue(c["description"], offerLinePrefix)

@@ -62,8 +62,7 @@ func TestDeleteAfterAnUnknownCreateNeverCreates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := fastOptions()
 			opts.CallTimeout = time.Second
-			opts.Retry = RetryPolicy{Initial: time.Hour, Max: time.Hour} // the live path waits; only the delete acts
-			h := newHarness(t, opts)
+			h := newHarnessHoldingLiveRetries(t, opts) // only the delete acts
 			emu := h.useHetzner().Emulator()
 			tc.lose(emu)
 			inst := h.create(api.InstanceCreateRequest{Name: "lost"})

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +86,37 @@ func newHarness(t testing.TB, opts Options, what ...start) *harness {
 	}
 	h.rec = h.startReconciler(h.env.Connect(t))
 	return h
+}
+
+// newHarnessHoldingLiveRetries is newHarness whose reconciler holds, in
+// Hooks.BeforePass, every pass that starts while the instance has failed
+// (Retries > 0) and its deletion is not requested, until the test ends:
+// such a pass would retry the live path (a keyed create). A test of what
+// the deletion alone does uses it; the deletion's own passes run, and a
+// failure of theirs (e.g. Hetzner's 423 locked while a lost create's
+// server still starts) is retried as opts.Retry says.
+func newHarnessHoldingLiveRetries(t testing.TB, opts Options) *harness {
+	t.Helper()
+	var (
+		mu sync.Mutex // guards h: the hook runs on the reconciler's goroutines
+		h  *harness
+	)
+	release := make(chan struct{})
+	opts.Hooks.BeforePass = func(id string) {
+		mu.Lock()
+		instances := h.env.Stores.InstanceTable()
+		mu.Unlock()
+		inst, _, err := instances.Get(context.Background(), tenant, id)
+		if err == nil && inst.DeletionRequestedAt == nil && inst.Status.Retries > 0 {
+			<-release
+		}
+	}
+	started := newHarness(t, opts)
+	mu.Lock()
+	h = started
+	mu.Unlock()
+	t.Cleanup(func() { close(release) }) // before the reconciler stops (cleanups run last first)
+	return started
 }
 
 // startReconciler starts a reconciler with its own connection and stores,

@@ -29,8 +29,7 @@ func (h *harness) addMemoryPoolWithout(id, without string) api.Pool {
 func TestDeleteWithoutDeleteByKeyFindsTheMachineWithTheKeyedCreate(t *testing.T) {
 	opts := fastOptions()
 	opts.CallTimeout = time.Second
-	opts.Retry = RetryPolicy{Initial: time.Hour, Max: time.Hour} // the live path waits; only the delete acts
-	h := newHarness(t, opts)
+	h := newHarnessHoldingLiveRetries(t, opts) // only the delete acts
 	pool := h.addMemoryPoolWithout("memory-nokey", provider.CapabilityDeleteByKey)
 	// The create hangs until the reconciler's call ends (no reply: its
 	// outcome is unknown), then lands late: the test sends it again by hand.

@@ -40,7 +40,7 @@ func (e *Emulator) postClone(c *call) (any, *apiError) {
 		return nil, errInternal("unable to create VM %d: config file already exists", req.newID)
 	}
 	target := &vm{id: req.newID, node: req.target, config: map[string]string{"lock": "clone"},
-		status: StatusStopped, agentRunning: true}
+		status: StatusStopped, agentRunning: true, clonedFrom: src.id}
 	e.vms[req.newID] = target
 	srcConfig := maps.Clone(src.config)
 	t := e.startTask(taskSpec{

@@ -31,6 +31,10 @@ type VMSnapshot struct {
 	Lock string `json:"lock"`
 	// Pool is the pool the VM was cloned into, or "".
 	Pool string `json:"pool"`
+	// ClonedFrom is the VMID of the VM it was cloned from (0 when it was
+	// not cloned), which PVE does not record: what a test reads to tell
+	// which template a VM's disk came from.
+	ClonedFrom int `json:"cloned_from"`
 	// AgentRunning is whether the guest agent would answer once running.
 	AgentRunning bool `json:"agent_running"`
 	// Config is the raw config, all values strings.
@@ -74,6 +78,6 @@ func (v *vm) snapshot() VMSnapshot {
 		VMID: v.id, Node: v.node, Name: v.config["name"], Status: v.status,
 		Template: v.isTemplate(), Tags: tags, Description: v.config["description"],
 		Cores: v.cores(), MemoryMiB: v.memoryMiB(), DiskGiB: int((disk + 1<<30 - 1) >> 30),
-		Lock: v.lock(), Pool: v.pool, AgentRunning: v.agentRunning, Config: maps.Clone(v.config),
+		Lock: v.lock(), Pool: v.pool, ClonedFrom: v.clonedFrom, AgentRunning: v.agentRunning, Config: maps.Clone(v.config),
 	}
 }

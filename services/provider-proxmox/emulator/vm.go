@@ -31,6 +31,7 @@ type vm struct {
 	agentRunning bool
 	agentIfaces  []AgentInterface // nil: derived from the config
 	busy         *task            // task holding the config's flock
+	clonedFrom   int              // the template's VMID, for a clone
 }
 
 // diskKeyPattern matches config keys that are drives.
