@@ -257,7 +257,8 @@ func (s *session) settled(ctx context.Context, node string, vmid int) (vm *locat
 			return nil, cloning, err
 		}
 	}
-	return nil, cloning, api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: VM %d is still being cloned after %s", vmid, timing.timeout)
+	return nil, cloning, api.ProviderError(http.StatusOK, codeTaskTimeout,
+		"proxmox: VM %d is still being cloned after %s", vmid, timing.timeout)
 }
 
 // findTemplate resolves an image, a template's VMID or name, among guests:
