@@ -192,6 +192,33 @@ func TestRekeyUnderLoad(t *testing.T) {
 	}
 }
 
+// A batch that finds no record after its cursor (every later one deleted
+// meanwhile, or a cursor past every key) ends the pass with Visited 0; it
+// must still count the values left on the old key and retire nothing while
+// any exists, so the old key cannot leave the key file by mistake.
+func TestRekeyBatchFindingNothingRetiresNothingInUse(t *testing.T) {
+	h := startHarness(t)
+	acme := h.put(t, "acme", api.SecretPutRequest{Name: "a", Value: "rekey-acme-value"})
+	h.put(t, "globex", api.SecretPutRequest{Name: "g", Value: "rekey-globex-value"})
+	if err := h.restart(t, sealKey("k1", 1), sealKey("k2", 2)); err != nil {
+		t.Fatal(err)
+	}
+	past := bus.RecordKey("zzz", api.PrefixSecret+strings.Repeat("z", 26)) // sorts after every tenant's keys
+	out := h.rekey(t, RekeyRequest{Cursor: past})
+	if out.KeyID != "k2" || out.Visited != 0 || out.NextCursor != "" || out.Remaining != 2 || len(out.Retired) != 0 {
+		t.Fatalf("rekey after the last key: %+v; want k2, nothing visited, pass done, 2 remaining, nothing retired", out)
+	}
+	if err := h.restart(t, sealKey("k2", 2)); err == nil || !strings.Contains(err.Error(), "key k1 is not in the keyring") {
+		t.Fatalf("start without k1 while values still use it: %v; want refused", err)
+	}
+	if err := h.restart(t, sealKey("k1", 1), sealKey("k2", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.resolve(t, "acme", acme.Ref); err != nil || v != "rekey-acme-value" {
+		t.Fatalf("value sealed with k1 after the rekey: err %v, value matches %v", err, v == "rekey-acme-value")
+	}
+}
+
 // A value that does not open keeps its key: the rekey reports it and
 // retires nothing, so the old key cannot be removed by mistake.
 func TestRekeyReportsValuesThatDoNotOpen(t *testing.T) {
