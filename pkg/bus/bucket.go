@@ -83,8 +83,12 @@ func missingKeys(want, seen map[string]bool) int {
 // OpenStores the listing must hold every key the stream leader held just
 // before: a replica restarted moments ago, or one that has not applied the
 // latest writes yet, lists only part of them, so the listing is retried
-// (on another replica, as placement allows). Errors: UNAVAILABLE.
+// (on another replica, as placement allows). A ctx without a deadline
+// gets DefaultTimeout: a watcher that never delivers its end-of-values
+// marker must not hang the caller. Errors: UNAVAILABLE.
 func consistentKeys(ctx context.Context, kv jetstream.KeyValue, prefix string) ([]string, error) {
+	ctx, cancel := withDefaultDeadline(ctx)
+	defer cancel()
 	b, verify := kv.(*bucket)
 	deadline := time.Now().Add(listWait)
 	for {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"better-compute.io/compute/pkg/api"
 )
 
 func TestMissingKeys(t *testing.T) {
@@ -54,5 +56,29 @@ func TestTransientStreamError(t *testing.T) {
 		if got := transientStreamError(c.err); got != c.want {
 			t.Errorf("transientStreamError(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// silentKV is a bucket whose watchers never deliver anything, not even the
+// end-of-values marker (a consumer whose messages never arrive).
+type silentKV struct{ jetstream.KeyValue }
+
+func (silentKV) Bucket() string { return "silent" }
+
+func (silentKV) WatchFiltered(context.Context, []string, ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	return silentWatcher{}, nil
+}
+
+type silentWatcher struct{}
+
+func (silentWatcher) Updates() <-chan jetstream.KeyValueEntry { return nil }
+func (silentWatcher) Stop() error                             { return nil }
+
+// A listing whose context has no deadline still ends (after DefaultTimeout)
+// with UNAVAILABLE when the watcher never delivers; before, it waited forever.
+func TestListKeysWithoutDeadlineEnds(t *testing.T) {
+	keys, err := listKeys(context.Background(), silentKV{}, "acme.")
+	if !api.IsCode(err, api.CodeUnavailable) || keys != nil {
+		t.Fatalf("listing a silent bucket: keys %v, err %v; want UNAVAILABLE", keys, err)
 	}
 }

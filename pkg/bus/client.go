@@ -45,11 +45,8 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, in, out any) error
 // CallHeaders is Call that also returns the reply's headers (nil when no
 // reply arrived), e.g. a provider's rate-limit state.
 func CallHeaders(ctx context.Context, nc *nats.Conn, subject string, in, out any) (nats.Header, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
-		defer cancel()
-	}
+	ctx, cancel := withDefaultDeadline(ctx)
+	defer cancel()
 	data, ok := in.([]byte)
 	if !ok {
 		var err error
@@ -73,6 +70,15 @@ func CallHeaders(ctx context.Context, nc *nats.Conn, subject string, in, out any
 		return nil, transportError(subject, err)
 	}
 	return reply.Header, DecodeReply(reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader), reply.Data, out)
+}
+
+// withDefaultDeadline is ctx, or with no deadline of its own, ctx ending
+// DefaultTimeout from now: no NATS wait of ours lasts forever.
+func withDefaultDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultTimeout)
 }
 
 // transportError maps a NATS request failure to UNAVAILABLE (retryable).

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -48,63 +46,47 @@ func (h *harness) rekey(t *testing.T, in RekeyRequest) RekeyReply {
 	return out
 }
 
-// waitFor polls cond every few milliseconds for up to 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
-// load puts new secrets and deletes seeded ones until stopped, counting its
-// rounds; every operation must succeed.
+// load puts new secrets (tenant acme) and deletes victims, one round (a
+// put, then the delete of the next victim, if any) each time start is
+// called, running alongside whatever the caller does until it waits for
+// the round; every operation must succeed.
 type load struct {
-	mu      sync.Mutex
+	h       *harness
+	victims []api.Secret
 	rounds  int
 	created map[string]string // ref -> value
 	deleted []api.Secret
-	err     error
 }
 
-// progress is the number of rounds done, -1 once an operation failed.
-func (l *load) progress() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err != nil {
-		return -1
-	}
-	return l.rounds
+// start runs the next round in the background; the channel yields its
+// error once it is done. The caller receives from it before starting the
+// next round or reading l.
+func (l *load) start() <-chan error {
+	done := make(chan error, 1)
+	i := l.rounds
+	l.rounds++
+	go func() { done <- l.round(i) }()
+	return done
 }
 
-func (l *load) run(h *harness, stop <-chan struct{}, victims []api.Secret) {
-	ctx := context.Background()
-	for i := 0; ; i++ {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		value := fmt.Sprintf("rekey-load-value-%03d", i)
-		var s api.Secret
-		err := bus.Call(ctx, h.env.NC, cmd("acme", "put"), api.SecretPutRequest{Name: "load", Value: value}, &s)
-		if err == nil && i < len(victims) {
-			err = bus.Call(ctx, h.env.NC, cmd(victims[i].TenantID, "delete"), api.IDRequest{ID: victims[i].ID}, nil)
-		}
-		l.mu.Lock()
-		if err != nil {
-			l.err = err
-			l.mu.Unlock()
-			return
-		}
-		l.created[s.Ref] = value
-		if i < len(victims) {
-			l.deleted = append(l.deleted, victims[i])
-		}
-		l.rounds++
-		l.mu.Unlock()
+func (l *load) round(i int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), bus.DefaultTimeout)
+	defer cancel()
+	value := fmt.Sprintf("rekey-load-value-%03d", i)
+	var s api.Secret
+	if err := bus.Call(ctx, l.h.env.NC, cmd("acme", "put"), api.SecretPutRequest{Name: "load", Value: value}, &s); err != nil {
+		return err
 	}
+	l.created[s.Ref] = value
+	if i >= len(l.victims) {
+		return nil
+	}
+	v := l.victims[i]
+	if err := bus.Call(ctx, l.h.env.NC, cmd(v.TenantID, "delete"), api.IDRequest{ID: v.ID}, nil); err != nil {
+		return err
+	}
+	l.deleted = append(l.deleted, v)
+	return nil
 }
 
 // Rekey under load: puts and deletes run while every value is re-sealed in
@@ -126,18 +108,27 @@ func TestRekeyUnderLoad(t *testing.T) {
 		t.Fatalf("restart with k2 current: %v", err)
 	}
 
-	l := &load{created: map[string]string{}}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { defer close(done); l.run(h, stop, seeds[len(seeds)/2:]) }()
-	waitFor(t, "the load to start", func() bool { return l.progress() > 0 })
+	// Victims are acme seeds only: globex keys sort after every acme key,
+	// new ones included, so the last key of the store is never deleted and
+	// a batch continuing a pass always finds a record after its cursor.
+	var victims []api.Secret
+	for _, s := range seeds[len(seeds)/2:] {
+		if s.TenantID == "acme" {
+			victims = append(victims, s)
+		}
+	}
+	l := &load{h: h, victims: victims, created: map[string]string{}}
 
 	var total RekeyReply
 	batches := 0
 	for cursor := ""; ; {
-		before := l.progress()
+		// Interleave: one load round runs alongside every batch.
+		round := l.start()
 		batch := h.rekey(t, RekeyRequest{Cursor: cursor, Limit: 4})
 		batches++
+		if err := <-round; err != nil {
+			t.Fatalf("load failed during the rekey: %v", err)
+		}
 		if batch.KeyID != "k2" || batch.Visited == 0 || batch.Visited > 4 {
 			t.Fatalf("rekey batch %+v; want up to 4 records sealed with k2", batch)
 		}
@@ -145,18 +136,8 @@ func TestRekeyUnderLoad(t *testing.T) {
 		if cursor = batch.NextCursor; cursor == "" {
 			break
 		}
-		// Interleave: the load must make progress between batches.
-		waitFor(t, "load progress between batches", func() bool { p := l.progress(); return p > before || p < 0 })
 	}
-	close(stop)
-	<-done
-	if l.err != nil {
-		t.Fatalf("load failed during the rekey: %v", l.err)
-	}
-	l.mu.Lock()
-	deleted := slices.Clone(l.deleted)
-	created := l.created
-	l.mu.Unlock()
+	deleted, created := l.deleted, l.created
 
 	if batches < 5 {
 		t.Fatalf("rekey took %d batches; the test wants several to interleave with the load", batches)
@@ -208,6 +189,33 @@ func TestRekeyUnderLoad(t *testing.T) {
 	}
 	if err := h.restart(t, sealKey("k1", 1)); err == nil || !strings.Contains(err.Error(), "current seal key k1 was retired") {
 		t.Fatalf("start with the retired key current: %v; want refused", err)
+	}
+}
+
+// A batch that finds no record after its cursor (every later one deleted
+// meanwhile, or a cursor past every key) ends the pass with Visited 0; it
+// must still count the values left on the old key and retire nothing while
+// any exists, so the old key cannot leave the key file by mistake.
+func TestRekeyBatchFindingNothingRetiresNothingInUse(t *testing.T) {
+	h := startHarness(t)
+	acme := h.put(t, "acme", api.SecretPutRequest{Name: "a", Value: "rekey-acme-value"})
+	h.put(t, "globex", api.SecretPutRequest{Name: "g", Value: "rekey-globex-value"})
+	if err := h.restart(t, sealKey("k1", 1), sealKey("k2", 2)); err != nil {
+		t.Fatal(err)
+	}
+	past := bus.RecordKey("zzz", api.PrefixSecret+strings.Repeat("z", 26)) // sorts after every tenant's keys
+	out := h.rekey(t, RekeyRequest{Cursor: past})
+	if out.KeyID != "k2" || out.Visited != 0 || out.NextCursor != "" || out.Remaining != 2 || len(out.Retired) != 0 {
+		t.Fatalf("rekey after the last key: %+v; want k2, nothing visited, pass done, 2 remaining, nothing retired", out)
+	}
+	if err := h.restart(t, sealKey("k2", 2)); err == nil || !strings.Contains(err.Error(), "key k1 is not in the keyring") {
+		t.Fatalf("start without k1 while values still use it: %v; want refused", err)
+	}
+	if err := h.restart(t, sealKey("k1", 1), sealKey("k2", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.resolve(t, "acme", acme.Ref); err != nil || v != "rekey-acme-value" {
+		t.Fatalf("value sealed with k1 after the rekey: err %v, value matches %v", err, v == "rekey-acme-value")
 	}
 }
 
