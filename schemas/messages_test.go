@@ -129,7 +129,7 @@ func powerRequests(tenant, id string) []any {
 // services use for it.
 func errorBodies() []any {
 	var out []any
-	for _, code := range api.Codes {
+	for _, code := range api.Codes() {
 		var e *api.ComputeError
 		switch code {
 		case api.CodeInvalidInput:

@@ -65,8 +65,8 @@ func TestRealMessagesValidate(t *testing.T) {
 func TestEnumsMatchGo(t *testing.T) {
 	defs := readDoc(t, defsFile)["$defs"].(map[string]any)
 	state := readDoc(t, "machine.json")["properties"].(map[string]any)["state"]
-	codes := make([]string, len(api.Codes))
-	for i, c := range api.Codes {
+	codes := make([]string, len(api.Codes()))
+	for i, c := range api.Codes() {
 		codes[i] = string(c)
 	}
 	assert.Equal(t, codes, enumOf(defs["code"]))

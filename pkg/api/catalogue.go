@@ -1,5 +1,7 @@
 package api
 
+import "slices"
+
 // Retry is how the reconciler treats a failure of a code: the "retry"
 // column of the catalogue.
 type Retry string
@@ -35,10 +37,10 @@ type CodeInfo struct {
 	Description string
 }
 
-// Catalogue is every Code with its wire status, retry and meaning, in the
+// catalogue is every Code with its wire status, retry and meaning, in the
 // order of DESIGN.md: the one table Terminal, the bus's StatusOf and the
 // user guide's error table come from (TestCatalogue keeps them in step).
-var Catalogue = []CodeInfo{
+var catalogue = []CodeInfo{
 	{CodeInvalidInput, 400, RetryNever, true, "the request is malformed or names something that does not exist (`details.path`)"},
 	{CodeInvalidConfig, 422, RetryNever, true, "a config does not fit the provider's manifest (`details.path`)"},
 	{CodeNotFound, 404, RetryBackoff, false, "no such record or machine"},
@@ -56,12 +58,15 @@ var Catalogue = []CodeInfo{
 	{CodeInternal, 500, RetryBackoff, false, "a bug; the message names the request id to find in the logs"},
 }
 
-// Codes lists every Code, in the order of DESIGN.md (the Catalogue's).
-var Codes = catalogueCodes()
+// Catalogue returns a copy of the error catalogue: every Code with its
+// wire status, retry and meaning, in the order of DESIGN.md.
+func Catalogue() []CodeInfo { return slices.Clone(catalogue) }
 
-func catalogueCodes() []Code {
-	out := make([]Code, len(Catalogue))
-	for i, row := range Catalogue {
+// Codes returns every Code, in the order of DESIGN.md (the catalogue's),
+// as a new slice.
+func Codes() []Code {
+	out := make([]Code, len(catalogue))
+	for i, row := range catalogue {
 		out[i] = row.Code
 	}
 	return out
@@ -74,7 +79,7 @@ var unknownCode = CodeInfo{Status: 500, Retry: RetryBackoff, Description: "a cod
 // Info is c's row of the Catalogue (for a code it does not list: status
 // 500, RetryBackoff, not a refusal, with Code set to c).
 func (c Code) Info() CodeInfo {
-	for _, row := range Catalogue {
+	for _, row := range catalogue {
 		if row.Code == c {
 			return row
 		}

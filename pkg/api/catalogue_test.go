@@ -52,7 +52,7 @@ func TestCatalogueCoversEveryCode(t *testing.T) {
 		t.Fatalf("errors.go declares %d codes: %v", len(declared), declared)
 	}
 	rows := map[Code]int{}
-	for _, row := range Catalogue {
+	for _, row := range Catalogue() {
 		rows[row.Code]++
 		if row.Status < 400 || row.Status > 599 || row.Description == "" {
 			t.Errorf("row %+v: status must be 4xx or 5xx, the description set", row)
@@ -138,7 +138,7 @@ const (
 func errorTable() string {
 	var b strings.Builder
 	b.WriteString("| code | status | the reconciler retries | meaning |\n|---|---|---|---|\n")
-	for _, row := range Catalogue {
+	for _, row := range Catalogue() {
 		b.WriteString("| `" + string(row.Code) + "` | " + strconv.Itoa(row.Status) + " | " + string(row.Retry) + " | " + row.Description + " |\n")
 	}
 	return b.String()

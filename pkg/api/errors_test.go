@@ -169,7 +169,7 @@ func TestCodeOfIsCode(t *testing.T) {
 				t.Fatalf("CodeOf = %q, want %q", got, tc.code)
 			}
 			if tc.err == nil {
-				if IsCode(nil, Codes...) {
+				if IsCode(nil, Codes()...) {
 					t.Fatal("IsCode(nil, every code) = true")
 				}
 				return
@@ -194,10 +194,10 @@ func TestCodeTerminal(t *testing.T) {
 		CodeAccessDenied, CodeUnsupported, CodeInvalidState, CodeCapacityUnavailable,
 		CodeRateLimited, CodeProviderError, CodeUnavailable, CodeInternal,
 	}
-	if !reflect.DeepEqual(Codes, want) {
-		t.Fatalf("Codes = %v, want %v", Codes, want)
+	if !reflect.DeepEqual(Codes(), want) {
+		t.Fatalf("Codes() = %v, want %v", Codes(), want)
 	}
-	for _, c := range Codes {
+	for _, c := range Codes() {
 		if got := c.Terminal(); got != terminal[c] {
 			t.Errorf("%s.Terminal() = %v, want %v", c, got, terminal[c])
 		}

@@ -68,7 +68,7 @@ func codeFromStatus(status string) api.Code {
 	if status == strconv.Itoa(StatusOf(api.CodeConflict)) {
 		return api.CodeConflict
 	}
-	for _, c := range api.Codes {
+	for _, c := range api.Codes() {
 		if strconv.Itoa(StatusOf(c)) == status {
 			return c
 		}

@@ -186,7 +186,7 @@ func TestStatusOf(t *testing.T) {
 		api.CodeUnsupported: 501, api.CodeInvalidState: 409, api.CodeCapacityUnavailable: 507,
 		api.CodeRateLimited: 429, api.CodeProviderError: 502, api.CodeUnavailable: 503, api.CodeInternal: 500,
 	}
-	for _, c := range api.Codes {
+	for _, c := range api.Codes() {
 		if got := bus.StatusOf(c); got != want[c] {
 			t.Errorf("StatusOf(%s) = %d, want %d", c, got, want[c])
 		}
@@ -197,7 +197,7 @@ func TestStatusOf(t *testing.T) {
 }
 
 func TestErrorRoundTrip(t *testing.T) {
-	for _, c := range api.Codes {
+	for _, c := range api.Codes() {
 		t.Run(string(c), func(t *testing.T) {
 			in := api.Errorf(c, "something about %s", c).WithPath("a.b")
 			in.Details.Version = 3
@@ -277,7 +277,7 @@ func TestDecodeReplyBareHeaders(t *testing.T) {
 		"507": api.CodeCapacityUnavailable, "429": api.CodeRateLimited, "502": api.CodeProviderError,
 		"503": api.CodeUnavailable, "500": api.CodeInternal, "418": api.CodeInternal, "x": api.CodeInternal,
 	}
-	for _, c := range api.Codes { // every status a code is sent with is read back
+	for _, c := range api.Codes() { // every status a code is sent with is read back
 		if _, ok := want[strconv.Itoa(bus.StatusOf(c))]; !ok {
 			t.Fatalf("status %d of %s not covered", bus.StatusOf(c), c)
 		}

@@ -88,9 +88,9 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	inst := api.Instance{
 		ID: id, TenantID: req.Tenant, PoolID: in.PoolID, Flavor: in.Flavor, Image: in.Image, Name: name,
 		UserData: in.UserData, SSHKeys: in.SSHKeys, Desired: api.DesiredState{Power: in.Power},
-		Generation: 1, Version: 1, CreatedAt: now, UpdatedAt: now,
+		Generation: 1, CreatedAt: now,
 	}
-	inst.Status.Phase = derivePhase(&inst)
+	sealRecord(&inst, now) // version 1
 	if _, err := r.instances.Create(ctx, req.Tenant, id, inst); err != nil {
 		if api.IsCode(err, api.CodeAlreadyExists) { // a retry after a crash between the two writes
 			existing, err := r.load(ctx, req.Tenant, id)
@@ -305,9 +305,7 @@ func (r *Reconciler) mutate(ctx context.Context, req *bus.Request, id string,
 			return err
 		}
 		inst.Generation++
-		inst.Version++
-		inst.UpdatedAt = r.now()
-		inst.Status.Phase = derivePhase(inst)
+		sealRecord(inst, r.now())
 		return nil
 	})
 	if errors.Is(err, errUnchanged) {

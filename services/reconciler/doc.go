@@ -9,6 +9,6 @@
 //
 // A pass runs the live or the delete phases in order (phases.go; each phase
 // in the file named after it). The phase is derived from the instance's
-// facts by derivePhase (phase.go), the only writer of status.phase; no
-// decision reads it. Time comes from Options.Clock (pkg/clock).
+// facts by derivePhase (phase.go) in sealRecord, the only writer of
+// status.phase; no decision reads it. Time comes from Options.Clock (pkg/clock).
 package reconciler

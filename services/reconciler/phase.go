@@ -1,6 +1,20 @@
 package reconciler
 
-import "better-compute.io/compute/pkg/api"
+import (
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// sealRecord is the last change of every write of an instance record
+// (the API's create and mutate, the reconciler's writeRecord): it counts
+// the version, stamps UpdatedAt and sets the phase derived from the
+// record (derivePhase). It is the one place a phase is written.
+func sealRecord(inst *api.Instance, now time.Time) {
+	inst.Version++
+	inst.UpdatedAt = now
+	inst.Status.Phase = derivePhase(inst)
+}
 
 // derivePhase is the instance's phase, derived from its facts; it is the
 // only writer of status.phase (every reconciler write, every API write)

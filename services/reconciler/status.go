@@ -63,9 +63,7 @@ func (r *Reconciler) writeRecord(ctx context.Context, s *scope, change func(*api
 		change(n)
 		now := r.now()
 		stampTransitions(&n.Status, &prev, now)
-		n.Status.Phase = derivePhase(n)
-		n.Version++
-		n.UpdatedAt = now
+		sealRecord(n, now)
 		return nil
 	})
 	if err != nil {
