@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/Telmate/proxmox-api-go v0.0.0-20260201220834-d1b91f64e60f
 	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/gofrs/flock v0.13.2
 	github.com/hashicorp/vault/api v1.23.0
 	github.com/hetznercloud/hcloud-go/v2 v2.52.0
 	github.com/nats-io/nats-server/v2 v2.15.2

@@ -83,7 +83,8 @@ func certifyCmd(g *globals) *cobra.Command {
 		"tenant of the account (live runs; env:// references resolve for the tenants of the secrets service's --secret-store env, default root)")
 	f.StringVar(&o.prefix, "prefix", "", "prefix of machine names and idempotency keys (default random)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the run's random choices (default from the clock)")
-	f.IntVar(&o.scaleMachines, "seed-count", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
+	f.IntVar(&o.scaleMachines, "seed-count", conformance.DefaultScaleMachines,
+		fmt.Sprintf("machines seeded for the scale lane (a --live run seeds %d unless this is set)", liveSeedCount))
 	f.IntVar(&o.scaleMachines, "scale-machines", conformance.DefaultScaleMachines, "machines seeded for the scale lane")
 	_ = f.MarkDeprecated("scale-machines", "use --seed-count")
 	f.IntVar(&o.port, "port", 0,

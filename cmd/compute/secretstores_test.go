@@ -57,3 +57,16 @@ func TestVaultStoreOnlyWhenListed(t *testing.T) {
 		t.Fatalf("vault not listed: %v, %v", vs, err)
 	}
 }
+
+// An empty --env-secret-prefix is refused at start: env:// would resolve
+// every variable of the secrets service, VAULT_TOKEN too.
+func TestEmptyEnvSecretPrefixRefused(t *testing.T) {
+	for _, prefix := range []string{"", " "} {
+		root := newRootWith(io.Discard)
+		root.SetArgs([]string{"serve", "secrets", "--nats", "nats://127.0.0.1:1", "--env-secret-prefix", prefix})
+		err := root.Execute()
+		if ce := api.AsComputeError(err); err == nil || ce.Code != api.CodeInvalidConfig || ce.Path() != "--env-secret-prefix" {
+			t.Errorf("--env-secret-prefix %q: %v", prefix, err)
+		}
+	}
+}

@@ -143,6 +143,14 @@ func (c *serviceConfig) parseSecretStores() error {
 		return api.InvalidConfig("--secret-store", "--secret-store: %v", err)
 	}
 	c.stores = stores
+	for _, p := range c.envPrefixes {
+		// An empty prefix (or a space) would let env:// resolve the
+		// service's own configuration, VAULT_TOKEN included.
+		if strings.TrimSpace(p) == "" {
+			return api.InvalidConfig("--env-secret-prefix", "--env-secret-prefix must not be empty: env:// would resolve every variable "+
+				"of the secrets service (VAULT_TOKEN too)")
+		}
+	}
 	return nil
 }
 

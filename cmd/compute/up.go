@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/gofrs/flock"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -35,6 +36,8 @@ type stack struct {
 	proxmox *pveemulator.Server
 	nc      *nats.Conn
 	stop    func()
+	// lock is held on the data directory while the stack runs (dataLock).
+	lock *flock.Flock
 }
 
 // startStack starts embedded NATS (JetStream under dataDir), the Hetzner
@@ -59,6 +62,9 @@ func startStack(o upOptions) (*stack, error) {
 func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	var err error
 	if err = os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return err
+	}
+	if s.lock, err = dataLock(o.dataDir); err != nil {
 		return err
 	}
 	if o.services.sealKeyFile == "" {
@@ -93,6 +99,28 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	}
 	s.stop, err = runServices(s.nc, st, &o.services, serviceNames())
 	return err
+}
+
+// dataLockFile, in the data directory, is locked (flock) while a `compute
+// up` uses the directory.
+const dataLockFile = "compute-up.lock"
+
+// dataLock takes the exclusive lock of dir: two stacks on one data
+// directory would be two nats-servers writing one JetStream store and two
+// reconcilers acting on the same instances (each re-creating what it
+// does not find in its own emulators). The lock goes with the process, so
+// a killed `compute up` leaves none behind. Errors: dir is in use by
+// another `compute up`, or the lock file cannot be opened.
+func dataLock(dir string) (*flock.Flock, error) {
+	lock := flock.New(filepath.Join(dir, dataLockFile))
+	locked, err := lock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	if !locked {
+		return nil, fmt.Errorf("data directory %s is in use by another `compute up` (--data picks another)", dir)
+	}
+	return lock, nil
 }
 
 // listenAddr is one address `compute up` listens on: what listens there
@@ -144,6 +172,9 @@ func (s *stack) Close() {
 	if s.nats != nil {
 		s.nats.Shutdown()
 		s.nats.WaitForShutdown()
+	}
+	if s.lock != nil {
+		_ = s.lock.Unlock()
 	}
 }
 

@@ -223,7 +223,7 @@ func IsCode(err error, codes ...Code) bool {
 
 // RetryAfter is details.retryAfterMs as a duration (0 when absent).
 func (e *ComputeError) RetryAfter() time.Duration {
-	if ms := e.Details.RetryAfterMs; ms != nil {
+	if ms := e.Details.RetryAfterMs; ms != nil && *ms > 0 { // a negative wait from a peer is none
 		return time.Duration(*ms) * time.Millisecond
 	}
 	return 0

@@ -22,6 +22,30 @@ const (
 	MaxPageBytes = 512 * 1024
 )
 
+// GrowthRoom is the room a record the system writes again after its create
+// (an instance: its status, conditions, last operation and deletion mark)
+// keeps below MaxRecordBytes when it is created (CheckRoomToGrow), so those
+// later writes are never refused for size: a status write refused would
+// leave the instance stuck, and a delete refused would keep it for good.
+const GrowthRoom = 32 * 1024
+
+// CheckRoomToGrow refuses v, a record about to be created that will grow
+// (see GrowthRoom), when its encoding is larger than MaxRecordBytes minus
+// GrowthRoom. Error: INVALID_INPUT whose details.path names the record's
+// largest field, the one to shrink.
+func CheckRoomToGrow(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return api.Errorf(api.CodeInternal, "record cannot be encoded: %v", err)
+	}
+	if limit := MaxRecordBytes - GrowthRoom; len(data) > limit {
+		path := largestField(data)
+		return api.InvalidInput(path, "%s is too large: the record would be %d bytes of JSON (escapes counted), more than the limit "+
+			"of %d for a new record (%d, less %d kept for its status)", path, len(data), limit, MaxRecordBytes, GrowthRoom)
+	}
+	return nil
+}
+
 // legacyGrowth is how many bytes an update may add to a record that was
 // stored larger than MaxRecordBytes before the limit existed: enough for a
 // delete or power request and a status, so such a record can still be

@@ -51,8 +51,8 @@ func NewGuard(st *Stores, buckets ...string) *Guard {
 	return &Guard{js: st.JS, marks: NewTable[Watermark](st.Watermarks, "watermark"), buckets: buckets}
 }
 
-// Check compares each bucket's stream with its mark, then records the
-// stream's state as the new mark. A stream behind its mark (acknowledged
+// Check compares each bucket's stream with its mark, then raises the mark
+// to the stream's state. A stream behind its mark (acknowledged
 // writes gone: a truncated or restored store) is refused unless acceptLoss
 // (an operator's decision after a restore): then the mark is lowered to
 // what the stream holds. The first check of a bucket records its mark.
@@ -60,15 +60,19 @@ func NewGuard(st *Stores, buckets ...string) *Guard {
 // (--accept-store-loss) that accepts it; UNAVAILABLE.
 func (g *Guard) Check(ctx context.Context, acceptLoss bool) (lost []string, err error) {
 	for _, b := range g.buckets {
-		now, err := g.state(ctx, b)
-		if err != nil {
+		// The mark is read before the stream's state: another replica's
+		// Record in between raises the mark to a state this one has not
+		// read yet, which would read as a loss.
+		mark, _, err := g.marks.Get(ctx, watermarkTenant, b)
+		if err != nil && !api.IsCode(err, api.CodeNotFound) {
 			return lost, err
 		}
-		mark, _, err := g.marks.Get(ctx, watermarkTenant, b)
+		now, serr := g.state(ctx, b)
+		if serr != nil {
+			return lost, serr
+		}
 		switch {
 		case api.IsCode(err, api.CodeNotFound):
-		case err != nil:
-			return lost, err
 		case now.behind(mark) && !acceptLoss:
 			return lost, api.Errorf(api.CodeInvalidState,
 				"store of %s went backwards: it holds %d messages up to sequence %d, but %d up to sequence %d were acknowledged; "+
@@ -77,7 +81,9 @@ func (g *Guard) Check(ctx context.Context, acceptLoss bool) (lost []string, err 
 		case now.behind(mark):
 			lost = append(lost, fmt.Sprintf("%s: %d→%d messages, sequence %d→%d", b, mark.Msgs, now.Msgs, mark.LastSeq, now.LastSeq))
 		}
-		if err := g.set(ctx, b, now, true); err != nil {
+		// Only an accepted loss lowers the mark; otherwise it is raised
+		// (a replica's newer mark is kept).
+		if err := g.set(ctx, b, now, acceptLoss && now.behind(mark)); err != nil {
 			return lost, err
 		}
 	}

@@ -42,8 +42,14 @@ func EncodeError(err *api.ComputeError) (code, description string, body []byte) 
 // {"error":{…}} body). out may be nil to ignore a successful body.
 func DecodeReply(headerCode, headerText string, data []byte, out any) error {
 	if headerCode != "" || bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error":`)) {
+		// A value of the wrong type (a peer's detail "status":"503") is
+		// left out and the rest decoded (json.Unmarshal does so, then
+		// reports the first UnmarshalTypeError): the code, the message and
+		// the other details survive.
 		var env ErrorEnvelope
-		if err := json.Unmarshal(data, &env); err == nil && env.Error != nil && env.Error.Code != "" {
+		err := json.Unmarshal(data, &env)
+		var typeErr *json.UnmarshalTypeError
+		if (err == nil || errors.As(err, &typeErr)) && env.Error != nil && env.Error.Code != "" {
 			return env.Error
 		}
 		if headerCode == "" {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -311,6 +312,14 @@ func TestDecodeReply(t *testing.T) {
 			wantCode: api.CodeInternal, wantMsg: ""},
 		{name: "malformed success body", body: `{"id":`, wantCode: api.CodeInternal,
 			wantMsg: "malformed reply: unexpected end of JSON input"},
+		// A peer's detail of the wrong type is left out; the code, the
+		// message and the other details survive.
+		{name: "a detail of the wrong type", code: "409", text: "Conflict",
+			body:     `{"error":{"code":"INVALID_STATE","message":"in use","details":{"pools":"pool_x","path":"id"}}}`,
+			wantCode: api.CodeInvalidState, wantMsg: "in use"},
+		{name: "details that are no object", code: "502", text: "Bad Gateway",
+			body:     `{"error":{"code":"PROVIDER_ERROR","message":"boom","details":"oops"}}`,
+			wantCode: api.CodeProviderError, wantMsg: "boom"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -326,7 +335,26 @@ func TestDecodeReply(t *testing.T) {
 			if ce == nil || ce.Code != tc.wantCode || ce.Message != tc.wantMsg {
 				t.Fatalf("DecodeReply = %+v, want %s %q", ce, tc.wantCode, tc.wantMsg)
 			}
+			if tc.name == "a detail of the wrong type" && ce.Path() != "id" {
+				t.Fatalf("details.path = %q, want the well-typed detail kept (id)", ce.Path())
+			}
 		})
+	}
+
+	// A permanent refusal stays permanent, and a rate limit keeps its
+	// wait, beside a detail of the wrong type; a negative wait is none.
+	for body, check := range map[string]func(*api.ComputeError) bool{
+		`{"error":{"code":"PROVIDER_ERROR","message":"m","details":{"status":"422","permanent":true}}}`: (*api.ComputeError).Permanent,
+		`{"error":{"code":"RATE_LIMITED","message":"m","details":{"code":5,"retryAfterMs":1500}}}`: func(ce *api.ComputeError) bool {
+			return ce.RetryAfter() == 1500*time.Millisecond
+		},
+		`{"error":{"code":"RATE_LIMITED","message":"m","details":{"retryAfterMs":-5}}}`: func(ce *api.ComputeError) bool {
+			return ce.RetryAfter() == 0
+		},
+	} {
+		if ce := api.AsComputeError(bus.DecodeReply("", "", []byte(body), nil)); ce == nil || !check(ce) {
+			t.Errorf("DecodeReply(%s) = %+v", body, ce)
+		}
 	}
 	if err := bus.DecodeReply("", "", []byte(`{"id":"x"}`), nil); err != nil {
 		t.Fatalf("DecodeReply with nil out: %v", err)

@@ -38,6 +38,11 @@ func TestBadInputIsRefusedAndLeavesNothing(t *testing.T) {
 		// 12 keys of 14,600 bytes pass the per-key limit; their comments'
 		// '<' are six bytes each once stored as JSON: over a megabyte.
 		{"record too large", "create", map[string]any{"poolId": pool, "flavor": "small", "sshKeys": bulkyKeys(12, 14_500)}, api.CodeInvalidInput, "sshKeys"},
+		// About 240,000 bytes once stored: under MaxRecordBytes, but with
+		// less than GrowthRoom left for the status the reconciler writes
+		// (such a record would refuse its status writes and its delete).
+		{"record without room for its status", "create", map[string]any{"poolId": pool, "flavor": "small", "sshKeys": bulkyKeys(4, 10_000)},
+			api.CodeInvalidInput, "sshKeys"},
 		{"tenant mismatch", "create", map[string]any{"tenantId": "other", "poolId": pool, "flavor": "small"}, api.CodeAccessDenied, "tenantId"},
 		{"get bad id", "get", map[string]any{"id": "inst_../x"}, api.CodeInvalidInput, "id"},
 		{"get unknown", "get", map[string]any{"id": api.NewID(api.PrefixInstance)}, api.CodeNotFound, ""},
