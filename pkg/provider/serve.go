@@ -33,7 +33,6 @@ const (
 	MaxIDLength       = 128
 	MaxKeyLength      = 255
 	MaxNameLength     = 255
-	MaxImageLength    = 255
 	MaxUserDataBytes  = 32 * 1024
 	MaxSSHKeys        = 100
 	MaxSSHKeyBytes    = 16 * 1024
@@ -277,8 +276,8 @@ func (s *server) reinstall(ctx context.Context, req *bus.Request, c Client, call
 	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
 		return nil, err
 	}
-	if in.Image == "" || len(in.Image) > MaxImageLength {
-		return nil, api.InvalidInput("image", "image is required (at most %d characters)", MaxImageLength)
+	if err := api.CheckImage("image", in.Image, true); err != nil {
+		return nil, err
 	}
 	r, ok := c.(Reinstaller)
 	if !ok || !s.def.Has(CapabilityReinstall) {
@@ -344,6 +343,7 @@ func checkKey(key string, call *Call) error {
 }
 
 func validateSpec(key string, m api.MachineSpec) error {
+	imageErr := api.CheckImage("machine.image", m.Image, true)
 	switch {
 	case key == "" || len(key) > MaxKeyLength:
 		return api.InvalidInput("idempotencyKey", "idempotencyKey is required (at most %d characters)", MaxKeyLength)
@@ -351,8 +351,8 @@ func validateSpec(key string, m api.MachineSpec) error {
 		return api.InvalidInput("machine.name", "machine.name is required (at most %d characters)", MaxNameLength)
 	case m.OfferID == "" || len(m.OfferID) > MaxIDLength:
 		return api.InvalidInput("machine.offerId", "machine.offerId is required (at most %d characters)", MaxIDLength)
-	case m.Image == "" || len(m.Image) > MaxImageLength:
-		return api.InvalidInput("machine.image", "machine.image is required (at most %d characters)", MaxImageLength)
+	case imageErr != nil:
+		return imageErr
 	case len(m.UserData) > MaxUserDataBytes:
 		return api.InvalidInput("machine.userData", "machine.userData is larger than %d bytes", MaxUserDataBytes)
 	case len(m.SSHKeys) > MaxSSHKeys:

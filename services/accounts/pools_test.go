@@ -90,6 +90,7 @@ func TestPoolCreateRefused(t *testing.T) {
 		{"flavor name twice", func(r *api.PoolCreateRequest) { r.Flavors[1].Name = r.Flavors[0].Name }, api.CodeInvalidInput, "flavors[1].name"},
 		{"offer missing", func(r *api.PoolCreateRequest) { r.Flavors[1].OfferID = "" }, api.CodeInvalidInput, "flavors[1].offerId"},
 		{"image too long", func(r *api.PoolCreateRequest) { r.Flavors[0].Image = strings.Repeat("i", 256) }, api.CodeInvalidInput, "flavors[0].image"},
+		{"image with a control character", func(r *api.PoolCreateRequest) { r.Flavors[0].Image = "ubu\x01ntu" }, api.CodeInvalidInput, "flavors[0].image"},
 		{"unknown offer", func(r *api.PoolCreateRequest) { r.Flavors[1].OfferID = "cx99-fsn1" }, api.CodeInvalidInput, "flavors[1].offerId"},
 		{"offer of another location", func(r *api.PoolCreateRequest) { r.Flavors[0].OfferID = "cx22-nbg1" }, api.CodeInvalidInput, "flavors[0].offerId"},
 		{"tenant mismatch", func(r *api.PoolCreateRequest) { r.TenantID = other }, api.CodeAccessDenied, "tenantId"},

@@ -84,6 +84,7 @@ func checkPoolRequest(in *api.PoolCreateRequest) error {
 	seen := make(map[string]bool, len(in.Flavors))
 	for i, f := range in.Flavors {
 		p := fmt.Sprintf("flavors[%d]", i)
+		imageErr := api.CheckImage(p+".image", f.Image, false)
 		switch {
 		case !flavorNamePattern.MatchString(f.Name):
 			return api.InvalidInput(p+".name", "%s.name must be 1 to 63 lower-case letters, digits and hyphens", p)
@@ -91,8 +92,8 @@ func checkPoolRequest(in *api.PoolCreateRequest) error {
 			return api.InvalidInput(p+".name", "flavor %q is listed twice", f.Name)
 		case f.OfferID == "" || len(f.OfferID) > provider.MaxIDLength:
 			return api.InvalidInput(p+".offerId", "%s.offerId is required (at most %d characters)", p, provider.MaxIDLength)
-		case len(f.Image) > provider.MaxImageLength:
-			return api.InvalidInput(p+".image", "%s.image must be at most %d characters", p, provider.MaxImageLength)
+		case imageErr != nil:
+			return imageErr
 		}
 		seen[f.Name] = true
 	}

@@ -263,11 +263,12 @@ func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, erro
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
+	imageErr := api.CheckImage("image", in.Image, true)
 	switch {
 	case !api.ValidID(api.PrefixInstance, in.ID):
 		return nil, api.InvalidInput("id", "id must be an instance id (inst_…)")
-	case in.Image == "" || len(in.Image) > MaxImageLength:
-		return nil, api.InvalidInput("image", "image is required (at most %d characters)", MaxImageLength)
+	case imageErr != nil:
+		return nil, imageErr
 	}
 	return r.mutate(ctx, req, in.ID, func(inst *api.Instance) error {
 		if err := refusePendingOperation(inst); err != nil {

@@ -16,7 +16,6 @@ const (
 	MaxUserDataBytes = 32 * 1024
 	MaxSSHKeys       = 100
 	MaxSSHKeyBytes   = 16 * 1024
-	MaxImageLength   = 255
 	MaxIdempotency   = 255
 )
 
@@ -24,6 +23,7 @@ var instanceNamePattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9.-]{0,61}[a
 
 // validateCreate checks the fields of a create request that need no lookup.
 func validateCreate(in *api.InstanceCreateRequest) error {
+	imageErr := api.CheckImage("image", in.Image, false)
 	switch {
 	case !api.ValidID(api.PrefixPool, in.PoolID):
 		return api.InvalidInput("poolId", "poolId must be a pool id (pool_…)")
@@ -31,8 +31,8 @@ func validateCreate(in *api.InstanceCreateRequest) error {
 		return api.InvalidInput("flavor", "flavor is required")
 	case in.Name != "" && !instanceNamePattern.MatchString(in.Name):
 		return api.InvalidInput("name", "name must be a hostname label: letters, digits, '.' and '-', at most 63 characters")
-	case len(in.Image) > MaxImageLength:
-		return api.InvalidInput("image", "image is longer than %d characters", MaxImageLength)
+	case imageErr != nil:
+		return imageErr
 	case len(in.IdempotencyKey) > MaxIdempotency:
 		return api.InvalidInput("idempotencyKey", "idempotencyKey is longer than %d characters", MaxIdempotency)
 	case in.Power != "" && in.Power != api.PowerOn && in.Power != api.PowerOff:

@@ -34,6 +34,10 @@ func TestBadInputIsRefusedAndLeavesNothing(t *testing.T) {
 		{"bad power", "create", map[string]any{"poolId": pool, "flavor": "small", "power": "maybe"}, api.CodeInvalidInput, "power"},
 		{"secret ref in user data", "create", map[string]any{"poolId": pool, "flavor": "small", "userData": "#cloud-config\ntoken: secret://acme/sec_x"}, api.CodeInvalidInput, "userData"},
 		{"private key in user data", "create", map[string]any{"poolId": pool, "flavor": "small", "userData": "-----BEGIN OPENSSH PRIVATE KEY-----"}, api.CodeInvalidInput, "userData"},
+		{"image with a control character", "create", map[string]any{"poolId": pool, "flavor": "small", "image": "ubuntu\u0001x"},
+			api.CodeInvalidInput, "image"},
+		{"reinstall image with a bidi character", "reinstall", map[string]any{"id": api.NewID(api.PrefixInstance), "image": "debian\u202e21"},
+			api.CodeInvalidInput, "image"},
 		{"bad ssh key", "create", map[string]any{"poolId": pool, "flavor": "small", "sshKeys": []string{sshKey, "not-a-key"}}, api.CodeInvalidInput, "sshKeys[1]"},
 		// 12 keys of 14,600 bytes pass the per-key limit; their comments'
 		// '<' are six bytes each once stored as JSON: over a megabyte.
