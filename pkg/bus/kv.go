@@ -35,17 +35,18 @@ func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (rev
 
 // writeJSON writes v under key: with create (prev nil), only if the key
 // does not exist (or was deleted); else only if its revision is still rev
-// (compare and set), prev being the record as read at rev. Errors:
+// (compare and set), prev being the record as read at rev; room is the
+// table's GrowthRoom (0 for none, see checkRecordSize). Errors:
 // INVALID_INPUT naming the largest field of a record larger than
 // MaxRecordBytes (checkRecordSize), ALREADY_EXISTS (create) or CONFLICT
 // (update) for a lost race (conflictError), UNAVAILABLE, INTERNAL
 // (unencodable value).
-func writeJSON(ctx context.Context, kv jetstream.KeyValue, key string, v, prev any, rev uint64, create bool) (uint64, error) {
+func writeJSON(ctx context.Context, kv jetstream.KeyValue, key string, v, prev any, rev uint64, create bool, room int) (uint64, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return 0, api.Errorf(api.CodeInternal, "encode %s: %v", key, err)
 	}
-	if err := checkRecordSize(data, prev); err != nil {
+	if err := checkRecordSize(data, prev, room); err != nil {
 		return 0, err
 	}
 	if create {

@@ -24,27 +24,11 @@ const (
 
 // GrowthRoom is the room a record the system writes again after its create
 // (an instance: its status, conditions, last operation and deletion mark)
-// keeps below MaxRecordBytes when it is created (CheckRoomToGrow), so those
-// later writes are never refused for size: a status write refused would
-// leave the instance stuck, and a delete refused would keep it for good.
+// keeps below MaxRecordBytes when it is created (a Table made with
+// growthRoom refuses a larger create), so those later writes are never
+// refused for size: a status write refused would leave the instance stuck,
+// and a delete refused would keep it for good.
 const GrowthRoom = 32 * 1024
-
-// CheckRoomToGrow refuses v, a record about to be created that will grow
-// (see GrowthRoom), when its encoding is larger than MaxRecordBytes minus
-// GrowthRoom. Error: INVALID_INPUT whose details.path names the record's
-// largest field, the one to shrink.
-func CheckRoomToGrow(v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return api.Errorf(api.CodeInternal, "record cannot be encoded: %v", err)
-	}
-	if limit := MaxRecordBytes - GrowthRoom; len(data) > limit {
-		path := largestField(data)
-		return api.InvalidInput(path, "%s is too large: the record would be %d bytes of JSON (escapes counted), more than the limit "+
-			"of %d for a new record (%d, less %d kept for its status)", path, len(data), limit, MaxRecordBytes, GrowthRoom)
-	}
-	return nil
-}
 
 // legacyGrowth is how many bytes an update may add to a record that was
 // stored larger than MaxRecordBytes before the limit existed: enough for a
@@ -55,9 +39,16 @@ const legacyGrowth = 4 * 1024
 // checkRecordSize refuses data, the encoding of a record, when it is larger
 // than MaxRecordBytes, unless it updates prev (the record as read; nil for
 // a create) that was as large already and grows it by legacyGrowth at
-// most. Error: INVALID_INPUT whose details.path names the record's largest
-// field (largestField), the one to shrink.
-func checkRecordSize(data []byte, prev any) error {
+// most; a create (prev nil) of a table that keeps room (GrowthRoom) is
+// refused past MaxRecordBytes less room. Error: INVALID_INPUT whose
+// details.path names the record's largest field (largestField), the one
+// to shrink.
+func checkRecordSize(data []byte, prev any, room int) error {
+	if limit := MaxRecordBytes - room; prev == nil && room > 0 && len(data) > limit {
+		path := largestField(data)
+		return api.InvalidInput(path, "%s is too large: the record would be %d bytes of JSON (escapes counted), more than the limit "+
+			"of %d for a new record (%d, less %d kept for its status)", path, len(data), limit, MaxRecordBytes, room)
+	}
 	if len(data) <= MaxRecordBytes {
 		return nil
 	}

@@ -55,6 +55,9 @@ type Table[T any] struct {
 	kv jetstream.KeyValue
 	// kind names the record in errors ("instance", "pool").
 	kind string
+	// room is what a create leaves below MaxRecordBytes for later growth
+	// (GrowthRoom for records the system writes again; 0 for none).
+	room int
 }
 
 // NewTable binds kv (a bucket of OpenStores) to records of type T named
@@ -81,9 +84,11 @@ func (t *Table[T]) Get(ctx context.Context, tenant, id string) (T, uint64, error
 }
 
 // Create writes v as record id of tenant only if there is none (or it was
-// deleted) and returns its revision. Errors: ALREADY_EXISTS, UNAVAILABLE.
+// deleted) and returns its revision. Errors: INVALID_INPUT (too large:
+// checkRecordSize, with the table's growth room), ALREADY_EXISTS,
+// UNAVAILABLE.
 func (t *Table[T]) Create(ctx context.Context, tenant, id string, v T) (uint64, error) {
-	return writeJSON(ctx, t.kv, RecordKey(tenant, id), v, nil, 0, true)
+	return writeJSON(ctx, t.kv, RecordKey(tenant, id), v, nil, 0, true, t.room)
 }
 
 // Mutate reads record id of tenant, applies change to it and writes it back
@@ -111,7 +116,7 @@ func (t *Table[T]) MutateAt(ctx context.Context, tenant, id string, cur T, rev u
 		if err := change(&next); err != nil {
 			return cur, rev, false, err // change's own CONFLICT is no lost race
 		}
-		newRev, err := writeJSON(ctx, t.kv, key, next, cur, rev, false)
+		newRev, err := writeJSON(ctx, t.kv, key, next, cur, rev, false, t.room)
 		if err != nil {
 			return cur, rev, api.IsCode(err, api.CodeConflict), err
 		}

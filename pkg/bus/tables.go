@@ -20,9 +20,12 @@ import "better-compute.io/compute/pkg/api"
 // referenced secret is not deleted).
 
 // InstanceTable is compute_instances (owner: the reconciler), records named
-// "instance" in errors.
+// "instance" in errors. A create keeps GrowthRoom for the status the
+// reconciler writes later.
 func (st *Stores) InstanceTable() *Table[api.Instance] {
-	return NewTable[api.Instance](st.Instances, "instance")
+	t := NewTable[api.Instance](st.Instances, "instance")
+	t.room = GrowthRoom
+	return t
 }
 
 // PoolTable is compute_pools (owner: accounts), records named "pool".

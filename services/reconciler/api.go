@@ -91,9 +91,6 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		Generation: 1, CreatedAt: now,
 	}
 	sealRecord(&inst, now) // version 1
-	if err := bus.CheckRoomToGrow(&inst); err != nil {
-		return nil, err
-	}
 	if _, err := r.instances.Create(ctx, req.Tenant, id, inst); err != nil {
 		if api.IsCode(err, api.CodeAlreadyExists) { // a retry after a crash between the two writes
 			existing, err := r.load(ctx, req.Tenant, id)
