@@ -87,6 +87,10 @@ type ErrorDetails struct {
 	// Scheme is the secret reference scheme ("secret", "env", "vault") no
 	// configured store serves (INVALID_INPUT at path ref).
 	Scheme string `json:"scheme,omitempty"`
+	// Scope is the scope (api.Scopes) a credential lacks for the verb it
+	// called (ACCESS_DENIED, reported by the caller's client when
+	// nats-server refused the publish).
+	Scope string `json:"scope,omitempty"`
 	// Status is the HTTP status a provider API answered (PROVIDER_ERROR; 0
 	// when the API could not be reached). A pointer: ProviderError always
 	// sends it. See ComputeError.APIStatus.
@@ -276,7 +280,7 @@ func (d ErrorDetails) MapStrings(f func(string) string) ErrorDetails {
 	out := d
 	out.Accounts, out.Instances, out.Pools = list(d.Accounts), list(d.Instances), list(d.Pools)
 	out.Code, out.Path = str(d.Code), str(d.Path)
-	out.ID, out.Reason, out.Scheme = f(d.ID), f(d.Reason), f(d.Scheme)
+	out.ID, out.Reason, out.Scheme, out.Scope = f(d.ID), f(d.Reason), f(d.Scheme), f(d.Scope)
 	if h := d.NameHolder; h != nil {
 		out.NameHolder = &NameHolder{ID: f(h.ID), IdempotencyKey: f(h.IdempotencyKey), State: f(h.State)}
 	}

@@ -274,6 +274,8 @@ func TestErrorWireBytes(t *testing.T) {
 		{"accounts", accounts, `{"code":"INVALID_STATE","message":"referenced","details":{"accounts":["pacct_nested","pacct_top"]}}`},
 		{"instances", instances, `{"code":"INVALID_STATE","message":"used","details":{"instances":["inst_01"]}}`},
 		{"pools", pools, `{"code":"INVALID_STATE","message":"used","details":{"pools":["pool_01","pool_02"]}}`},
+		{"scope", AccessDeniedScope("secrets", "put", ScopeSecretsManage),
+			`{"code":"ACCESS_DENIED","message":"secrets.put needs scope compute:secrets:manage, which this credential does not hold","details":{"scope":"compute:secrets:manage"}}`},
 		{"scheme", scheme, `{"code":"INVALID_INPUT","message":"no store","details":{"path":"ref","scheme":"vault"}}`},
 		{"version", version, `{"code":"CONFLICT","message":"stale","details":{"path":"version","version":4}}`},
 	}
@@ -301,7 +303,7 @@ func TestMapStringsCoversEveryString(t *testing.T) {
 	var in ErrorDetails
 	all := `{"accounts":["s"],"code":"s","holderId":"s","holderIdempotencyKey":"s","holderState":"s","id":"s",
 		"instances":["s"],"notExecuted":true,"path":"s","permanent":true,"pools":["s"],"reason":"s",
-		"retryAfterMs":1,"scheme":"s","status":1,"version":1}`
+		"retryAfterMs":1,"scheme":"s","scope":"s","status":1,"version":1}`
 	if err := json.Unmarshal([]byte(all), &in); err != nil {
 		t.Fatal(err)
 	}
@@ -327,8 +329,8 @@ func TestMapStringsCoversEveryString(t *testing.T) {
 			}
 		}
 	}
-	if len(strs) != 11 {
-		t.Fatalf("%d strings in %s, want 11", len(strs), out)
+	if len(strs) != 12 {
+		t.Fatalf("%d strings in %s, want 12", len(strs), out)
 	}
 	for _, s := range strs {
 		if s != "s-cut" {
