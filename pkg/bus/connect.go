@@ -2,6 +2,7 @@ package bus
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,8 +22,11 @@ type ConnectOptions struct {
 	// nats-server permissions can give each user its own inbox space
 	// (deploy/nats.conf: "_INBOX_<tenant>" for tenants, "_INBOX_svc_<service>"
 	// for services). Empty keeps "_INBOX". It must start with "_INBOX" (see
-	// IsInbox) and hold no wildcard.
+	// InboxRoot) and hold no wildcard.
 	InboxPrefix string
+	// ErrorHandler, when set, receives the server's asynchronous errors
+	// (e.g. a permissions violation; natsauth.Denials.Handler).
+	ErrorHandler nats.ErrHandler
 	// FailFast makes Connect fail when no server answers now, instead of
 	// retrying until one does (a CLI run, not a service).
 	FailFast bool
@@ -59,10 +63,13 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
 	}
 	if o.InboxPrefix != "" {
-		if !IsInbox(o.InboxPrefix) {
+		if !strings.HasPrefix(o.InboxPrefix, InboxRoot) {
 			return nil, fmt.Errorf("inbox prefix %q must start with %q", o.InboxPrefix, InboxRoot)
 		}
 		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
+	}
+	if o.ErrorHandler != nil {
+		opts = append(opts, nats.ErrorHandler(o.ErrorHandler))
 	}
 	if o.CAFile != "" {
 		opts = append(opts, nats.RootCAs(o.CAFile))

@@ -17,6 +17,8 @@ func TestIsInbox(t *testing.T) {
 		"_INBOX.abc.1":                  true,
 		"_INBOX_acme.abc.1":             true,
 		"_INBOX_svc_secrets.x":          true,
+		"_R_.Ab3.x9":                    true,
+		"_R_x":                          false,
 		"compute.v1.b.events.i.x.y":     false,
 		"$KV.compute_instances.b.inst_": false,
 		"$JS.ACK.x":                     false,

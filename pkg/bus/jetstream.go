@@ -18,6 +18,8 @@ const (
 	BucketPools       = "compute_pools"
 	BucketInstances   = "compute_instances"
 	BucketIdempotency = "compute_idempotency"
+	// BucketTenants holds the tenant records of the tenants service.
+	BucketTenants = "compute_tenants"
 )
 
 // Stream names of DESIGN.md.
@@ -49,6 +51,7 @@ type Stores struct {
 	Instances   jetstream.KeyValue
 	Idempotency jetstream.KeyValue
 	Watermarks  jetstream.KeyValue
+	Tenants     jetstream.KeyValue
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -74,6 +77,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		{&st.Idempotency,
 			jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
 		{&st.Watermarks, jetstream.KeyValueConfig{Bucket: BucketWatermarks, Description: "high-water marks of the buckets above"}},
+		{&st.Tenants, jetstream.KeyValueConfig{Bucket: BucketTenants, Description: "tenants: NATS accounts, limits, quotas, credentials"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage
