@@ -29,7 +29,9 @@ var noStreamRemoval = []string{"$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.
 
 // watermark is the publish permission on the high-water mark of bucket
 // (bus.WatermarkKey), which only the bucket's owner writes.
-func watermark(bucket string) string { return "$KV." + bus.BucketWatermarks + "." + bus.WatermarkKey(bucket) }
+func watermark(bucket string) string {
+	return "$KV." + bus.BucketWatermarks + "." + bus.WatermarkKey(bucket)
+}
 
 // Every service: the JetStream API (it creates its buckets and streams at
 // start-up and reads through them) but never removing a stream or a message;
