@@ -2,10 +2,9 @@ package authtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/bus/bustest"
+	"better-compute.io/compute/pkg/natsauth"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/services/accounts"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
@@ -25,22 +25,11 @@ import (
 	"better-compute.io/compute/services/reconciler"
 	"better-compute.io/compute/services/secrets"
 	"better-compute.io/compute/services/secrets/seal"
+	"better-compute.io/compute/services/tenants"
 )
 
 // confPath is the configuration under test.
 const confPath = "../nats.conf"
-
-// passwordVars are the environment variables deploy/nats.conf reads, by user.
-var passwordVars = map[string]string{
-	"admin":            "COMPUTE_ADMIN_PASSWORD",
-	"secrets":          "COMPUTE_SECRETS_PASSWORD",
-	"accounts":         "COMPUTE_ACCOUNTS_PASSWORD",
-	"reconciler":       "COMPUTE_RECONCILER_PASSWORD",
-	"provider-hetzner": "COMPUTE_HETZNER_PASSWORD",
-	"provider-proxmox": "COMPUTE_PROXMOX_PASSWORD",
-	"acme":             "COMPUTE_TENANT_ACME_PASSWORD",
-	"globex":           "COMPUTE_TENANT_GLOBEX_PASSWORD",
-}
 
 // Hetzner API tokens of the two tenants: the emulator accepts only these,
 // so a call succeeds only with the token resolved from the right secret.
@@ -49,49 +38,59 @@ const (
 	globexToken = "hcloud-globex-token-8d2b6e0f"
 )
 
-// stack is a nats-server started from deploy/nats.conf with every service
-// connected as its own user, the Hetzner emulator behind the provider, and
-// an admin connection.
+// stack is a nats-server started from deploy/nats.conf in operator mode
+// (its auth include made by natsauth.Init, as `compute nats-init` does),
+// with every service connected as its own user of the SERVICES account,
+// the tenants service, tenants acme and globex created through its API,
+// the Hetzner emulator behind the provider, and an admin connection.
 type stack struct {
-	url       string
-	storeDir  string
-	passwords map[string]string
-	logs      *bustest.LogBuffer
-	admin     *nats.Conn
-	emu       *emulator.Server
-}
-
-func randomPassword(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	url      string
+	storeDir string
+	authDir  string
+	dir      string
+	// creds are the files of tenant credentials minted by adminCreds,
+	// by tenant.
+	creds map[string]string
+	logs  *bustest.LogBuffer
+	admin *nats.Conn
+	emu   *emulator.Server
+	srv   *server.Server
 }
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
-	s := &stack{storeDir: t.TempDir(), passwords: map[string]string{}, logs: &bustest.LogBuffer{}}
-	for user, env := range passwordVars {
-		s.passwords[user] = randomPassword(t)
-		t.Setenv(env, s.passwords[user])
+	dir := t.TempDir()
+	s := &stack{dir: dir, storeDir: filepath.Join(dir, "jetstream"), authDir: filepath.Join(dir, "auth"), creds: map[string]string{},
+		logs: &bustest.LogBuffer{}}
+	auth, err := natsauth.Init(s.authDir, natsauth.InitOptions{ResolverDir: filepath.Join(dir, "jwt")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	opts, err := server.ProcessConfigFile(confPath)
+	conf, err := os.ReadFile(confPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// beside its include, auth/nats-auth.conf, as in deploy/
+	if err := os.WriteFile(filepath.Join(dir, "nats.conf"), conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats.conf"))
 	if err != nil {
 		t.Fatalf("load %s: %v", confPath, err)
 	}
 	opts.Host, opts.Port, opts.StoreDir = "127.0.0.1", server.RANDOM_PORT, s.storeDir
 	opts.NoLog, opts.NoSigs = true, true
-	srv, err := server.NewServer(opts)
+	s.srv, err = server.NewServer(opts)
 	if err != nil {
 		t.Fatalf("nats-server from %s: %v", confPath, err)
 	}
-	srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
+	s.srv.Start()
+	t.Cleanup(func() { s.srv.Shutdown(); s.srv.WaitForShutdown() })
+	if !s.srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats-server not ready")
 	}
-	s.url = srv.ClientURL()
-	s.admin = s.serviceConn(t, "admin", "")
+	s.url = s.srv.ClientURL()
+	s.admin = s.serviceConn(t, natsauth.UserAdmin, "")
 	log := zerolog.New(s.logs).Level(zerolog.DebugLevel)
 
 	s.emu, err = emulator.Start(emulator.Options{Tokens: []string{acmeToken, globexToken}, ActionDuration: 20 * time.Millisecond, Logger: log}, "127.0.0.1:0")
@@ -125,7 +124,66 @@ func startStack(t *testing.T) *stack {
 		t.Fatalf("start reconciler: %v", err)
 	}
 	t.Cleanup(rec.Stop)
+	s.startTenants(t, auth, log)
+	for _, tenant := range []string{"acme", "globex"} {
+		s.createTenant(t, api.TenantCreateRequest{ID: tenant})
+		s.creds[tenant] = s.mintCreds(t, tenant, "cli", api.ScopeAdmin)
+	}
 	return s
+}
+
+// startTenants starts the tenants service as its own user, pushing account
+// JWTs through a user of the SYS account.
+func (s *stack) startTenants(t *testing.T, auth *natsauth.Authority, log zerolog.Logger) {
+	t.Helper()
+	sysCreds, err := auth.SysUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysFile := filepath.Join(s.dir, "tenants-sys.creds")
+	if err := os.WriteFile(sysFile, sysCreds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sys := s.connConn(t, "tenants-sys", sysFile, "")
+	nc := s.serviceConn(t, natsauth.UserTenants, "_INBOX_svc_tenants")
+	ten, err := tenants.Start(nc, s.openStores(t, nc), tenants.Options{Authority: auth, Sys: sys, Logger: log})
+	started(t, "tenants", ten, err)
+}
+
+// createTenant creates a tenant through the tenants API as admin.
+func (s *stack) createTenant(t *testing.T, req api.TenantCreateRequest) api.Tenant {
+	t.Helper()
+	var out api.Tenant
+	if err := s.adminCall(tenants.Subject("create"), req, &out); err != nil {
+		t.Fatalf("create tenant %s: %v", req.ID, err)
+	}
+	return out
+}
+
+// mintCreds mints a credential of tenant with scopes through the tenants
+// API as admin and returns the file holding it.
+func (s *stack) mintCreds(t *testing.T, tenant, name string, scopes ...api.Scope) string {
+	t.Helper()
+	names := make([]string, len(scopes))
+	for i, sc := range scopes {
+		names[i] = string(sc)
+	}
+	var out api.TenantCredentialsReply
+	if err := s.adminCall(tenants.Subject("credentials"), api.TenantCredentialsRequest{ID: tenant, Name: name, Scopes: names}, &out); err != nil {
+		t.Fatalf("credentials of %s: %v", tenant, err)
+	}
+	file := filepath.Join(s.dir, tenant+"-"+name+".creds")
+	if err := os.WriteFile(file, []byte(out.Creds), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// adminCall sends a request as the admin user.
+func (s *stack) adminCall(subject string, in, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return bus.Call(ctx, s.admin, subject, in, out)
 }
 
 // started fails t when a service did not start and stops it at cleanup.
@@ -137,17 +195,29 @@ func started(t *testing.T, name string, svc *bus.Service, err error) {
 	t.Cleanup(func() { _ = svc.Stop() })
 }
 
-// serviceConn connects as user with the inbox prefix a `compute serve`
-// process of that user uses ("" keeps _INBOX), closed at cleanup.
+// serviceConn connects as user of the SERVICES account (its credentials
+// from natsauth.Init) with the inbox prefix a `compute serve` process of
+// that user uses ("" keeps _INBOX), closed at cleanup.
 func (s *stack) serviceConn(t *testing.T, user, inbox string) *nats.Conn {
 	t.Helper()
-	nc, err := bus.Connect(bus.ConnectOptions{URL: s.url, Name: user, User: user, Password: s.passwords[user], InboxPrefix: inbox})
+	return s.connConn(t, user, s.serviceCreds(user), inbox)
+}
+
+// serviceCreds is the credentials file of user of the SERVICES account.
+func (s *stack) serviceCreds(user string) string {
+	return filepath.Join(s.authDir, natsauth.CredsDir, user+".creds")
+}
+
+// connConn connects with the credentials file creds, closed at cleanup.
+func (s *stack) connConn(t *testing.T, name, creds, inbox string) *nats.Conn {
+	t.Helper()
+	nc, err := bus.Connect(bus.ConnectOptions{URL: s.url, Name: name, CredsFile: creds, InboxPrefix: inbox})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
 	if err := nc.FlushTimeout(10 * time.Second); err != nil {
-		t.Fatalf("connect as %s: %v", user, err)
+		t.Fatalf("connect as %s: %v", name, err)
 	}
 	return nc
 }
@@ -165,22 +235,20 @@ func (s *stack) openStores(t *testing.T, nc *nats.Conn) *bus.Stores {
 	return st
 }
 
-// violations collects the permission violations the server reports to one
-// connection.
+// violations collects the errors the server reports to one connection
+// (permission violations, exceeded limits).
 type violations struct {
 	mu   sync.Mutex
 	seen []string
 }
 
 func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
-	if errors.Is(err, nats.ErrPermissionViolation) {
-		v.mu.Lock()
-		v.seen = append(v.seen, err.Error())
-		v.mu.Unlock()
-	}
+	v.mu.Lock()
+	v.seen = append(v.seen, err.Error())
+	v.mu.Unlock()
 }
 
-// wait fails t unless the server reports a violation containing want
+// wait fails t unless the server reports an error containing want
 // (e.g. `Publish to "compute.v1.b.secrets.list"`) within 30 s.
 func (v *violations) wait(t *testing.T, want string) {
 	t.Helper()
@@ -210,24 +278,36 @@ type client struct {
 	replies []string
 }
 
-// connect connects as user (a tenant or a service user) with inbox prefix
+// connect connects with the credentials file creds (a tenant's or a
+// service user's) as tenant (its subjects' tenant token) with inbox prefix
 // inbox, the way the compute CLI does for a tenant (_INBOX_<tenant>).
-func (s *stack) connect(t *testing.T, user, inbox string) *client {
+func (s *stack) connect(t *testing.T, tenant, creds, inbox string) *client {
 	t.Helper()
-	c := &client{t: t, tenant: user, denied: &violations{}}
-	var err error
-	c.nc, err = nats.Connect(s.url, nats.Name(user), nats.UserInfo(user, s.passwords[user]),
-		nats.CustomInboxPrefix(inbox), nats.ErrorHandler(c.denied.handler), nats.PermissionErrOnSubscribe(true))
+	c, err := s.dial(t, tenant, creds, inbox)
 	if err != nil {
-		t.Fatalf("connect as %s: %v", user, err)
+		t.Fatalf("connect as %s: %v", tenant, err)
 	}
-	t.Cleanup(c.nc.Close)
 	return c
 }
 
-// tenantClient connects as tenant with the tenant's inbox prefix.
+// dial is connect returning the error of a refused connection.
+func (s *stack) dial(t *testing.T, tenant, creds, inbox string) (*client, error) {
+	t.Helper()
+	c := &client{t: t, tenant: tenant, denied: &violations{}}
+	var err error
+	c.nc, err = nats.Connect(s.url, nats.Name(tenant), nats.UserCredentials(creds), nats.NoReconnect(),
+		nats.CustomInboxPrefix(inbox), nats.ErrorHandler(c.denied.handler), nats.PermissionErrOnSubscribe(true))
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(c.nc.Close)
+	return c, nil
+}
+
+// tenantClient connects with tenant's credential of scope compute:admin
+// and the tenant's inbox prefix.
 func (s *stack) tenantClient(t *testing.T, tenant string) *client {
-	return s.connect(t, tenant, "_INBOX_"+tenant)
+	return s.connect(t, tenant, s.creds[tenant], "_INBOX_"+tenant)
 }
 
 // request sends in on subject (with a 10 s deadline, or timeout when

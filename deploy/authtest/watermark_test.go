@@ -18,6 +18,7 @@ func TestServicesKeepOnlyTheirOwnMarks(t *testing.T) {
 		"secrets":    {bus.BucketSecrets},
 		"accounts":   {bus.BucketAccounts, bus.BucketPools},
 		"reconciler": {bus.BucketInstances},
+		"tenants":    {bus.BucketTenants},
 	}
 	for user, buckets := range own {
 		nc := s.serviceConn(t, user, "_INBOX_svc_"+user)
