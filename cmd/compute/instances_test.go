@@ -25,7 +25,7 @@ func TestWaitInterrupted(t *testing.T) {
 	// It runs: waiting for it to stop waits until interrupted.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "--nats", s.nats.ClientURL(), "--tenant", "acme", "instances", "wait", inst.ID, "--for", "stopped")
+	cmd := exec.CommandContext(ctx, os.Args[0], "--nats", s.nats.ClientURL(), "--tenant", "acme", "--creds", c.creds, "instances", "wait", inst.ID, "--for", "stopped")
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -42,7 +42,7 @@ func TestSecretsRekey(t *testing.T) {
 		if err != nil {
 			t.Fatalf("start: %v", err)
 		}
-		return &cli{t: t, url: cur.nats.ClientURL()}
+		return &cli{t: t, url: cur.nats.ClientURL(), creds: cur.tenantCreds(t, "acme")}
 	}
 	keyFile := filepath.Join(dir, "seal.key")
 	writeKeys := func(lines ...string) {
@@ -74,6 +74,7 @@ func TestSecretsRekey(t *testing.T) {
 
 	c = start()
 	var report secrets.RekeyReply
+	c.creds = cur.adminCreds(dir) // rekey is the operator's
 	c.must(&report, "", "secrets", "rekey", "--batch", "1")
 	if report.KeyID != "k2" || report.Resealed != 1 || report.Remaining != 0 || !slices.Equal(report.Retired, []string{oldID}) {
 		t.Fatalf("rekey report: %+v; want 1 resealed with k2 and %s retired", report, oldID)

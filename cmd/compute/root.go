@@ -16,6 +16,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/natsauth"
 )
 
 // globals are the flags every command shares.
@@ -25,6 +26,9 @@ type globals struct {
 	timeout  time.Duration
 	logLevel string
 	out      io.Writer
+	// denials turns a publish nats-server refuses into ACCESS_DENIED
+	// naming the missing scope, instead of a timeout.
+	denials *natsauth.Denials
 }
 
 func envOr(name, def string) string {
@@ -38,7 +42,7 @@ func newRoot() *cobra.Command { return newRootWith(os.Stdout) }
 
 // newRootWith builds the command tree printing replies to out.
 func newRootWith(out io.Writer) *cobra.Command {
-	g := &globals{out: out}
+	g := &globals{out: out, denials: &natsauth.Denials{}}
 	root := &cobra.Command{
 		Use:           "compute",
 		Short:         "Run and drive the compute control plane over NATS",
@@ -69,7 +73,8 @@ func newRootWith(out io.Writer) *cobra.Command {
 		}
 	}
 	root.AddCommand(upCmd(g), serveCmd(g), emulatorCmd(g), healthCmd(g),
-		secretsCmd(g), accountsCmd(g), poolsCmd(g), instancesCmd(g), certifyCmd(g))
+		secretsCmd(g), accountsCmd(g), poolsCmd(g), instancesCmd(g), certifyCmd(g),
+		tenantsCmd(g), natsInitCmd(g))
 	for _, c := range root.Commands() {
 		refuseUnknownSubcommands(c)
 	}
@@ -120,6 +125,7 @@ func (g *globals) connect() (*nats.Conn, error) {
 	o := g.conn
 	o.Name = "compute-cli"
 	o.FailFast = true
+	o.ErrorHandler = g.denials.Handler
 	if o.InboxPrefix == "" {
 		o.InboxPrefix = bus.InboxRoot + "_" + g.tenant
 	}
@@ -154,7 +160,7 @@ func (g *globals) call(ctx context.Context, nc *nats.Conn, resource, verb string
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	var raw json.RawMessage
-	if err := bus.Call(ctx, nc, bus.Command(g.tenant, resource, verb), in, &raw); err != nil {
+	if err := g.denials.Call(ctx, nc, bus.Command(g.tenant, resource, verb), in, &raw); err != nil {
 		return err
 	}
 	if out != nil {

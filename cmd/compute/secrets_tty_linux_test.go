@@ -51,7 +51,8 @@ func TestSecretsPutPromptsOnATerminal(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "--nats", s.nats.ClientURL(), "--tenant", "acme", "secrets", "put", "hcloud")
+	cmd := exec.CommandContext(ctx, os.Args[0], "--nats", s.nats.ClientURL(), "--tenant", "acme", "--creds", s.tenantCreds(t, "acme"),
+		"secrets", "put", "hcloud")
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	var reply bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &reply, tty

@@ -47,11 +47,13 @@ func serviceFlags(cmd *cobra.Command, c *serviceConfig) {
 			"and lower its high-water mark; once, after a restore (docs/operations.md)")
 	f.BoolVar(&c.allowUnsynced, "allow-unsynced-store", false,
 		"serve on a nats-server that does not fsync every write (no sync_interval: always); for development only")
+	f.StringVar(&c.authDir, "auth-dir", envOr("COMPUTE_NATS_AUTH_DIR", c.authDir),
+		"tenants: authority directory of `compute nats-init` (its keys/ sign account and user JWTs; env COMPUTE_NATS_AUTH_DIR)")
 	f.DurationVar(&c.resyncInterval, "resync-interval", 0, "reconciler: requeue every instance this often (default 10m; negative disables)")
 }
 
 func serveCmd(g *globals) *cobra.Command {
-	c := &serviceConfig{sealKeyFile: "./data/seal.key"}
+	c := &serviceConfig{sealKeyFile: "./data/seal.key", authDir: "deploy/auth"}
 	var replicas int
 	cmd := &cobra.Command{
 		Use:   "serve SERVICE...",
@@ -64,6 +66,7 @@ func serveCmd(g *globals) *cobra.Command {
 			if o.InboxPrefix == "" {
 				o.InboxPrefix = bus.InboxRoot + "_svc_" + strings.Join(args, "_")
 			}
+			c.conn = o
 			nc, err := connectService(o)
 			if err != nil {
 				return err

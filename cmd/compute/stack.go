@@ -17,6 +17,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/natsauth"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/egress"
 	"better-compute.io/compute/services/accounts"
@@ -25,6 +26,7 @@ import (
 	"better-compute.io/compute/services/reconciler"
 	"better-compute.io/compute/services/secrets"
 	"better-compute.io/compute/services/secrets/seal"
+	"better-compute.io/compute/services/tenants"
 )
 
 // serviceConfig is what the service starters read: flags of `compute up`
@@ -42,8 +44,10 @@ type serviceConfig struct {
 	proxmoxAllowed  string
 	proxmoxEgress   *egress.Policy // parsed from proxmoxAllowed by parseEgress
 	resyncInterval  time.Duration
-	acceptStoreLoss bool // --accept-store-loss: serve a store that went backwards (bus.Guard)
-	allowUnsynced   bool // --allow-unsynced-store: serve on a server that does not fsync every write
+	acceptStoreLoss bool               // --accept-store-loss: serve a store that went backwards (bus.Guard)
+	allowUnsynced   bool               // --allow-unsynced-store: serve on a server that does not fsync every write
+	authDir         string             // --auth-dir: tenants: the authority directory (natsauth.Load)
+	conn            bus.ConnectOptions // how the services reached NATS: tenants dials its SYS connection alike
 	log             zerolog.Logger
 }
 
@@ -53,6 +57,7 @@ var guarded = map[string][]string{
 	"secrets":    {bus.BucketSecrets},
 	"accounts":   {bus.BucketAccounts, bus.BucketPools},
 	"reconciler": {bus.BucketInstances},
+	"tenants":    {bus.BucketTenants},
 }
 
 // markInterval is how often a running service raises its buckets' marks:
@@ -202,6 +207,22 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 			return nil, err
 		}
 		return stopFunc(r.Stop), nil
+	},
+	"tenants": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
+		auth, err := natsauth.Load(c.authDir)
+		if err != nil {
+			return nil, fmt.Errorf("--auth-dir: %w", err)
+		}
+		sys, err := auth.ConnectSys(c.conn)
+		if err != nil {
+			return nil, fmt.Errorf("tenants: SYS connection: %w", err)
+		}
+		svc, err := tenants.Start(nc, st, tenants.Options{Authority: auth, Sys: sys, Logger: c.log})
+		if err != nil {
+			sys.Close()
+			return nil, err
+		}
+		return stopFunc(func() { _ = svc.Stop(); sys.Close() }), nil
 	},
 	"provider-hetzner": func(nc *nats.Conn, _ *bus.Stores, c *serviceConfig) (stopper, error) {
 		var opts []hetzner.Option

@@ -1,22 +1,28 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/natsauth"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
+	"better-compute.io/compute/services/tenants"
 )
 
 // upOptions configures a local stack.
@@ -34,8 +40,13 @@ type stack struct {
 	nats    *server.Server
 	hetzner *emulator.Server
 	proxmox *pveemulator.Server
-	nc      *nats.Conn
-	stop    func()
+	// nc is the stack's connection as the admin user.
+	nc *nats.Conn
+	// conns are the services' connections, one per service as its own user.
+	conns []*nats.Conn
+	// demoCreds is the file of the demo tenant's credential.
+	demoCreds string
+	stop      func()
 	// lock is held on the data directory while the stack runs (dataLock).
 	lock *flock.Flock
 }
@@ -70,7 +81,13 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	if o.services.sealKeyFile == "" {
 		o.services.sealKeyFile = filepath.Join(o.dataDir, "seal.key")
 	}
-	natsOpts := bus.EmbeddedOptions{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: o.natsHost, Port: o.natsPort}
+	// Operator mode: keys made once in the data directory and kept.
+	authDir := filepath.Join(o.dataDir, upAuthDir)
+	if _, err = natsauth.Init(authDir, natsauth.InitOptions{ResolverDir: filepath.Join(o.dataDir, "jwt")}); err != nil {
+		return err
+	}
+	natsOpts := bus.EmbeddedOptions{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: o.natsHost, Port: o.natsPort,
+		ConfigFile: filepath.Join(authDir, natsauth.ServerConfFile)}
 	if s.nats, err = bus.StartEmbedded(natsOpts); err != nil {
 		return addrs[0].err(err)
 	}
@@ -90,15 +107,72 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 			return err
 		}
 	}
-	if s.nc, err = connectService(bus.ConnectOptions{URL: s.nats.ClientURL(), Name: "compute-up"}); err != nil {
+	creds := func(user string) string { return filepath.Join(authDir, natsauth.CredsDir, user+".creds") }
+	if s.nc, err = connectService(bus.ConnectOptions{URL: s.nats.ClientURL(), Name: "compute-up", CredsFile: creds(natsauth.UserAdmin)}); err != nil {
 		return err
 	}
-	st, err := openStores(s.nc, 1)
-	if err != nil {
+	o.services.authDir = authDir
+	var stops []func()
+	s.stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	// Each service as its own user of the SERVICES account, as in compose.
+	for _, name := range serviceNames() {
+		co := bus.ConnectOptions{URL: s.nats.ClientURL(), Name: "compute-" + name, CredsFile: creds(name),
+			InboxPrefix: bus.InboxRoot + "_svc_" + name}
+		o.services.conn = co
+		nc, err := connectService(co)
+		if err != nil {
+			return err
+		}
+		s.conns = append(s.conns, nc)
+		var st *bus.Stores
+		if !strings.HasPrefix(name, "provider-") { // providers have no JetStream
+			if st, err = openStores(nc, 1); err != nil {
+				return err
+			}
+		}
+		stop, err := runServices(nc, st, &o.services, []string{name})
+		if err != nil {
+			return err
+		}
+		stops = append(stops, stop)
+	}
+	s.demoCreds = filepath.Join(o.dataDir, "creds", demoTenant+".creds")
+	return ensureTenant(s.nc, demoTenant, s.demoCreds)
+}
+
+// upAuthDir is the authority directory (natsauth.Init) in the data directory.
+const upAuthDir = "nats-auth"
+
+// demoTenant is the tenant `compute up` creates.
+const demoTenant = "demo"
+
+// ensureTenant creates tenant through the tenants API on nc (an admin
+// connection) unless it exists, and writes a credential of scope
+// compute:admin to credsFile unless the file exists. Errors: the tenants
+// service's (not ALREADY_EXISTS).
+func ensureTenant(nc *nats.Conn, tenant, credsFile string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := bus.Call(ctx, nc, tenants.Subject("create"), api.TenantCreateRequest{ID: tenant}, nil)
+	if err != nil && !api.IsCode(err, api.CodeAlreadyExists) {
+		return fmt.Errorf("create tenant %s: %w", tenant, err)
+	}
+	if _, err := os.Stat(credsFile); err == nil {
+		return nil
+	}
+	var reply api.TenantCredentialsReply
+	req := api.TenantCredentialsRequest{ID: tenant, Name: fmt.Sprintf("up-%d", time.Now().UnixNano()), Scopes: []string{string(api.ScopeAdmin)}}
+	if err := bus.Call(ctx, nc, tenants.Subject("credentials"), req, &reply); err != nil {
+		return fmt.Errorf("credential of tenant %s: %w", tenant, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(credsFile), 0o700); err != nil {
 		return err
 	}
-	s.stop, err = runServices(s.nc, st, &o.services, serviceNames())
-	return err
+	return writeCreds(credsFile, reply.Creds)
 }
 
 // dataLockFile, in the data directory, is locked (flock) while a `compute
@@ -160,6 +234,9 @@ func (s *stack) Close() {
 	if s.stop != nil {
 		s.stop()
 	}
+	for _, nc := range s.conns {
+		nc.Close()
+	}
 	if s.nc != nil {
 		s.nc.Close()
 	}
@@ -183,7 +260,9 @@ func upCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run everything on this machine: embedded NATS, every service and the Hetzner Cloud and Proxmox VE emulators",
-		Long: "Starts an embedded nats-server (JetStream data under --data), the Hetzner Cloud and Proxmox VE API\n" +
+		Long: "Starts an embedded nats-server (JetStream data under --data; operator mode with keys made once in\n" +
+			"--data/nats-auth, services each as its own user, tenant demo's credential in --data/creds/demo.creds),\n" +
+			"the Hetzner Cloud and Proxmox VE API\n" +
 			"emulators (provider-hetzner talks to the first: --hetzner-endpoint is ignored), and every service,\n" +
 			"all on loopback, then prints how to talk to it. Ctrl-C stops it all. The emulators keep their\n" +
 			"machines in memory: after a restart the reconciler finds them gone and creates them again. The\n" +
@@ -197,7 +276,9 @@ func upCmd(g *globals) *cobra.Command {
 			}
 			defer s.Close()
 			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
-				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.nats.ClientURL(), selfName())
+				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.demoCreds,
+				filepath.Join(o.dataDir, upAuthDir, natsauth.CredsDir, natsauth.UserAdmin+".creds"),
+				s.nats.ClientURL(), s.demoCreds, selfName())
 			sig := waitForSignal()
 			o.services.log.Info().Str("signal", sig.String()).Msg("stopping")
 			return nil
@@ -214,16 +295,18 @@ func upCmd(g *globals) *cobra.Command {
 
 const upBanner = `
 compute is up.
-  NATS            %s   (JetStream; no auth: loopback only)
+  NATS            %s   (JetStream; operator mode: one account per tenant)
   Hetzner (emu)   %s   (any token)
   Proxmox (emu)   %s   (token id %s, CA in %s)
   data            %s
-  services        accounts, provider-hetzner, provider-proxmox, reconciler, secrets
+  services        accounts, provider-hetzner, provider-proxmox, reconciler, secrets, tenants
+  tenant demo     credential %s (scope compute:admin)
+  admin           credential %s (operators: compute tenants, secrets rekey)
 
 Talk to it from another terminal (see README.md for the whole walkthrough):
-  export COMPUTE_NATS_URL=%s COMPUTE_TENANT=demo
+  export COMPUTE_NATS_URL=%s COMPUTE_TENANT=demo COMPUTE_NATS_CREDS=%s
   printf %%s my-hetzner-token | %s secrets put hcloud   # the emulator takes any token
-  nats req compute.v1.demo.instances.list '{}'
+  nats --creds "$COMPUTE_NATS_CREDS" --inbox-prefix _INBOX_demo req compute.v1.demo.instances.list '{}'
 
 Ctrl-C stops everything; state survives in the data directory (the emulators'
 machines do not: the reconciler creates them again after a restart).

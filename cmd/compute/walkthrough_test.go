@@ -15,14 +15,17 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus/bustest"
+	"better-compute.io/compute/pkg/natsauth"
 )
 
 // cli runs compute commands in-process against a stack, as tenant acme
 // (or tenant, when set).
 type cli struct {
-	t       *testing.T
-	url     string
-	tenant  string
+	t      *testing.T
+	url    string
+	tenant string
+	// creds is the credentials file the commands connect with ("" none).
+	creds   string
 	replies []string
 }
 
@@ -33,7 +36,11 @@ func (c *cli) run(stdin string, args ...string) (string, error) {
 	if tenant == "" {
 		tenant = "acme"
 	}
-	root.SetArgs(append([]string{"--nats", c.url, "--tenant", tenant}, args...))
+	global := []string{"--nats", c.url, "--tenant", tenant}
+	if c.creds != "" {
+		global = append(global, "--creds", c.creds)
+	}
+	root.SetArgs(append(global, args...))
 	root.SetIn(strings.NewReader(stdin))
 	err := root.Execute()
 	c.replies = append(c.replies, out.String())
@@ -58,7 +65,24 @@ func (c *cli) must(v any, stdin string, args ...string) {
 func startTestCLI(t *testing.T) (*stack, *cli) {
 	t.Helper()
 	s, _ := startTestStack(t, &bustest.LogBuffer{})
-	return s, &cli{t: t, url: s.nats.ClientURL()}
+	return s, &cli{t: t, url: s.nats.ClientURL(), creds: s.tenantCreds(t, "acme")}
+}
+
+// tenantCreds creates tenant through the stack's tenants API (as `compute
+// up` does for demo) and returns the file of a credential of scope
+// compute:admin.
+func (s *stack) tenantCreds(t *testing.T, tenant string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), tenant+".creds")
+	if err := ensureTenant(s.nc, tenant, file); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// adminCreds is the file of the stack's admin credential.
+func (s *stack) adminCreds(dataDir string) string {
+	return filepath.Join(dataDir, upAuthDir, natsauth.CredsDir, natsauth.UserAdmin+".creds")
 }
 
 // hetznerPool stores a token, registers a hetzner-cloud account with it
@@ -91,7 +115,7 @@ func TestWalkthrough(t *testing.T) {
 	const token = "hcloud-e2e-token-7f3c9a1d5e"
 	logs := &bustest.LogBuffer{}
 	s, dataDir := startTestStack(t, logs)
-	c := &cli{t: t, url: s.nats.ClientURL()}
+	c := &cli{t: t, url: s.nats.ClientURL(), creds: s.tenantCreds(t, "acme")}
 	emu := s.hetzner.Emulator()
 
 	var secret api.Secret
@@ -217,7 +241,18 @@ func TestREADMEWalkthroughTwice(t *testing.T) {
 
 	// An instance the tenant had before (to the second run, the first run's
 	// instance is one too): the walkthrough must leave it as it is.
-	c := &cli{t: t, url: s.nats.ClientURL(), tenant: "demo"}
+	c := &cli{t: t, url: s.nats.ClientURL(), tenant: "demo", creds: s.demoCreds}
+	// the README's credential: the demo tenant's, where `compute up` writes it
+	readmeCreds, err := os.ReadFile(s.demoCreds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(work, "data", "creds"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "data", "creds", "demo.creds"), readmeCreds, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, _, pool := c.hetznerPool("older")
 	var older api.Instance
 	c.must(&older, "", "instances", "create", "--pool", pool.ID, "--flavor", "small", "--name", "db-1", "--wait")

@@ -27,6 +27,9 @@ type ConnectOptions struct {
 	// ErrorHandler, when set, receives the server's asynchronous errors
 	// (e.g. a permissions violation; natsauth.Denials.Handler).
 	ErrorHandler nats.ErrHandler
+	// Extra options, applied last (e.g. nats.UserJWTAndSeed for
+	// credentials held in memory; natsauth.ConnectSys).
+	Extra []nats.Option
 	// FailFast makes Connect fail when no server answers now, instead of
 	// retrying until one does (a CLI run, not a service).
 	FailFast bool
@@ -77,6 +80,7 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 	if o.CertFile != "" {
 		opts = append(opts, nats.ClientCert(o.CertFile, o.KeyFile))
 	}
+	opts = append(opts, o.Extra...)
 	nc, err := nats.Connect(o.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", o.URL, err)

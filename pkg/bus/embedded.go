@@ -20,10 +20,15 @@ type EmbeddedOptions struct {
 	// MaxPayload bounds a message's size in bytes (0: the nats-server
 	// default, 1 MiB).
 	MaxPayload int32
+	// ConfigFile, when set, is a nats-server configuration file read first
+	// (e.g. natsauth's nats-auth.conf: operator mode); the fields above
+	// override what it sets.
+	ConfigFile string
 }
 
 // StartEmbedded starts an in-process nats-server with JetStream on
-// loopback, file storage in StoreDir and fsync after every write, and waits
+// loopback, file storage in StoreDir and fsync after every write (and what
+// ConfigFile sets), and waits
 // until it accepts clients (10 s at most). Client URL: srv.ClientURL().
 func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 	if o.StoreDir == "" {
@@ -39,18 +44,18 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 	if o.Name == "" {
 		o.Name = "compute-embedded"
 	}
-	srv, err := server.NewServer(&server.Options{
-		ServerName:             o.Name,
-		Host:                   o.Host,
-		Port:                   port,
-		JetStream:              true,
-		StoreDir:               o.StoreDir,
-		SyncAlways:             true,
-		NoLog:                  true,
-		NoSigs:                 true,
-		DisableJetStreamBanner: true,
-		MaxPayload:             o.MaxPayload,
-	})
+	opts := &server.Options{}
+	if o.ConfigFile != "" {
+		var err error
+		if opts, err = server.ProcessConfigFile(o.ConfigFile); err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
+	}
+	opts.ServerName, opts.Host, opts.Port = o.Name, o.Host, port
+	opts.JetStream, opts.StoreDir, opts.SyncAlways = true, o.StoreDir, true
+	opts.NoLog, opts.NoSigs, opts.DisableJetStreamBanner = true, true, true
+	opts.MaxPayload = o.MaxPayload
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}

@@ -69,6 +69,29 @@ func (a *Authority) SysUser() (creds []byte, err error) {
 	return creds, err
 }
 
+// ConnectSys connects as a fresh SysUser with o's server and TLS options
+// (its credentials stay in memory). Errors: bus.Connect's.
+func (a *Authority) ConnectSys(o bus.ConnectOptions) (*nats.Conn, error) {
+	creds, err := a.SysUser()
+	if err != nil {
+		return nil, err
+	}
+	token, err := jwt.ParseDecoratedJWT(creds)
+	if err != nil {
+		return nil, err
+	}
+	kp, err := nkeys.ParseDecoratedNKey(creds)
+	if err != nil {
+		return nil, err
+	}
+	seed, _ := kp.Seed()
+	o.User, o.Password, o.Token, o.CredsFile, o.NkeyFile = "", "", "", "", ""
+	o.Name = "compute-tenants-sys"
+	o.InboxPrefix = ""
+	o.Extra = append(o.Extra, nats.UserJWTAndSeed(token, string(seed)))
+	return bus.Connect(o)
+}
+
 // ClaimsUpdate is the system subject nats-server's full resolver takes an
 // account JWT on: stored, applied to connected clients (a revocation closes
 // their connections) and sent to every node of the cluster.
