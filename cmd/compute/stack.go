@@ -44,11 +44,14 @@ type serviceConfig struct {
 	proxmoxAllowed  string
 	proxmoxEgress   *egress.Policy // parsed from proxmoxAllowed by parseEgress
 	resyncInterval  time.Duration
-	acceptStoreLoss bool               // --accept-store-loss: serve a store that went backwards (bus.Guard)
-	allowUnsynced   bool               // --allow-unsynced-store: serve on a server that does not fsync every write
-	authDir         string             // --auth-dir: tenants: the authority directory (natsauth.Load)
-	conn            bus.ConnectOptions // how the services reached NATS: tenants dials its SYS connection alike
+	acceptStoreLoss bool // --accept-store-loss: serve a store that went backwards (bus.Guard)
+	allowUnsynced   bool // --allow-unsynced-store: serve on a server that does not fsync every write
 	log             zerolog.Logger
+
+	// authDir (--auth-dir) is the tenants service's authority directory (natsauth.Load).
+	authDir string
+	// conn is how the services reached NATS: tenants dials its SYS connection alike.
+	conn bus.ConnectOptions
 }
 
 // guarded lists the buckets each stateful service owns: their high-water
