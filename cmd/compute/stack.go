@@ -212,7 +212,13 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 		return stopFunc(r.Stop), nil
 	},
 	"tenants": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
-		auth, err := natsauth.Load(c.authDir)
+		load := natsauth.Load
+		if signing := os.Getenv(natsauth.EnvSigningKey); signing != "" { // compose: the keys come as variables
+			load = func(dir string) (*natsauth.Authority, error) {
+				return natsauth.LoadKeys(dir, []byte(signing), []byte(os.Getenv(natsauth.EnvIssuerKey)))
+			}
+		}
+		auth, err := load(c.authDir)
 		if err != nil {
 			return nil, fmt.Errorf("--auth-dir: %w", err)
 		}

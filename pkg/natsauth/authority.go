@@ -32,6 +32,19 @@ const (
 	ServerConfFile = "nats-auth.conf"
 	// CredsDir holds one <user>.creds per user of the SERVICES account.
 	CredsDir = "creds"
+	// EnvDir holds the same credentials as environment files, <user>.env
+	// (EnvJWT and EnvSeed; for the tenants user also EnvSigningKey and
+	// EnvIssuerKey), for containers that cannot read the host's files
+	// (compose's env_file).
+	EnvDir = "env"
+)
+
+// Environment variables of EnvDir's files.
+const (
+	EnvJWT        = "COMPUTE_NATS_JWT"
+	EnvSeed       = "COMPUTE_NATS_SEED"
+	EnvSigningKey = "COMPUTE_NATS_OPERATOR_SIGNING_KEY"
+	EnvIssuerKey  = "COMPUTE_NATS_ISSUER_KEY"
 )
 
 // Account names in their JWTs.
@@ -67,8 +80,14 @@ func Init(dir string, o InitOptions) (*Authority, error) {
 	if o.ResolverDir == "" {
 		return nil, errors.New("nats auth: a resolver directory is required")
 	}
-	for _, d := range []string{dir, filepath.Join(dir, "keys"), filepath.Join(dir, CredsDir)} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	// dir itself is readable: nats-server (another user in a container)
+	// reads ServerConfFile; the secret parts are in directories of mode 0700.
+	for d, mode := range map[string]os.FileMode{dir: 0o755, filepath.Join(dir, "keys"): 0o700,
+		filepath.Join(dir, CredsDir): 0o700, filepath.Join(dir, EnvDir): 0o700} {
+		if err := os.MkdirAll(d, mode); err != nil {
+			return nil, fmt.Errorf("nats auth: %w", err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
 			return nil, fmt.Errorf("nats auth: %w", err)
 		}
 	}
@@ -98,6 +117,16 @@ func Init(dir string, o InitOptions) (*Authority, error) {
 			return nil, err
 		}
 		creds[filepath.Join(CredsDir, name+".creds")] = string(c)
+		env, err := envFile(c)
+		if err != nil {
+			return nil, err
+		}
+		if name == UserTenants {
+			signing, _ := a.signing.Seed()
+			issuer, _ := a.issuer.Seed()
+			env += EnvSigningKey + "=" + string(signing) + "\n" + EnvIssuerKey + "=" + string(issuer) + "\n"
+		}
+		creds[filepath.Join(EnvDir, name+".env")] = env
 	}
 	if err := writeFiles(dir, creds, 0o600); err != nil {
 		return nil, err
@@ -108,6 +137,20 @@ func Init(dir string, o InitOptions) (*Authority, error) {
 	}
 	conf := ServerConf(string(opJWT), a.Sys, o.ResolverDir, map[string]string{a.Sys: sysJWT, a.Services: servicesJWT})
 	return a, writeFiles(dir, map[string]string{ServerConfFile: conf}, 0o644)
+}
+
+// envFile is creds as the lines EnvJWT=… and EnvSeed=… of an environment file.
+func envFile(creds []byte) (string, error) {
+	token, err := jwt.ParseDecoratedJWT(creds)
+	if err != nil {
+		return "", err
+	}
+	kp, err := nkeys.ParseDecoratedNKey(creds)
+	if err != nil {
+		return "", err
+	}
+	seed, _ := kp.Seed()
+	return EnvJWT + "=" + token + "\n" + EnvSeed + "=" + string(seed) + "\n", nil
 }
 
 // create generates the keys and the operator JWT of a new authority in dir.
@@ -154,12 +197,27 @@ func create(dir string) (*Authority, error) {
 // Load reads the authority of dir (Init made it). Errors: os.ErrNotExist
 // when dir holds none; a file that is not what Init wrote.
 func Load(dir string) (*Authority, error) {
+	signing, err := os.ReadFile(filepath.Join(dir, OperatorSigningKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("nats auth: %w", err)
+	}
+	issuer, err := os.ReadFile(filepath.Join(dir, IssuerKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("nats auth: %w", err)
+	}
+	return LoadKeys(dir, signing, issuer)
+}
+
+// LoadKeys is Load with the two seeds given (e.g. from EnvSigningKey and
+// EnvIssuerKey) instead of read from dir/keys. Errors: a seed that is not
+// of its kind (never quoted); Load's.
+func LoadKeys(dir string, signingSeed, issuerSeed []byte) (*Authority, error) {
 	a := &Authority{}
 	var err error
-	if a.signing, err = readSeed(filepath.Join(dir, OperatorSigningKeyFile), nkeys.PrefixByteOperator); err != nil {
+	if a.signing, err = parseSeed("the operator signing key", signingSeed, nkeys.PrefixByteOperator); err != nil {
 		return nil, err
 	}
-	if a.issuer, err = readSeed(filepath.Join(dir, IssuerKeyFile), nkeys.PrefixByteAccount); err != nil {
+	if a.issuer, err = parseSeed("the issuer key", issuerSeed, nkeys.PrefixByteAccount); err != nil {
 		return nil, err
 	}
 	for file, pub := range map[string]*string{OperatorJWTFile: &a.Operator, SysJWTFile: &a.Sys, ServicesJWTFile: &a.Services} {
@@ -176,19 +234,15 @@ func Load(dir string) (*Authority, error) {
 	return a, nil
 }
 
-// readSeed reads an nkey seed file of the given kind. The error never holds
-// the file's content.
-func readSeed(path string, kind nkeys.PrefixByte) (nkeys.KeyPair, error) {
-	b, err := os.ReadFile(path)
+// parseSeed reads the nkey seed what, of the given kind. The error never
+// holds the seed.
+func parseSeed(what string, seed []byte, kind nkeys.PrefixByte) (nkeys.KeyPair, error) {
+	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(seed))))
 	if err != nil {
-		return nil, fmt.Errorf("nats auth: %w", err)
-	}
-	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(b))))
-	if err != nil {
-		return nil, fmt.Errorf("nats auth: %s is not an nkey seed", path)
+		return nil, fmt.Errorf("nats auth: %s is not an nkey seed", what)
 	}
 	if pub, _ := kp.PublicKey(); !nkeys.IsValidPublicKey(pub) || nkeys.Prefix(pub) != kind {
-		return nil, fmt.Errorf("nats auth: %s is not the seed of an %s key", path, kind)
+		return nil, fmt.Errorf("nats auth: %s is not the seed of an %s key", what, kind)
 	}
 	return kp, nil
 }
@@ -199,6 +253,9 @@ func writeFiles(dir string, files map[string]string, mode os.FileMode) error {
 		path := filepath.Join(dir, name)
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, []byte(content), mode); err != nil {
+			return fmt.Errorf("nats auth: %w", err)
+		}
+		if err := os.Chmod(tmp, mode); err != nil { // whatever the umask
 			return fmt.Errorf("nats auth: %w", err)
 		}
 		if err := os.Rename(tmp, path); err != nil {

@@ -88,7 +88,7 @@ func (a *Authority) ConnectSys(o bus.ConnectOptions) (*nats.Conn, error) {
 	o.User, o.Password, o.Token, o.CredsFile, o.NkeyFile = "", "", "", "", ""
 	o.Name = "compute-tenants-sys"
 	o.InboxPrefix = ""
-	o.Extra = append(o.Extra, nats.UserJWTAndSeed(token, string(seed)))
+	o.Extra = []nats.Option{nats.UserJWTAndSeed(token, string(seed))} // not the service user's own
 	return bus.Connect(o)
 }
 
