@@ -22,8 +22,9 @@ import (
 // callTimeout bounds one request, as the CLI's default does.
 const callTimeout = 10 * time.Second
 
-// client talks to the stack from the host as the admin user, through all
-// three NATS nodes.
+// client talks to the stack from the host as the admin user (its
+// credential from compute nats-init), through all three NATS nodes; the
+// admin user sends the commands of any tenant into the SERVICES account.
 type client struct {
 	t  *testing.T
 	nc *nats.Conn
@@ -36,7 +37,7 @@ type client struct {
 func connectAdmin(s *stack) *client {
 	s.t.Helper()
 	nc, err := bus.Connect(bus.ConnectOptions{URL: hostNATSURLs, Name: "composetest",
-		User: "admin", Password: s.env["COMPUTE_ADMIN_PASSWORD"]})
+		CredsFile: s.adminCreds()})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// TestCompose starts deploy/compose.yaml and runs, in order: the README
-// walkthrough, scale-out (one and three reconcilers), node loss, a rolling
+// TestCompose starts deploy/compose.yaml and runs, in order: tenants acme
+// and globex created at runtime and kept apart, the README walkthrough, scale-out (one and three reconcilers), node loss, a rolling
 // restart of every container, and a restart of the whole NATS cluster. It
 // removes the project's containers, network and volumes before (a failed
 // run may have left them) and after.
@@ -28,6 +28,9 @@ func TestCompose(t *testing.T) {
 	s.waitHealthy(3*time.Minute, s.serviceIDs(allServices...)...)
 	s.logf("every container is healthy")
 	c := connectAdmin(s)
+
+	s.logf("tenants acme and globex through the tenants API, each with its own credential")
+	tenancy(s, c)
 
 	s.logf("README walkthrough with bin/compute from the host")
 	walkthrough(s, c)
