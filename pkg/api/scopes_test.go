@@ -1,7 +1,9 @@
 package api
 
 import (
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -47,4 +49,44 @@ func TestParseScopes(t *testing.T) {
 			t.Errorf("ParseScopes(%q): %v, want INVALID_INPUT at %s", tc.in, err, tc.path)
 		}
 	}
+}
+
+const (
+	scopeTableBegin  = "<!-- scope table: generated from api.Verbs by go test ./pkg/api -run TestUserGuideScopeTable -update -->\n"
+	scopeTableFinish = "<!-- end of scope table -->\n"
+)
+
+// scopeTable is the user guide's scope table: one row per verb of Verbs.
+func scopeTable() string {
+	var b strings.Builder
+	b.WriteString("| verb | subject | scope |\n|---|---|---|\n")
+	for _, v := range Verbs {
+		b.WriteString("| `" + v.Resource + "." + v.Verb + "` | `compute.v1.<tenant>." + v.Resource + "." + v.Verb + "` | `" + string(v.Scope) + "` |\n")
+	}
+	return b.String()
+}
+
+// TestUserGuideScopeTable: the scope table of docs/user-guide.md is
+// Verbs' (-update rewrites it).
+func TestUserGuideScopeTable(t *testing.T) {
+	data, err := os.ReadFile(userGuide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, ok := strings.Cut(string(data), scopeTableBegin)
+	table, after, ok2 := strings.Cut(rest, scopeTableFinish)
+	if !ok || !ok2 {
+		t.Fatalf("%s has no %q … %q block", userGuide, scopeTableBegin, scopeTableFinish)
+	}
+	want := scopeTable()
+	if table == want {
+		return
+	}
+	if *updateDocs {
+		if err := os.WriteFile(userGuide, []byte(before+scopeTableBegin+want+scopeTableFinish+after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("the scope table of %s is not api.Verbs'; run go test ./pkg/api -run TestUserGuideScopeTable -update\ngot:\n%swant:\n%s", userGuide, table, want)
 }
