@@ -55,6 +55,13 @@ var goTypes = map[string]any{
 	"secrets.resolve.request.json":     api.SecretResolveRequest{},
 	"secrets.resolve.reply.json":       api.SecretResolveReply{},
 	"empty.json":                       api.Empty{},
+	"tenant.json":                      api.Tenant{},
+	"tenant-credential.json":           api.TenantCredential{},
+	"tenant-list.json":                 api.List[api.Tenant]{},
+	"tenants.create.request.json":      api.TenantCreateRequest{},
+	"tenants.credentials.request.json": api.TenantCredentialsRequest{},
+	"tenants.credentials.reply.json":   api.TenantCredentialsReply{},
+	"tenants.revoke.request.json":      api.TenantRevokeRequest{},
 }
 
 // TestNoDrift checks, for every message schema and every struct reachable

@@ -4,10 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/require"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/natsauth"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/memory"
 )
@@ -61,7 +63,28 @@ func messages(t testing.TB) map[string][]any {
 	spec := api.MachineSpec{Name: "web-1", OfferID: "cx22", Image: "ubuntu-24.04", Region: "fsn1",
 		UserData: "#cloud-config\n", SSHKeys: []string{sshKey}}
 
+	accountKey, _ := natsauth.NewAccountKey()
+	userKey, _ := nkeys.CreateUser()
+	userPub, _ := userKey.PublicKey()
+	credential := api.TenantCredential{ID: userPub, Name: "ci", Scopes: []api.Scope{api.ScopeInstancesRead}, CreatedAt: now}
+	revokedCred := credential
+	revokedCred.RevokedAt = &later
+	tenantRec := api.Tenant{ID: tenant, Account: accountKey, State: api.TenantActive, Limits: api.DefaultTenantLimits,
+		Credentials: []api.TenantCredential{credential}, CreatedAt: now, Version: 2}
+	revokedTenant := tenantRec
+	revokedTenant.State, revokedTenant.RevokedAt = api.TenantRevoked, &later
+	revokedTenant.Credentials = []api.TenantCredential{revokedCred}
+	revokedTenant.Quotas = api.TenantQuotas{Instances: 100, CreatesPerSecond: 5}
 	return map[string][]any{
+		"tenant.json":            {tenantRec, revokedTenant},
+		"tenant-credential.json": {credential, revokedCred},
+		"tenant-list.json":       {api.List[api.Tenant]{Items: []api.Tenant{tenantRec}, NextCursor: tenant}},
+		"tenants.create.request.json": {api.TenantCreateRequest{ID: tenant},
+			api.TenantCreateRequest{ID: tenant, Limits: &api.TenantLimits{Connections: -1, Subscriptions: 10, PayloadBytes: 4096},
+				Quotas: &api.TenantQuotas{ConcurrentLists: 2}}},
+		"tenants.credentials.request.json": {api.TenantCredentialsRequest{ID: tenant, Name: "ci", Scopes: []string{"compute:admin"}}},
+		"tenants.credentials.reply.json":   {api.TenantCredentialsReply{Credential: credential, Creds: "-----BEGIN NATS USER JWT-----\n…"}},
+		"tenants.revoke.request.json":      {api.TenantRevokeRequest{ID: tenant}, api.TenantRevokeRequest{ID: tenant, Credential: userPub}},
 		"secrets.put.request.json": {api.SecretPutRequest{Name: "hcloud-token", Value: "not-a-real-token"},
 			api.SecretPutRequest{TenantID: tenant, Name: "pve.root_pw-2", Value: "x", IdempotencyKey: "put-1"}},
 		"secret.json":       {secret},
