@@ -22,6 +22,7 @@ import (
 	proxmox "better-compute.io/compute/services/provider-proxmox"
 	"better-compute.io/compute/services/reconciler"
 	"better-compute.io/compute/services/secrets"
+	"better-compute.io/compute/services/tenants"
 )
 
 // healthTarget is what `compute health --service` checks of one service:
@@ -43,6 +44,7 @@ var healthTargets = map[string]healthTarget{
 	// providers keep no state
 	"provider-hetzner": {micro: "provider-" + hetzner.ProviderID},
 	"provider-proxmox": {micro: "provider-" + proxmox.ProviderID},
+	"tenants":          {micro: tenants.ServiceName, buckets: []string{bus.BucketTenants}},
 }
 
 // lookupHealthTarget finds a service by its serve name or its micro name;
