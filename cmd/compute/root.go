@@ -53,7 +53,8 @@ func newRootWith(out io.Writer) *cobra.Command {
 	f.StringVar(&g.conn.URL, "nats", envOr("COMPUTE_NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL(s) (env COMPUTE_NATS_URL)")
 	f.StringVar(&g.conn.User, "user", os.Getenv("COMPUTE_NATS_USER"), "NATS user (env COMPUTE_NATS_USER)")
 	f.StringVar(&g.conn.Password, "password", "", "NATS password (env COMPUTE_NATS_PASSWORD; prefer the env var)")
-	f.StringVar(&g.conn.CredsFile, "creds", os.Getenv("COMPUTE_NATS_CREDS"), "NATS credentials file (env COMPUTE_NATS_CREDS; or its JWT and seed in env COMPUTE_NATS_JWT and COMPUTE_NATS_SEED)")
+	f.StringVar(&g.conn.CredsFile, "creds", os.Getenv("COMPUTE_NATS_CREDS"),
+		"NATS credentials file (env COMPUTE_NATS_CREDS; or its JWT and seed in env COMPUTE_NATS_JWT and COMPUTE_NATS_SEED)")
 	f.StringVar(&g.conn.NkeyFile, "nkey", os.Getenv("COMPUTE_NATS_NKEY"), "NATS nkey seed file (env COMPUTE_NATS_NKEY)")
 	f.StringVar(&g.conn.CAFile, "tls-ca", os.Getenv("COMPUTE_NATS_CA"), "CA file pinning the NATS server certificate (env COMPUTE_NATS_CA)")
 	f.StringVar(&g.conn.CertFile, "tls-cert", os.Getenv("COMPUTE_NATS_CERT"), "client certificate file (env COMPUTE_NATS_CERT)")

@@ -108,7 +108,8 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 		}
 	}
 	creds := func(user string) string { return filepath.Join(authDir, natsauth.CredsDir, user+".creds") }
-	if s.nc, err = connectService(bus.ConnectOptions{URL: s.nats.ClientURL(), Name: "compute-up", CredsFile: creds(natsauth.UserAdmin)}); err != nil {
+	admin := bus.ConnectOptions{URL: s.nats.ClientURL(), Name: "compute-up", CredsFile: creds(natsauth.UserAdmin)}
+	if s.nc, err = connectService(admin); err != nil {
 		return err
 	}
 	o.services.authDir = authDir
@@ -165,7 +166,8 @@ func ensureTenant(nc *nats.Conn, tenant, credsFile string) error {
 		return nil
 	}
 	var reply api.TenantCredentialsReply
-	req := api.TenantCredentialsRequest{ID: tenant, Name: fmt.Sprintf("up-%d", time.Now().UnixNano()), Scopes: []string{string(api.ScopeAdmin)}}
+	req := api.TenantCredentialsRequest{ID: tenant, Name: fmt.Sprintf("up-%d", time.Now().UnixNano()),
+		Scopes: []string{string(api.ScopeAdmin)}}
 	if err := bus.Call(ctx, nc, tenants.Subject("credentials"), req, &reply); err != nil {
 		return fmt.Errorf("credential of tenant %s: %w", tenant, err)
 	}

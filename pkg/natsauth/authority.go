@@ -188,7 +188,8 @@ func create(dir string) (*Authority, error) {
 	}
 	signingSeed, _ := signing.Seed()
 	issuerSeed, _ := issuer.Seed()
-	if err := writeFiles(dir, map[string]string{OperatorSigningKeyFile: string(signingSeed), IssuerKeyFile: string(issuerSeed)}, 0o600); err != nil {
+	seeds := map[string]string{OperatorSigningKeyFile: string(signingSeed), IssuerKeyFile: string(issuerSeed)}
+	if err := writeFiles(dir, seeds, 0o600); err != nil {
 		return nil, err
 	}
 	return a, writeFiles(dir, map[string]string{OperatorJWTFile: opJWT, SysJWTFile: sysJWT, ServicesJWTFile: servicesJWT}, 0o644)

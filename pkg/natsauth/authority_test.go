@@ -84,7 +84,7 @@ func TestTenantAccountAndPermissions(t *testing.T) {
 			t.Errorf("import %s from %s", im.Subject, im.Account)
 		}
 	}
-	if ac.Limits.Conn != 100 || ac.Limits.JetStreamLimits.DiskStorage != 0 {
+	if ac.Limits.Conn != 100 || ac.Limits.DiskStorage != 0 {
 		t.Fatalf("limits %+v", ac.Limits)
 	}
 	p := natsauth.TenantPermissions("acme", []api.Scope{api.ScopeInstancesRead})

@@ -85,8 +85,7 @@ func (d *Denials) Call(ctx context.Context, nc *nats.Conn, subject string, in, o
 	case err := <-result:
 		return err
 	case <-denied:
-		cancel()
-		<-result
+		// the deferred cancel ends the call at once (result is buffered)
 		return DeniedError(subject)
 	}
 }

@@ -124,7 +124,8 @@ func (s *service) create(ctx context.Context, req *bus.Request) (any, error) {
 		return nil, err
 	}
 	if !api.ValidTenant(in.ID) {
-		return nil, api.InvalidInput("id", "id %q is not a tenant id: 1 to 63 lower-case letters, digits and '-', starting with a letter or digit", in.ID)
+		return nil, api.InvalidInput("id",
+			"id %q is not a tenant id: 1 to 63 lower-case letters, digits and '-', starting with a letter or digit", in.ID)
 	}
 	limits := api.DefaultTenantLimits
 	if in.Limits != nil {
@@ -170,7 +171,8 @@ func checkLimits(l api.TenantLimits) error {
 		}
 	}
 	if l.PayloadBytes > maxPayload {
-		return api.InvalidInput("limits.payloadBytes", "limits.payloadBytes must be at most %d (nats-server's largest), not %d", maxPayload, l.PayloadBytes)
+		return api.InvalidInput("limits.payloadBytes", "limits.payloadBytes must be at most %d (nats-server's largest), not %d",
+			maxPayload, l.PayloadBytes)
 	}
 	if l.JetStreamBytes < 0 {
 		return api.InvalidInput("limits.jetStreamBytes", "limits.jetStreamBytes must be 0 (no JetStream) or positive, not %d", l.JetStreamBytes)
