@@ -57,7 +57,7 @@ type stack struct {
 	srv   *server.Server
 }
 
-func startStack(t *testing.T) *stack {
+func startStack(t testing.TB) *stack {
 	t.Helper()
 	dir := t.TempDir()
 	s := &stack{dir: dir, storeDir: filepath.Join(dir, "jetstream"), authDir: filepath.Join(dir, "auth"), creds: map[string]string{},
@@ -134,7 +134,7 @@ func startStack(t *testing.T) *stack {
 
 // startTenants starts the tenants service as its own user, pushing account
 // JWTs through a user of the SYS account.
-func (s *stack) startTenants(t *testing.T, auth *natsauth.Authority, log zerolog.Logger) {
+func (s *stack) startTenants(t testing.TB, auth *natsauth.Authority, log zerolog.Logger) {
 	t.Helper()
 	sysCreds, err := auth.SysUser()
 	if err != nil {
@@ -151,7 +151,7 @@ func (s *stack) startTenants(t *testing.T, auth *natsauth.Authority, log zerolog
 }
 
 // createTenant creates a tenant through the tenants API as admin.
-func (s *stack) createTenant(t *testing.T, req api.TenantCreateRequest) api.Tenant {
+func (s *stack) createTenant(t testing.TB, req api.TenantCreateRequest) api.Tenant {
 	t.Helper()
 	var out api.Tenant
 	if err := s.adminCall(tenants.Subject("create"), req, &out); err != nil {
@@ -162,7 +162,7 @@ func (s *stack) createTenant(t *testing.T, req api.TenantCreateRequest) api.Tena
 
 // mintCreds mints a credential of tenant with scopes through the tenants
 // API as admin and returns the file holding it.
-func (s *stack) mintCreds(t *testing.T, tenant, name string, scopes ...api.Scope) string {
+func (s *stack) mintCreds(t testing.TB, tenant, name string, scopes ...api.Scope) string {
 	t.Helper()
 	names := make([]string, len(scopes))
 	for i, sc := range scopes {
@@ -187,7 +187,7 @@ func (s *stack) adminCall(subject string, in, out any) error {
 }
 
 // started fails t when a service did not start and stops it at cleanup.
-func started(t *testing.T, name string, svc *bus.Service, err error) {
+func started(t testing.TB, name string, svc *bus.Service, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -198,7 +198,7 @@ func started(t *testing.T, name string, svc *bus.Service, err error) {
 // serviceConn connects as user of the SERVICES account (its credentials
 // from natsauth.Init) with the inbox prefix a `compute serve` process of
 // that user uses ("" keeps _INBOX), closed at cleanup.
-func (s *stack) serviceConn(t *testing.T, user, inbox string) *nats.Conn {
+func (s *stack) serviceConn(t testing.TB, user, inbox string) *nats.Conn {
 	t.Helper()
 	return s.connConn(t, user, s.serviceCreds(user), inbox)
 }
@@ -209,7 +209,7 @@ func (s *stack) serviceCreds(user string) string {
 }
 
 // connConn connects with the credentials file creds, closed at cleanup.
-func (s *stack) connConn(t *testing.T, name, creds, inbox string) *nats.Conn {
+func (s *stack) connConn(t testing.TB, name, creds, inbox string) *nats.Conn {
 	t.Helper()
 	nc, err := bus.Connect(bus.ConnectOptions{URL: s.url, Name: name, CredsFile: creds, InboxPrefix: inbox})
 	if err != nil {
@@ -224,7 +224,7 @@ func (s *stack) connConn(t *testing.T, name, creds, inbox string) *nats.Conn {
 
 // openStores opens the buckets and streams as a service does at start-up,
 // with that service's permissions.
-func (s *stack) openStores(t *testing.T, nc *nats.Conn) *bus.Stores {
+func (s *stack) openStores(t testing.TB, nc *nats.Conn) *bus.Stores {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -270,7 +270,7 @@ func (v *violations) wait(t *testing.T, want string) {
 // client is a connection as one user, recording every reply body and error
 // text it receives.
 type client struct {
-	t       *testing.T
+	t       testing.TB
 	tenant  string
 	nc      *nats.Conn
 	denied  *violations
@@ -281,7 +281,7 @@ type client struct {
 // connect connects with the credentials file creds (a tenant's or a
 // service user's) as tenant (its subjects' tenant token) with inbox prefix
 // inbox, the way the compute CLI does for a tenant (_INBOX_<tenant>).
-func (s *stack) connect(t *testing.T, tenant, creds, inbox string) *client {
+func (s *stack) connect(t testing.TB, tenant, creds, inbox string) *client {
 	t.Helper()
 	c, err := s.dial(t, tenant, creds, inbox)
 	if err != nil {
@@ -291,7 +291,7 @@ func (s *stack) connect(t *testing.T, tenant, creds, inbox string) *client {
 }
 
 // dial is connect returning the error of a refused connection.
-func (s *stack) dial(t *testing.T, tenant, creds, inbox string) (*client, error) {
+func (s *stack) dial(t testing.TB, tenant, creds, inbox string) (*client, error) {
 	t.Helper()
 	c := &client{t: t, tenant: tenant, denied: &violations{}}
 	var err error
@@ -306,7 +306,7 @@ func (s *stack) dial(t *testing.T, tenant, creds, inbox string) (*client, error)
 
 // tenantClient connects with tenant's credential of scope compute:admin
 // and the tenant's inbox prefix.
-func (s *stack) tenantClient(t *testing.T, tenant string) *client {
+func (s *stack) tenantClient(t testing.TB, tenant string) *client {
 	return s.connect(t, tenant, s.creds[tenant], "_INBOX_"+tenant)
 }
 
