@@ -18,6 +18,7 @@ type client struct {
 	set     *settings
 	cfg     *accountConfig
 	timing  taskTiming // the account's, else the options
+	pacer   *taskPacer // task durations seen on the account's cluster
 	tokenID pve.ApiTokenID
 	http    *http.Client
 	nodes   nodeCache
@@ -41,7 +42,7 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{set: s, cfg: cfg, timing: timing, tokenID: tokenID, http: hc}, nil
+	return &client{set: s, cfg: cfg, timing: timing, pacer: &taskPacer{}, tokenID: tokenID, http: hc}, nil
 }
 
 // Get returns a VM of this system by VMID, or nil, nil when there is no

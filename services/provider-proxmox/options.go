@@ -74,10 +74,12 @@ func WithEgressPolicy(p egress.Policy) Option {
 }
 
 // WithTaskPollInterval sets how often task waits poll the task status
-// (default DefaultTaskPollInterval; must be positive) for accounts whose
-// config sets no taskPollMs. It is measured on the call's clock.
+// (must be positive) for accounts whose config sets no taskPollMs. It is
+// measured on the call's clock. Without it (and without taskPollMs) task
+// waits poll as each task type's observed duration says (see taskPacer),
+// and other waits every DefaultTaskPollInterval.
 func WithTaskPollInterval(d time.Duration) Option {
-	return func(s *settings) { s.timing.poll = d }
+	return func(s *settings) { s.timing.poll, s.timing.adaptive = d, false }
 }
 
 // WithTaskTimeout sets how long one task wait may last on the call's clock
@@ -93,13 +95,20 @@ func WithCallCounter(f CallCounter) Option {
 	return func(s *settings) { s.countCalls = f }
 }
 
-// taskTiming is how task waits poll: every poll, for at most timeout.
+// taskTiming is how task waits poll: every poll, or, when adaptive (no
+// poll interval was set: neither WithTaskPollInterval nor the account's
+// taskPollMs), as the client's taskPacer says; for at most timeout. Other
+// waits (a clone another call started) poll every poll.
 type taskTiming struct {
 	poll, timeout time.Duration
+	adaptive      bool
 }
 
 // maxPolls bounds the polls of one wait whatever the clock does.
 func (t taskTiming) maxPolls() int {
+	if t.adaptive {
+		return int(t.timeout/min(t.poll, firstTaskPoll)) + 2
+	}
 	return int(t.timeout/t.poll) + 2
 }
 
@@ -124,7 +133,7 @@ func newSettings(opts []Option) *settings {
 	tr.MaxIdleConnsPerHost = defaultMaxIdleConnsPerHost
 	s := &settings{
 		httpClient: &http.Client{Timeout: DefaultHTTPTimeout, Transport: tr},
-		timing:     taskTiming{poll: DefaultTaskPollInterval, timeout: DefaultTaskTimeout},
+		timing:     taskTiming{poll: DefaultTaskPollInterval, timeout: DefaultTaskTimeout, adaptive: true},
 	}
 	for _, o := range opts {
 		o(s)
