@@ -16,7 +16,8 @@ import (
 // finds no open batch opens one; so a lone lookup costs one request, as
 // before, and waits window longer.
 type batcher[K comparable, V any] struct {
-	window time.Duration
+	// window is the wait of a batch opened now (see client.batchWindow).
+	window func() time.Duration
 	size   int
 	// fetch answers keys with one request made for call (the batch's first
 	// lookup: the account's token is the same for every call of the
@@ -83,7 +84,7 @@ func (b *batcher[K, V]) lookup(ctx context.Context, call *provider.Call, key K) 
 func (b *batcher[K, V]) send(ctx context.Context, call *provider.Call, bt *batch[K, V]) {
 	select {
 	case <-bt.full:
-	case <-call.Clock.After(b.window):
+	case <-call.Clock.After(b.window()):
 	}
 	b.mu.Lock()
 	if b.open == bt {

@@ -178,3 +178,34 @@ func TestConcurrentPowerWaitsSharePolls(t *testing.T) {
 		t.Fatalf("%d concurrent waits sent %d action polls, want a few shared ones (each full batch is sent at once)", len(ids), polls)
 	}
 }
+
+// While the project's budget is plentiful a batch waits the configured
+// window; once less than half is left it waits for batchShare requests to
+// refill, at most maxBatchWindow: at 20 per second 1.25 s, at Hetzner's 1
+// per second the cap.
+func TestBatchWindowFollowsTheBudget(t *testing.T) {
+	e := newEnv(t)
+	if w := e.client.batchWindow(); w != DefaultBatchWindow {
+		t.Fatalf("no budget seen: window %s, want %s", w, DefaultBatchWindow)
+	}
+	for _, c := range []struct {
+		remaining int
+		refill    float64
+		want      time.Duration
+	}{
+		{3000, 1, DefaultBatchWindow},
+		{1000, 20, 1250 * time.Millisecond},
+		{1000, 1, maxBatchWindow},
+		{0, 1000, DefaultBatchWindow},
+	} {
+		e.client.budget.set(api.RateLimit{Limit: 3600, Remaining: c.remaining, RefillPerSecond: c.refill})
+		if w := e.client.batchWindow(); w != c.want {
+			t.Errorf("%d left, %.0f/s: window %s, want %s", c.remaining, c.refill, w, c.want)
+		}
+	}
+	// a reply's budget is what the client keeps
+	e.create(t, "inst_budget", "inst-budget")
+	if rl, ok := e.client.budget.get(); !ok || rl.Limit != emulator.DefaultRateLimitSize {
+		t.Fatalf("budget after a create: %+v, %v", rl, ok)
+	}
+}

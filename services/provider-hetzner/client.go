@@ -3,6 +3,8 @@ package hetzner
 import (
 	"context"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -20,6 +22,54 @@ type client struct {
 	// polls (nil when batching is off: options.batchWindow 0).
 	servers *batcher[serverRef, *hcloud.Server]
 	actions *batcher[int64, *hcloud.Action]
+	// budget is the project's rate-limit state as the last reply said.
+	budget lastRateLimit
+}
+
+// lastRateLimit is the last rate-limit state a reply of the account
+// reported; safe for concurrent use.
+type lastRateLimit struct {
+	mu sync.Mutex
+	rl api.RateLimit
+	ok bool
+}
+
+func (l *lastRateLimit) set(rl api.RateLimit) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rl, l.ok = rl, true
+}
+
+func (l *lastRateLimit) get() (api.RateLimit, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rl, l.ok
+}
+
+// Batch windows under a spent budget (see client.batchWindow).
+const (
+	// batchShare is how many lookups a batch should gather when requests
+	// are scarce.
+	batchShare = 25
+	// maxBatchWindow caps a batch's wait.
+	maxBatchWindow = 10 * time.Second
+)
+
+// batchWindow is how long a batch opened now waits for more lookups: the
+// configured window (WithBatchWindow) while the project's budget is
+// plentiful; once the last reply said less than half of it remains, long
+// enough for batchShare requests to refill (at most maxBatchWindow). A
+// budget-bound fleet's time is its request count over the refill rate,
+// so a look then waits for its batch rather than spend a request alone:
+// at Hetzner's 1 per second, creates come one a second and a 200 ms
+// window would share nothing.
+func (c *client) batchWindow() time.Duration {
+	rl, ok := c.budget.get()
+	if !ok || rl.Remaining*2 >= rl.Limit || rl.RefillPerSecond <= 0 {
+		return c.set.batchWindow
+	}
+	scarce := time.Duration(batchShare / rl.RefillPerSecond * float64(time.Second))
+	return min(max(c.set.batchWindow, scarce), maxBatchWindow)
 }
 
 // serverRef is a server a get asks for: its id and the idempotency key it
@@ -49,8 +99,8 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 	}
 	c := &client{set: s, labels: newLabels(s.labelPrefix), location: cfg.Location}
 	if s.batchWindow > 0 {
-		c.servers = &batcher[serverRef, *hcloud.Server]{window: s.batchWindow, size: listPageSize, fetch: c.fetchServers}
-		c.actions = &batcher[int64, *hcloud.Action]{window: s.batchWindow, size: maxActionIDs, fetch: c.fetchActions}
+		c.servers = &batcher[serverRef, *hcloud.Server]{window: c.batchWindow, size: listPageSize, fetch: c.fetchServers}
+		c.actions = &batcher[int64, *hcloud.Action]{window: c.batchWindow, size: maxActionIDs, fetch: c.fetchActions}
 	}
 	return c, nil
 }

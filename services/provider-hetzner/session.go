@@ -46,7 +46,10 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	rec := &recorder{base: base, observe: call.ObserveRateLimit, clock: call.Clock}
+	rec := &recorder{base: base, clock: call.Clock, observe: func(rl api.RateLimit) {
+		call.ObserveRateLimit(rl)
+		c.budget.set(rl)
+	}}
 	hc := *c.set.httpClient
 	hc.Transport = rec
 	return &session{
