@@ -20,8 +20,8 @@ type client struct {
 	location string
 	// servers and actions batch the account's concurrent gets and action
 	// polls (nil when batching is off: options.batchWindow 0).
-	servers *batcher[serverRef, *hcloud.Server]
-	actions *batcher[int64, *hcloud.Action]
+	servers *provider.Batcher[serverRef, *hcloud.Server]
+	actions *provider.Batcher[int64, *hcloud.Action]
 	// budget is the project's rate-limit state as the last reply said.
 	budget lastRateLimit
 }
@@ -99,8 +99,8 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 	}
 	c := &client{set: s, labels: newLabels(s.labelPrefix), location: cfg.Location}
 	if s.batchWindow > 0 {
-		c.servers = &batcher[serverRef, *hcloud.Server]{window: c.batchWindow, size: listPageSize, fetch: c.fetchServers}
-		c.actions = &batcher[int64, *hcloud.Action]{window: c.batchWindow, size: maxActionIDs, fetch: c.fetchActions}
+		c.servers = &provider.Batcher[serverRef, *hcloud.Server]{Window: c.batchWindow, Size: listPageSize, Fetch: c.fetchServers}
+		c.actions = &provider.Batcher[int64, *hcloud.Action]{Window: c.batchWindow, Size: maxActionIDs, Fetch: c.fetchActions}
 	}
 	return c, nil
 }
@@ -108,8 +108,8 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 // Get returns the server with id, or nil, nil when it does not exist.
 //
 // A get for an idempotency key (call.IdempotencyKey, as the reconciler
-// sends it) joins the account's batch of concurrent gets (see batcher and
-// fetchServers): one GET /servers?label_selector=…,<prefix>/idempotency-key
+// sends it) joins the account's batch of concurrent gets (see provider.Batcher
+// and fetchServers): one GET /servers?label_selector=…,<prefix>/idempotency-key
 // in (…) answers up to 50 of them. A server the list leaves out is asked
 // for alone (GET /servers/{id}): a list may lag the truth, so only the
 // server's own 404 says it is absent. A get without a key, or with
@@ -123,7 +123,7 @@ func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *ap
 		if err != nil {
 			return nil, err
 		}
-		srv, found, err := c.servers.lookup(ctx, call, serverRef{id: sid, key: call.IdempotencyKey})
+		srv, found, err := c.servers.Lookup(ctx, call, serverRef{id: sid, key: call.IdempotencyKey})
 		if err != nil || found {
 			if err == nil {
 				m = c.toMachine(srv, call.IdempotencyKey)

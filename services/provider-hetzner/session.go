@@ -129,7 +129,7 @@ func (s *session) wait(ctx context.Context, c *client, a *hcloud.Action) error {
 // API no longer lists the action.
 func (s *session) pollAction(ctx context.Context, c *client, id int64) (*hcloud.Action, bool, error) {
 	if c.actions != nil {
-		a, found, err := c.actions.lookup(ctx, s.call, id)
+		a, found, err := c.actions.Lookup(ctx, s.call, id)
 		if ce := (*api.ComputeError)(nil); errors.As(err, &ce) {
 			// The shared poll changed nothing, but this call's action did:
 			// its own requests decide details.notExecuted (see classify).
