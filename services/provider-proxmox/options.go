@@ -21,6 +21,10 @@ const (
 	// DefaultTaskTimeout bounds one task wait (and the wait for a clone
 	// another call started); the call's deadline bounds it too.
 	DefaultTaskTimeout = 10 * time.Minute
+	// DefaultTaskBatchWindow is how long a task poll waits for others of
+	// its account to share one node task list with (see
+	// WithTaskBatchWindow).
+	DefaultTaskBatchWindow = 200 * time.Millisecond
 	// DefaultHTTPTimeout bounds one HTTP request of the default HTTP client.
 	DefaultHTTPTimeout = 60 * time.Second
 )
@@ -35,8 +39,10 @@ const (
 type SnippetWriter func(ctx context.Context, call *provider.Call, vmid int, name, userData string) (volumeID string, err error)
 
 // CallCounter receives, after every provider call, the operation
-// ("offers", "create", "get", "delete", "power", "reinstall", "list") and
-// how many HTTP requests it sent to the API (failed ones included).
+// ("offers", "create", "get", "delete", "power", "reinstall", "list";
+// "tasks" for a shared task poll, which serves the task waits of every
+// call of the account) and how many HTTP requests it sent to the API
+// (failed ones included).
 type CallCounter func(op string, httpCalls int)
 
 // Option configures Definition.
@@ -82,6 +88,15 @@ func WithTaskPollInterval(d time.Duration) Option {
 	return func(s *settings) { s.timing.poll, s.timing.adaptive = d, false }
 }
 
+// WithTaskBatchWindow sets how long a task poll waits for the account's
+// other task polls before their shared GET /nodes/{node}/tasks is sent
+// (default DefaultTaskBatchWindow; sent at once with 100 polls). 0 turns
+// sharing off: every poll is the task's own GET …/tasks/{upid}/status.
+// Negative is INVALID_CONFIG.
+func WithTaskBatchWindow(d time.Duration) Option {
+	return func(s *settings) { s.taskBatchWindow = d }
+}
+
 // WithTaskTimeout sets how long one task wait may last on the call's clock
 // (default DefaultTaskTimeout; must be positive) for accounts whose config
 // sets no taskTimeoutMs.
@@ -117,10 +132,12 @@ type settings struct {
 	snippets   SnippetWriter
 	httpClient *http.Client
 	// timing is the default of accounts that set no task timing.
-	timing     taskTiming
-	countCalls CallCounter
-	egress     *egress.Policy
-	egressErr  error
+	timing taskTiming
+	// taskBatchWindow is WithTaskBatchWindow's (0: no shared task polls).
+	taskBatchWindow time.Duration
+	countCalls      CallCounter
+	egress          *egress.Policy
+	egressErr       error
 }
 
 // defaultMaxIdleConnsPerHost keeps enough connections to the cluster open
@@ -132,8 +149,9 @@ func newSettings(opts []Option) *settings {
 	tr := egress.Policy{}.Transport(nil)
 	tr.MaxIdleConnsPerHost = defaultMaxIdleConnsPerHost
 	s := &settings{
-		httpClient: &http.Client{Timeout: DefaultHTTPTimeout, Transport: tr},
-		timing:     taskTiming{poll: DefaultTaskPollInterval, timeout: DefaultTaskTimeout, adaptive: true},
+		httpClient:      &http.Client{Timeout: DefaultHTTPTimeout, Transport: tr},
+		timing:          taskTiming{poll: DefaultTaskPollInterval, timeout: DefaultTaskTimeout, adaptive: true},
+		taskBatchWindow: DefaultTaskBatchWindow,
 	}
 	for _, o := range opts {
 		o(s)
@@ -157,6 +175,8 @@ func (s *settings) validate() error {
 		return api.InvalidConfig("options.taskPollInterval", "the task poll interval must be positive")
 	case s.timing.timeout <= 0:
 		return api.InvalidConfig("options.taskTimeout", "the task timeout must be positive")
+	case s.taskBatchWindow < 0:
+		return api.InvalidConfig("options.taskBatchWindow", "the task batch window must not be negative (0 turns sharing off)")
 	case s.egressErr != nil:
 		return api.InvalidConfig("options.egressPolicy", "%v", s.egressErr)
 	}

@@ -50,8 +50,9 @@ func (s *session) waitReply(ctx context.Context, what string, data json.RawMessa
 	return s.wait(ctx, upid, node)
 }
 
-// wait polls GET /nodes/{node}/tasks/{upid}/status on the call's clock
-// until the task stops, and returns its outcome: nil for exit status OK
+// wait polls the task on the call's clock (its GET
+// /nodes/{node}/tasks/{upid}/status, or a share of the account's node task
+// list, see pollTask) until it stops, and returns its outcome: nil for exit status OK
 // or "WARNINGS: N" (a success), a task *pveError otherwise. Polls come
 // every poll interval (the first after one interval) when the account or
 // the options set one, else as the client's taskPacer says. Errors:
@@ -72,8 +73,8 @@ func (s *session) wait(ctx context.Context, upid, node string) error {
 		if err := provider.Sleep(ctx, s.call.Clock, delay); err != nil {
 			return err
 		}
-		var st taskStatus
-		if err := s.get(ctx, path, nil, &st); err != nil {
+		st, err := s.pollTask(ctx, upid, node, path)
+		if err != nil {
 			return err
 		}
 		elapsed := s.call.Clock.Now().Sub(start)
