@@ -13,10 +13,11 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultTaskPollInterval is how often a task wait asks
-	// GET /nodes/{node}/tasks/{upid}/status. Config and power tasks end
-	// within seconds and a clone within tens of seconds: one request a
-	// second adds at most a second to each step and little load to pveproxy.
+	// DefaultTaskPollInterval is how often the waits that do not follow a
+	// task's expected duration ask again (a clone another call started, a
+	// configuration a concurrent call holds locked). Task waits follow
+	// their task type's observed duration unless a poll interval is set
+	// (see taskPacer).
 	DefaultTaskPollInterval = time.Second
 	// DefaultTaskTimeout bounds one task wait (and the wait for a clone
 	// another call started); the call's deadline bounds it too.
