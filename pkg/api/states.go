@@ -142,6 +142,12 @@ const (
 	ReasonMachineMissing ConditionReason = "MachineMissing" // Drift, Ready: machine deleted out of band
 )
 
+// ReasonQuotaExceeded is the reason of a ProviderError (and Ready)
+// condition for a provider refusing a create because the account's quota
+// is reached (Hetzner Cloud's 403 resource_limit_exceeded): retried after
+// the provider's details.retryAfterMs, not at once.
+const ReasonQuotaExceeded ConditionReason = "QuotaExceeded"
+
 // ReasonOf is the condition reason of a ComputeError code.
 func ReasonOf(code Code) ConditionReason { return ConditionReason(code) }
 

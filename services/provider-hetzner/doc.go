@@ -12,13 +12,19 @@
 //     get sees the machine come up;
 //   - power and reinstall wait for their action by polling
 //     GET /actions?id=… every poll interval on the call's clock;
+//   - the account's concurrent gets (with an idempotency key, as the
+//     reconciler sends them) and action polls share requests (see
+//     provider.Batcher, WithBatchWindow): one GET /servers?label_selector=…
+//     page answers up to 50 gets, one GET /actions up to 25 polls; a server
+//     a page leaves out is asked for alone, so only its 404 says it is gone;
 //   - a create refused for a taken name (409 uniqueness_error) names the
 //     holder (api.NameHolder) when it is a managed server, so the caller can
 //     wait for a server being deleted to give the name up;
 //   - every reply's RateLimit-* headers are reported (call.ObserveRateLimit),
 //     429s included;
 //   - 404 means absent, 429 is RATE_LIMITED with retryAfterMs from
-//     RateLimit-Reset, every other failure (including an unreachable API) is
+//     RateLimit-Reset, 403 resource_limit_exceeded (the project's quota)
+//     carries retryAfterMs QuotaRetryAfter, every other failure (including an unreachable API) is
 //     PROVIDER_ERROR with details.status and details.code, and
 //     details.permanent when the same request can never pass (400, 422
 //     other than service_error, 409 uniqueness_error; see providerError).

@@ -20,6 +20,12 @@ const codeUnreachable = "unreachable"
 // defaultRetryAfter is the wait of a 429 without a RateLimit-Reset header.
 const defaultRetryAfter = time.Second
 
+// QuotaRetryAfter is details.retryAfterMs of a create refused for the
+// project's quota (403 resource_limit_exceeded, e.g. "server limit
+// exceeded"): the quota only moves when the operator raises it or servers
+// go, so the caller waits this long instead of retrying at once.
+const QuotaRetryAfter = 10 * time.Minute
+
 // apiFailure is what the API answered to a failed request.
 type apiFailure struct {
 	status  int
@@ -33,6 +39,8 @@ type apiFailure struct {
 //   - 429 or rate_limit_exceeded → RATE_LIMITED, retryAfterMs = reset − now
 //     (at least 0; 1000 without a reset);
 //   - 404 of a server-scoped call (serverID set) → NOT_FOUND of the server;
+//   - 403 resource_limit_exceeded (the project's quota) → PROVIDER_ERROR
+//     {403, resource_limit_exceeded} with retryAfterMs = QuotaRetryAfter;
 //   - anything else → PROVIDER_ERROR with details {status, code}, and
 //     permanent when the same request can never pass (see providerError).
 func mapFailure(f apiFailure, serverID string, now time.Time) *api.ComputeError {
@@ -45,6 +53,12 @@ func mapFailure(f apiFailure, serverID string, now time.Time) *api.ComputeError 
 		return api.RateLimited(wait, "hetzner-cloud: project rate limit exceeded, retry in %s", wait.Round(time.Millisecond))
 	case f.status == http.StatusNotFound && serverID != "":
 		return api.NotFound("server", serverID)
+	case f.status == http.StatusForbidden && f.code == string(hcloud.ErrorCodeResourceLimitExceeded):
+		ce := providerError(f.status, f.code, "hetzner-cloud: project quota reached: %s (HTTP %d, %s); retry in %s",
+			f.message, f.status, f.code, QuotaRetryAfter)
+		wait := QuotaRetryAfter.Milliseconds()
+		ce.Details.RetryAfterMs = &wait
+		return ce
 	}
 	return providerError(f.status, f.code, "hetzner-cloud: %s (HTTP %d, %s)", f.message, f.status, f.code)
 }

@@ -47,8 +47,16 @@ type env struct {
 // testActionDuration) and builds a client for it with opts appended.
 func newEnv(t testing.TB, opts ...Option) *env {
 	t.Helper()
+	return newEnvWith(t, emulator.Options{}, opts...)
+}
+
+// newEnvWith is newEnv with the emulator's options eo (its token, clock
+// and action duration are newEnv's).
+func newEnvWith(t testing.TB, eo emulator.Options, opts ...Option) *env {
+	t.Helper()
 	fake := clock.NewFake(testStart)
-	srv, err := emulator.Start(emulator.Options{Tokens: []string{testToken}, ActionDuration: testActionDuration, Clock: fake}, "127.0.0.1:0")
+	eo.Tokens, eo.ActionDuration, eo.Clock = []string{testToken}, testActionDuration, fake
+	srv, err := emulator.Start(eo, "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("start emulator: %v", err)
 	}

@@ -126,7 +126,7 @@ func TestMapFailure(t *testing.T) {
 		{"unavailable type", apiFailure{status: 412, code: "resource_unavailable"}, "", api.CodeProviderError, 412, "resource_unavailable", 0, false},
 		{"malformed body", apiFailure{status: 400, code: "json_error"}, "", api.CodeProviderError, 400, "json_error", 0, true},
 		{"unsupported for the type", apiFailure{status: 422, code: "unsupported_error"}, "", api.CodeProviderError, 422, "unsupported_error", 0, true},
-		{"quota", apiFailure{status: 403, code: "resource_limit_exceeded"}, "", api.CodeProviderError, 403, "resource_limit_exceeded", 0, false},
+		{"quota", apiFailure{status: 403, code: "resource_limit_exceeded"}, "", api.CodeProviderError, 403, "resource_limit_exceeded", QuotaRetryAfter, false},
 		{"invalid input", apiFailure{status: 422, code: "invalid_input"}, "", api.CodeProviderError, 422, "invalid_input", 0, true},
 		{"service error", apiFailure{status: 422, code: "service_error"}, "", api.CodeProviderError, 422, "service_error", 0, false},
 		{"locked", apiFailure{status: 423, code: "locked"}, "7", api.CodeProviderError, 423, "locked", 0, false},
@@ -150,6 +150,9 @@ func TestMapFailure(t *testing.T) {
 				}
 				if ce.Permanent() != c.permanent {
 					t.Errorf("permanent = %v, want %v (details %v)", ce.Permanent(), c.permanent, ce.Details)
+				}
+				if ce.RetryAfter() != c.retryAfter {
+					t.Errorf("retryAfter = %v, want %v (details %v)", ce.RetryAfter(), c.retryAfter, ce.Details)
 				}
 			case api.CodeNotFound:
 				if ce.Details.ID != c.serverID {

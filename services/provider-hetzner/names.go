@@ -73,6 +73,20 @@ func (l labels) keySelector(key string) string {
 	return l.managedSelector() + "," + l.key + "=" + KeyLabelValue(key)
 }
 
+// keysSelector selects the managed servers of any of the idempotency
+// keys: <managed>=true,<key label> in (<label values>), each value once.
+func (l labels) keysSelector(keys []string) string {
+	values := make([]string, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if v := KeyLabelValue(k); !seen[v] {
+			seen[v] = true
+			values = append(values, v)
+		}
+	}
+	return l.managedSelector() + "," + l.key + " in (" + strings.Join(values, ",") + ")"
+}
+
 // isManaged reports whether server labels mark a server this system manages.
 func (l labels) isManaged(serverLabels map[string]string) bool {
 	return serverLabels[l.managed] == "true"

@@ -21,6 +21,12 @@ const (
 	// by every tool of the project): polling once a second adds at most
 	// one second of latency and spends no more than the refill rate.
 	DefaultPollInterval = time.Second
+	// DefaultBatchWindow is how long a get or an action poll waits for
+	// others of its account to share one request with (see
+	// WithBatchWindow): the reconciler's looks at machines created
+	// together arrive within about that, and a lone look is late by it,
+	// against boots of several seconds.
+	DefaultBatchWindow = 200 * time.Millisecond
 	// DefaultHTTPTimeout bounds one HTTP request of the default HTTP client
 	// (the call's deadline bounds it too).
 	DefaultHTTPTimeout = 60 * time.Second
@@ -59,9 +65,21 @@ func WithPollInterval(d time.Duration) Option {
 	return func(s *settings) { s.pollInterval = d }
 }
 
+// WithBatchWindow sets how long a get (with an idempotency key) or an
+// action poll waits for others of its account before their shared request
+// is sent (default DefaultBatchWindow; a batch is sent at once when full:
+// 50 gets, one GET /servers page, or 25 action ids). 0 turns batching off:
+// every get is GET /servers/{id} and every poll GET /actions?id=<one id>.
+// Negative is INVALID_CONFIG.
+func WithBatchWindow(d time.Duration) Option {
+	return func(s *settings) { s.batchWindow = d }
+}
+
 // CallCounter receives, after every provider call, the operation ("offers",
-// "create", "get", "delete", "power", "reinstall", "list") and how many
-// HTTP requests it sent to the API (failed ones included).
+// "create", "get", "delete", "power", "reinstall", "list"; "actions" for
+// a batched action poll, which serves power and reinstall waits) and how
+// many HTTP requests it sent to the API (failed ones included). A batched
+// get request is reported once, as "get".
 type CallCounter func(op string, httpCalls int)
 
 // WithCallCounter reports the HTTP requests of every call to f (for
@@ -76,6 +94,7 @@ type settings struct {
 	httpClient   *http.Client
 	labelPrefix  string
 	pollInterval time.Duration
+	batchWindow  time.Duration
 	countCalls   CallCounter
 }
 
@@ -85,6 +104,7 @@ func newSettings(opts []Option) *settings {
 		httpClient:   &http.Client{Timeout: DefaultHTTPTimeout},
 		labelPrefix:  DefaultLabelPrefix,
 		pollInterval: DefaultPollInterval,
+		batchWindow:  DefaultBatchWindow,
 	}
 	for _, o := range opts {
 		o(s)
@@ -105,6 +125,8 @@ func (s *settings) validate() error {
 		return api.InvalidConfig("options.labelPrefix", "label prefix must be a DNS subdomain of at most 253 characters")
 	case s.pollInterval <= 0:
 		return api.InvalidConfig("options.pollInterval", "poll interval must be positive")
+	case s.batchWindow < 0:
+		return api.InvalidConfig("options.batchWindow", "batch window must not be negative (0 turns batching off)")
 	}
 	return nil
 }

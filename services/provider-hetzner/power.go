@@ -35,7 +35,8 @@ var endpointCalls = map[string]serverActionCall{
 
 // Power applies action to the server through its power endpoint (see
 // powerEndpoints) and waits for the action to finish (polling
-// GET /actions?id=…): 1 request plus one per poll interval the action runs.
+// GET /actions?id=…): 1 request plus one per poll interval the action runs,
+// shared with the account's other waits (see session.wait).
 //
 // Errors: UNSUPPORTED (nmi, or an unknown action; no request sent),
 // INVALID_INPUT (id), NOT_FOUND (absent), PROVIDER_ERROR (with the action's
@@ -55,7 +56,7 @@ func (c *client) Power(ctx context.Context, call *provider.Call, id string, acti
 	if err != nil {
 		return err
 	}
-	return s.wait(ctx, a)
+	return s.wait(ctx, c, a)
 }
 
 // Reinstall rebuilds the server from image (POST /servers/{id}/actions/rebuild,
@@ -75,7 +76,7 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	if err != nil {
 		return nil, err
 	}
-	if err := s.wait(ctx, res.Action); err != nil {
+	if err := s.wait(ctx, c, res.Action); err != nil {
 		return nil, err
 	}
 	srv, _, err := s.api.Server.GetByID(ctx, sid)

@@ -2,6 +2,7 @@ package hetzner
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -24,6 +25,8 @@ type session struct {
 	op   string
 	// serverID is set by calls about one server: a 404 then means NOT_FOUND.
 	serverID string
+	// batched is how many lookups a batched request answers (0: none).
+	batched int
 }
 
 // open resolves the account's token and builds the call's hcloud client
@@ -43,7 +46,10 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	rec := &recorder{base: base, observe: call.ObserveRateLimit, clock: call.Clock}
+	rec := &recorder{base: base, clock: call.Clock, observe: func(rl api.RateLimit) {
+		call.ObserveRateLimit(rl)
+		c.budget.set(rl)
+	}}
 	hc := *c.set.httpClient
 	hc.Transport = rec
 	return &session{
@@ -84,33 +90,58 @@ func (s *session) done(ctx context.Context, err error) error {
 		s.set.countCalls(s.op, calls)
 	}
 	ev := s.call.CallLog(err)
-	ev.Str("op", s.op).Str("server_id", s.serverID).
-		Int("http_calls", calls).Msg("hetzner-cloud call")
+	ev.Str("op", s.op).Str("server_id", s.serverID).Int("http_calls", calls)
+	if s.batched > 0 {
+		ev.Int("batch", s.batched)
+	}
+	ev.Msg("hetzner-cloud call")
 	return err
 }
 
-// wait polls GET /actions?id=<id> every poll interval (on the call's
-// clock) until the action is no longer running. Errors: PROVIDER_ERROR
-// with details.code = the action's error code when it failed, or
-// "action_missing" when the API forgot it; UNAVAILABLE when ctx ends.
-func (s *session) wait(ctx context.Context, a *hcloud.Action) error {
+// wait polls the action every poll interval (on the call's clock) until
+// it is no longer running: GET /actions?id=<id>, or, with batching on, a
+// share of the account's GET /actions?id=…&id=… (see fetchActions).
+// Errors: PROVIDER_ERROR with details.code = the action's error code when
+// it failed, or "action_missing" when the API forgot it; UNAVAILABLE when
+// ctx ends; those of the poll.
+func (s *session) wait(ctx context.Context, c *client, a *hcloud.Action) error {
 	for a.Status == hcloud.ActionStatusRunning {
 		if err := provider.Sleep(ctx, s.call.Clock, s.set.pollInterval); err != nil {
 			return err
 		}
-		got, _, err := s.api.Action.List(ctx, hcloud.ActionListOpts{ID: []int64{a.ID}})
+		got, found, err := s.pollAction(ctx, c, a.ID)
 		if err != nil {
 			return err
 		}
-		if len(got) != 1 {
+		if !found {
 			return providerError(http.StatusOK, "action_missing", "hetzner-cloud: action %d (%s) is no longer listed", a.ID, a.Command)
 		}
-		a = got[0]
+		a = got
 	}
 	if a.Status == hcloud.ActionStatusError {
 		return providerError(http.StatusOK, a.ErrorCode, "hetzner-cloud: action %s (%d) failed: %s", a.Command, a.ID, a.ErrorMessage)
 	}
 	return nil
+}
+
+// pollAction reads action id once: through the account's action batch, or
+// alone on the session when batching is off. It reports false when the
+// API no longer lists the action.
+func (s *session) pollAction(ctx context.Context, c *client, id int64) (*hcloud.Action, bool, error) {
+	if c.actions != nil {
+		a, found, err := c.actions.Lookup(ctx, s.call, id)
+		if ce := (*api.ComputeError)(nil); errors.As(err, &ce) {
+			// The shared poll changed nothing, but this call's action did:
+			// its own requests decide details.notExecuted (see classify).
+			ce.Details.NotExecuted = false
+		}
+		return a, found, err
+	}
+	got, _, err := s.api.Action.List(ctx, hcloud.ActionListOpts{ID: []int64{id}})
+	if err != nil || len(got) != 1 {
+		return nil, false, err
+	}
+	return got[0], true, nil
 }
 
 // recorder is the session's HTTP transport: it counts requests, keeps the

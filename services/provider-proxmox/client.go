@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"net/http"
+	"time"
 
 	pve "github.com/Telmate/proxmox-api-go/proxmox"
 
@@ -15,9 +16,13 @@ import (
 // open). What it shares between calls is the account's HTTP client (its
 // connection pool, its pinned CA) and the node each VM was last seen on.
 type client struct {
-	set     *settings
-	cfg     *accountConfig
-	timing  taskTiming // the account's, else the options
+	set    *settings
+	cfg    *accountConfig
+	timing taskTiming // the account's, else the options
+	pacer  *taskPacer // task durations seen on the account's cluster
+	// tasks shares the account's concurrent task polls (nil when off:
+	// WithTaskBatchWindow(0)).
+	tasks   *provider.Batcher[taskRef, taskStatus]
 	tokenID pve.ApiTokenID
 	http    *http.Client
 	nodes   nodeCache
@@ -41,7 +46,12 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{set: s, cfg: cfg, timing: timing, tokenID: tokenID, http: hc}, nil
+	c := &client{set: s, cfg: cfg, timing: timing, pacer: &taskPacer{}, tokenID: tokenID, http: hc}
+	if s.taskBatchWindow > 0 {
+		c.tasks = &provider.Batcher[taskRef, taskStatus]{Window: func() time.Duration { return s.taskBatchWindow },
+			Size: taskBatchSize, Fetch: c.fetchTasks}
+	}
+	return c, nil
 }
 
 // Get returns a VM of this system by VMID, or nil, nil when there is no

@@ -168,7 +168,7 @@ func validateSizes(sizes []sizeConfig) error {
 func (c *accountConfig) timing(def taskTiming) (taskTiming, error) {
 	t := def
 	if c.TaskPollMs != 0 {
-		t.poll = time.Duration(c.TaskPollMs) * time.Millisecond
+		t.poll, t.adaptive = time.Duration(c.TaskPollMs)*time.Millisecond, false
 	}
 	if c.TaskTimeoutMs != 0 {
 		t.timeout = time.Duration(c.TaskTimeoutMs) * time.Millisecond

@@ -40,8 +40,8 @@ const (
 	FieldBridge = "bridge"
 	// FieldTaskPollMs is how often task waits poll the task status, in
 	// milliseconds (MinTaskPollMs to MaxTaskPollMs, at most the task
-	// timeout); absent: the provider's WithTaskPollInterval, else
-	// DefaultTaskPollInterval.
+	// timeout); absent: the provider's WithTaskPollInterval, else each
+	// task type's observed duration paces the polls (see taskPacer).
 	FieldTaskPollMs = "taskPollMs"
 	// FieldTaskTimeoutMs bounds one task wait, in milliseconds
 	// (MinTaskTimeoutMs to MaxTaskTimeoutMs); absent: the provider's
@@ -125,7 +125,7 @@ func Manifest() []api.ManifestField {
 		{Name: FieldBridge, Type: provider.TypeString, Default: DefaultBridge,
 			Description: "Bridge of the first network device (net0)"},
 		{Name: FieldTaskPollMs, Type: provider.TypeInt, Min: i(MinTaskPollMs), Max: i(MaxTaskPollMs),
-			Description: "How often a task wait polls the task status, in ms (at most taskTimeoutMs); default 1000"},
+			Description: "How often a task wait polls the task status, in ms (at most taskTimeoutMs); default: when a task of its type is expected to end"},
 		{Name: FieldTaskTimeoutMs, Type: provider.TypeInt, Min: i(MinTaskTimeoutMs), Max: i(MaxTaskTimeoutMs),
 			Description: "How long one task wait may last, in ms; default 600000 (10 min)"},
 	}

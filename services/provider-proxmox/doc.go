@@ -51,10 +51,14 @@
 //     creating with the key first, so a crash at any step of a create
 //     leaves neither a duplicate nor a leaked VM;
 //   - every task (clone, config, resize, start, stop, shutdown, reset,
-//     reboot, destroy) is waited for by polling its UPID every task poll
-//     interval on the call's clock, within the task timeout and the call's
-//     context; both are account config (taskPollMs, taskTimeoutMs) over
-//     the provider's options (WithTaskPollInterval, WithTaskTimeout). OK
+//     reboot, destroy) is waited for by polling it on the call's clock,
+//     within the task timeout and the call's context: every task poll
+//     interval when one is set (account config taskPollMs over the
+//     option WithTaskPollInterval), else when a task of its type is
+//     expected to end (taskPacer); the timeout is taskTimeoutMs over
+//     WithTaskTimeout. Concurrent waits of the account share the node's
+//     task list (GET /nodes/{node}/tasks, WithTaskBatchWindow); a task the
+//     list leaves out is polled alone (…/tasks/{upid}/status). OK
 //     and "WARNINGS: N" are success, any other exit status is
 //     PROVIDER_ERROR with the exit status as details.code;
 //   - no request is ever repeated by the provider (the reconciler owns

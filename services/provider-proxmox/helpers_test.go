@@ -93,7 +93,9 @@ func newEnv(t testing.TB, mods ...func(*setup)) *env {
 			e.acct.Config[k] = v
 		}
 	}
-	e.def = Definition(append([]Option{WithSnippetWriter(e.snippets.Write)}, su.options...)...)
+	// Shared task polls off: their window would move the fake clock; see
+	// the tests of shared polls (taskbatch_test.go).
+	e.def = Definition(append([]Option{WithSnippetWriter(e.snippets.Write), WithTaskBatchWindow(0)}, su.options...)...)
 	c, err := e.def.New(provider.BuildContext{Account: e.acct})
 	if err != nil {
 		t.Fatalf("build client: %v", err)

@@ -34,25 +34,34 @@ func lifecycleCosts(tb testing.TB, e *env, key string) map[string]stepCost {
 }
 
 // TestLifecycleCalls pins the requests and emulated time of every step
-// with realistic task durations and the default 1 s poll interval: most
-// requests are task polls (one per second a task runs).
+// with realistic task durations and the default polling (adaptive, see
+// taskPacer): the first lifecycle on an account learns the task types'
+// durations, the second polls each task about once. A fixed 1 s poll
+// (WithTaskPollInterval) costs one request per second a task runs.
 func TestLifecycleCalls(t *testing.T) {
-	want := map[string]stepCost{
-		// cluster list, template config, clone + 20 polls, config, POST
-		// config + 1 poll, resize + 2 polls, start + 3 polls, PUT config
-		// (the tag, last); then get: config, status, agent.
+	// Requests besides task polls: create→running: cluster list, template
+	// config, clone, config, POST config, resize, start, PUT config (the
+	// tag, last); then get: config, status, agent (11). Power off: config,
+	// stop (2); on: config, start (2). Reinstall: config, cluster list,
+	// template config, DELETE (refused: running), stop, DELETE, clone,
+	// config, POST config, resize, start, PUT config (12). Delete: config,
+	// DELETE (refused), stop, DELETE (4).
+	fixed := map[string]stepCost{
+		// polls: clone 20, config 1, resize 2, start 3.
 		providertest.StepCreateToRunning: {37, 26 * time.Second},
-		// config, stop + 2 polls.
-		providertest.StepPowerOff: {4, 2 * time.Second},
-		// config, start + 3 polls.
-		providertest.StepPowerOn: {5, 3 * time.Second},
-		// config, cluster list, template config, DELETE (refused:
-		// running), stop + 2 polls, DELETE + 5 polls, clone + 20 polls,
-		// config, POST config + 1 poll, resize + 2 polls (the 8 GiB
-		// template to the kept 20), start + 3 polls, PUT config (tags).
-		providertest.StepReinstall: {45, 33 * time.Second},
-		// config, DELETE (refused: running), stop + 2 polls, DELETE + 5 polls.
-		providertest.StepDelete: {11, 7 * time.Second},
+		providertest.StepPowerOff:        {4, 2 * time.Second},
+		providertest.StepPowerOn:         {5, 3 * time.Second},
+		providertest.StepReinstall:       {45, 33 * time.Second},
+		providertest.StepDelete:          {11, 7 * time.Second},
+	}
+	learned := map[string]stepCost{
+		// 6 polls for the four tasks: a type whose estimate (the midpoint
+		// of two polls) is still short of its duration takes two.
+		providertest.StepCreateToRunning: {17, 27*time.Second + 250*time.Millisecond},
+		providertest.StepPowerOff:        {3, 2 * time.Second},
+		providertest.StepPowerOn:         {3, 3 * time.Second},
+		providertest.StepReinstall:       {18, 35 * time.Second},
+		providertest.StepDelete:          {6, 8 * time.Second},
 	}
 	var mu sync.Mutex
 	counted := map[string]int{}
@@ -61,18 +70,27 @@ func TestLifecycleCalls(t *testing.T) {
 		defer mu.Unlock()
 		counted[op] += n
 	})
-	got := lifecycleCosts(t, newEnv(t, withDurations, func(su *setup) { su.options = append(su.options, counter) }), "inst_life")
+	poll1s := func(su *setup) { su.options = append(su.options, WithTaskPollInterval(time.Second)) }
+	got := lifecycleCosts(t, newEnv(t, withDurations, poll1s, func(su *setup) { su.options = append(su.options, counter) }), "inst_life")
 	mu.Lock()
-	defer mu.Unlock()
 	if counted["create"]+counted["get"] != got[providertest.StepCreateToRunning].calls || counted["reinstall"] != got[providertest.StepReinstall].calls ||
 		counted["power"] != got[providertest.StepPowerOff].calls+got[providertest.StepPowerOn].calls || counted["delete"] != got[providertest.StepDelete].calls {
 		t.Errorf("the call counter saw %v, the emulator %v", counted, got)
 	}
+	mu.Unlock()
+	adaptive := newEnv(t, withDurations)
+	first := lifecycleCosts(t, adaptive, "inst_life_1")
+	second := lifecycleCosts(t, adaptive, "inst_life_2")
 	var report strings.Builder
+	fmt.Fprintf(&report, "%-18s %18s %18s %18s\n", "step", "poll every 1 s", "adaptive, first", "adaptive, learned")
 	for _, s := range providertest.LifecycleSteps {
-		fmt.Fprintf(&report, "%-18s %3d requests %6s emulated\n", s, got[s].calls, got[s].emulated)
-		if got[s] != want[s] {
-			t.Errorf("%s took %d requests and %s, want %d and %s", s, got[s].calls, got[s].emulated, want[s].calls, want[s].emulated)
+		fmt.Fprintf(&report, "%-18s %3d req %10s %3d req %10s %3d req %10s\n", s,
+			got[s].calls, got[s].emulated, first[s].calls, first[s].emulated, second[s].calls, second[s].emulated)
+		if got[s] != fixed[s] {
+			t.Errorf("%s at 1 s took %d requests and %s, want %d and %s", s, got[s].calls, got[s].emulated, fixed[s].calls, fixed[s].emulated)
+		}
+		if second[s] != learned[s] {
+			t.Errorf("%s, learned, took %d requests and %s, want %d and %s", s, second[s].calls, second[s].emulated, learned[s].calls, learned[s].emulated)
 		}
 	}
 	t.Logf("lifecycle with realistic task durations:\n%s", report.String())

@@ -81,7 +81,9 @@ func TestTaskFailureAndTimeout(t *testing.T) {
 	err := e.client.Power(context.Background(), e.call(""), m.ID, api.ActionOff)
 	providertest.WantProviderError(t, err, http.StatusOK, "VM quit/powerdown failed - got timeout")
 
-	short := newEnv(t, func(su *setup) { su.options = append(su.options, WithTaskTimeout(5*time.Second)) })
+	short := newEnv(t, func(su *setup) {
+		su.options = append(su.options, WithTaskTimeout(5*time.Second), WithTaskPollInterval(time.Second))
+	})
 	sm := short.create(t, "inst_task2")
 	short.emu.SetTaskDuration("qmshutdown", time.Minute)
 	short.emu.ResetCalls()

@@ -13,14 +13,19 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultTaskPollInterval is how often a task wait asks
-	// GET /nodes/{node}/tasks/{upid}/status. Config and power tasks end
-	// within seconds and a clone within tens of seconds: one request a
-	// second adds at most a second to each step and little load to pveproxy.
+	// DefaultTaskPollInterval is how often the waits that do not follow a
+	// task's expected duration ask again (a clone another call started, a
+	// configuration a concurrent call holds locked). Task waits follow
+	// their task type's observed duration unless a poll interval is set
+	// (see taskPacer).
 	DefaultTaskPollInterval = time.Second
 	// DefaultTaskTimeout bounds one task wait (and the wait for a clone
 	// another call started); the call's deadline bounds it too.
 	DefaultTaskTimeout = 10 * time.Minute
+	// DefaultTaskBatchWindow is how long a task poll waits for others of
+	// its account to share one node task list with (see
+	// WithTaskBatchWindow).
+	DefaultTaskBatchWindow = 200 * time.Millisecond
 	// DefaultHTTPTimeout bounds one HTTP request of the default HTTP client.
 	DefaultHTTPTimeout = 60 * time.Second
 )
@@ -35,8 +40,10 @@ const (
 type SnippetWriter func(ctx context.Context, call *provider.Call, vmid int, name, userData string) (volumeID string, err error)
 
 // CallCounter receives, after every provider call, the operation
-// ("offers", "create", "get", "delete", "power", "reinstall", "list") and
-// how many HTTP requests it sent to the API (failed ones included).
+// ("offers", "create", "get", "delete", "power", "reinstall", "list";
+// "tasks" for a shared task poll, which serves the task waits of every
+// call of the account) and how many HTTP requests it sent to the API
+// (failed ones included).
 type CallCounter func(op string, httpCalls int)
 
 // Option configures Definition.
@@ -74,10 +81,21 @@ func WithEgressPolicy(p egress.Policy) Option {
 }
 
 // WithTaskPollInterval sets how often task waits poll the task status
-// (default DefaultTaskPollInterval; must be positive) for accounts whose
-// config sets no taskPollMs. It is measured on the call's clock.
+// (must be positive) for accounts whose config sets no taskPollMs. It is
+// measured on the call's clock. Without it (and without taskPollMs) task
+// waits poll as each task type's observed duration says (see taskPacer),
+// and other waits every DefaultTaskPollInterval.
 func WithTaskPollInterval(d time.Duration) Option {
-	return func(s *settings) { s.timing.poll = d }
+	return func(s *settings) { s.timing.poll, s.timing.adaptive = d, false }
+}
+
+// WithTaskBatchWindow sets how long a task poll waits for the account's
+// other task polls before their shared GET /nodes/{node}/tasks is sent
+// (default DefaultTaskBatchWindow; sent at once with 100 polls). 0 turns
+// sharing off: every poll is the task's own GET …/tasks/{upid}/status.
+// Negative is INVALID_CONFIG.
+func WithTaskBatchWindow(d time.Duration) Option {
+	return func(s *settings) { s.taskBatchWindow = d }
 }
 
 // WithTaskTimeout sets how long one task wait may last on the call's clock
@@ -93,13 +111,20 @@ func WithCallCounter(f CallCounter) Option {
 	return func(s *settings) { s.countCalls = f }
 }
 
-// taskTiming is how task waits poll: every poll, for at most timeout.
+// taskTiming is how task waits poll: every poll, or, when adaptive (no
+// poll interval was set: neither WithTaskPollInterval nor the account's
+// taskPollMs), as the client's taskPacer says; for at most timeout. Other
+// waits (a clone another call started) poll every poll.
 type taskTiming struct {
 	poll, timeout time.Duration
+	adaptive      bool
 }
 
 // maxPolls bounds the polls of one wait whatever the clock does.
 func (t taskTiming) maxPolls() int {
+	if t.adaptive {
+		return int(t.timeout/min(t.poll, firstTaskPoll)) + 2
+	}
 	return int(t.timeout/t.poll) + 2
 }
 
@@ -108,10 +133,12 @@ type settings struct {
 	snippets   SnippetWriter
 	httpClient *http.Client
 	// timing is the default of accounts that set no task timing.
-	timing     taskTiming
-	countCalls CallCounter
-	egress     *egress.Policy
-	egressErr  error
+	timing taskTiming
+	// taskBatchWindow is WithTaskBatchWindow's (0: no shared task polls).
+	taskBatchWindow time.Duration
+	countCalls      CallCounter
+	egress          *egress.Policy
+	egressErr       error
 }
 
 // defaultMaxIdleConnsPerHost keeps enough connections to the cluster open
@@ -123,8 +150,9 @@ func newSettings(opts []Option) *settings {
 	tr := egress.Policy{}.Transport(nil)
 	tr.MaxIdleConnsPerHost = defaultMaxIdleConnsPerHost
 	s := &settings{
-		httpClient: &http.Client{Timeout: DefaultHTTPTimeout, Transport: tr},
-		timing:     taskTiming{poll: DefaultTaskPollInterval, timeout: DefaultTaskTimeout},
+		httpClient:      &http.Client{Timeout: DefaultHTTPTimeout, Transport: tr},
+		timing:          taskTiming{poll: DefaultTaskPollInterval, timeout: DefaultTaskTimeout, adaptive: true},
+		taskBatchWindow: DefaultTaskBatchWindow,
 	}
 	for _, o := range opts {
 		o(s)
@@ -148,6 +176,8 @@ func (s *settings) validate() error {
 		return api.InvalidConfig("options.taskPollInterval", "the task poll interval must be positive")
 	case s.timing.timeout <= 0:
 		return api.InvalidConfig("options.taskTimeout", "the task timeout must be positive")
+	case s.taskBatchWindow < 0:
+		return api.InvalidConfig("options.taskBatchWindow", "the task batch window must not be negative (0 turns sharing off)")
 	case s.egressErr != nil:
 		return api.InvalidConfig("options.egressPolicy", "%v", s.egressErr)
 	}

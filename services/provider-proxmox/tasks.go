@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
@@ -49,26 +50,39 @@ func (s *session) waitReply(ctx context.Context, what string, data json.RawMessa
 	return s.wait(ctx, upid, node)
 }
 
-// wait polls GET /nodes/{node}/tasks/{upid}/status every poll interval on
-// the call's clock (the first poll after one interval) until the task
-// stops, and returns its outcome: nil for exit status OK or "WARNINGS: N"
-// (a success), a task *pveError otherwise. Errors: PROVIDER_ERROR code
-// task_timeout when the task still runs after the task timeout (it is left
-// running); UNAVAILABLE when ctx ends first; those of the status request.
+// wait polls the task on the call's clock (its GET
+// /nodes/{node}/tasks/{upid}/status, or a share of the account's node task
+// list, see pollTask) until it stops, and returns its outcome: nil for exit status OK
+// or "WARNINGS: N" (a success), a task *pveError otherwise. Polls come
+// every poll interval (the first after one interval) when the account or
+// the options set one, else as the client's taskPacer says. Errors:
+// PROVIDER_ERROR code task_timeout when the task still runs after the
+// task timeout (it is left running); UNAVAILABLE when ctx ends first;
+// those of the status request.
 func (s *session) wait(ctx context.Context, upid, node string) error {
 	timing := s.c.timing
-	deadline := s.call.Clock.Now().Add(timing.timeout)
+	start := s.call.Clock.Now()
+	deadline := start.Add(timing.timeout)
 	path := "/nodes/" + url.PathEscape(node) + "/tasks/" + url.PathEscape(upid) + "/status"
+	typ := upidType(upid)
+	delay, running := timing.poll, time.Duration(0)
+	if timing.adaptive {
+		delay = s.c.pacer.first(typ)
+	}
 	for range timing.maxPolls() {
-		if err := provider.Sleep(ctx, s.call.Clock, timing.poll); err != nil {
+		if err := provider.Sleep(ctx, s.call.Clock, delay); err != nil {
 			return err
 		}
-		var st taskStatus
-		if err := s.get(ctx, path, nil, &st); err != nil {
+		st, err := s.pollTask(ctx, upid, node, path)
+		if err != nil {
 			return err
 		}
+		elapsed := s.call.Clock.Now().Sub(start)
 		switch st.Status {
 		case taskStopped:
+			if timing.adaptive {
+				s.c.pacer.learn(typ, running, elapsed)
+			}
 			err := taskOutcome(upid, st.ExitStatus)
 			var pe *pveError
 			if errors.As(err, &pe) && pe.refused() {
@@ -81,6 +95,9 @@ func (s *session) wait(ctx context.Context, upid, node string) error {
 		}
 		if !s.call.Clock.Now().Before(deadline) {
 			break
+		}
+		if running = elapsed; timing.adaptive {
+			delay = s.c.pacer.next(typ, elapsed)
 		}
 	}
 	return api.ProviderError(http.StatusOK, codeTaskTimeout, "proxmox: task %s still running after %s", upid, timing.timeout)

@@ -19,7 +19,7 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (outcome, 
 	}
 	ce := api.AsComputeError(err)
 	now := r.now()
-	reason := api.ReasonOf(ce.Code)
+	reason := failureReason(ce)
 	if ce.Code.Terminal() || permanentRefusal(ce) && !r.nameBeingFreed(ctx, s, ce) {
 		s.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Msg("instance failed")
 		if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {

@@ -15,6 +15,16 @@ import (
 // Guess: the sort parameter is ignored; ordering by id is what clients
 // such as hcloud-go's WaitFor need.
 func actionsReply(actions []*action, q url.Values, now time.Time) reply {
+	out, m := pageOf(selectActions(actions, q), q, func(a *action) schema.Action { return a.toSchema(now) })
+	return ok(struct {
+		Actions []schema.Action `json:"actions"`
+		Meta    meta            `json:"meta"`
+	}{out, m})
+}
+
+// selectActions are the actions with a status q asks for (all without a
+// status filter), ordered by id.
+func selectActions(actions []*action, q url.Values) []*action {
 	statuses := q["status"]
 	matched := make([]*action, 0, len(actions))
 	for _, a := range actions {
@@ -23,17 +33,17 @@ func actionsReply(actions []*action, q url.Values, now time.Time) reply {
 		}
 	}
 	slices.SortFunc(matched, func(a, b *action) int { return cmp.Compare(a.id, b.id) })
-	out, m := pageOf(matched, q, func(a *action) schema.Action { return a.toSchema(now) })
-	return ok(struct {
-		Actions []schema.Action `json:"actions"`
-		Meta    meta            `json:"meta"`
-	}{out, m})
+	return matched
 }
 
-// listActions serves GET /actions?id=…&id=…; unknown ids are left out.
+// listActions serves GET /actions?id=…&id=… (filter: status): every
+// listed action of the ids, by id, in one reply {actions} without meta, as
+// the real API answers it (clients such as hcloud-go stop after it);
+// unknown ids are left out.
 //
 // Guess: since 2025-01-30 the id filter is required; without one (or with
-// a malformed one) the emulator answers 400 invalid_input.
+// a malformed one) the emulator answers 400 invalid_input. The API
+// documents no maximum number of ids; the emulator answers them all.
 func (e *Emulator) listActions(r *http.Request, _ string) reply {
 	q := r.URL.Query()
 	rawIDs := q["id"]
@@ -56,7 +66,14 @@ func (e *Emulator) listActions(r *http.Request, _ string) reply {
 			actions = append(actions, a)
 		}
 	}
-	return actionsReply(actions, q, now)
+	matched := selectActions(actions, q)
+	out := make([]schema.Action, 0, len(matched))
+	for _, a := range matched {
+		out = append(out, a.toSchema(now))
+	}
+	return ok(struct {
+		Actions []schema.Action `json:"actions"`
+	}{out})
 }
 
 // getAction serves GET /actions/{id}.

@@ -65,7 +65,9 @@ func lockedReply(srv *server) reply {
 		fmt.Sprintf("server %d is locked by a running action", srv.id), nil)
 }
 
-// listServers serves GET /servers (filters: label_selector, name, status).
+// listServers serves GET /servers (filters: label_selector, name, status;
+// pages of per_page, at most 50). A server younger than Options.ListLag is
+// left out.
 //
 // Guess: sort is ignored; servers always come by ascending id.
 func (e *Emulator) listServers(r *http.Request, _ string) reply {
@@ -85,9 +87,11 @@ func (e *Emulator) listServers(r *http.Request, _ string) reply {
 		}
 	}
 	statuses := q["status"]
+	listedBefore := e.clock.Now().Add(-e.listLag)
 	matched := make([]*server, 0, len(candidates))
 	for _, srv := range candidates {
-		if (len(statuses) == 0 || slices.Contains(statuses, srv.status)) && sel.matches(srv.labels) {
+		if (len(statuses) == 0 || slices.Contains(statuses, srv.status)) && sel.matches(srv.labels) &&
+			(e.listLag <= 0 || !srv.created.After(listedBefore)) {
 			matched = append(matched, srv)
 		}
 	}
@@ -230,6 +234,9 @@ func (e *Emulator) createServer(r *http.Request, _ string) reply {
 	if e.st.names[req.Name] != nil {
 		return uniquenessReply()
 	}
+	if e.st.serverLimit > 0 && len(e.st.servers) >= e.st.serverLimit {
+		return serverLimitReply()
+	}
 
 	// The actions record "off" as the status to fall back to if they fail.
 	srv := e.addServerLocked(req.Name, statusOff, typ, loc, img, labels, now)
@@ -248,6 +255,27 @@ func (e *Emulator) createServer(r *http.Request, _ string) reply {
 		resp.RootPassword = &pw
 	}
 	return reply{status: http.StatusCreated, body: resp}
+}
+
+// serverLimitReply is the answer to a create beyond the project's server
+// quota (Options.ServerLimit): 403 resource_limit_exceeded, as the real API
+// answers it ("server limit exceeded", details.limits[{name}]).
+//
+// Guess: the limit's name is "server_limit" (the API documents
+// details.limits[{name}] with names such as project_limit).
+func serverLimitReply() reply {
+	return errorReply(http.StatusForbidden, "resource_limit_exceeded", "server limit exceeded",
+		limitDetails{Limits: []limitName{{Name: "server_limit"}}})
+}
+
+// limitDetails are the details of resource_limit_exceeded.
+type limitDetails struct {
+	Limits []limitName `json:"limits"`
+}
+
+// limitName names one exceeded limit.
+type limitName struct {
+	Name string `json:"name"`
 }
 
 // defaultLocation picks the location for a create without one.

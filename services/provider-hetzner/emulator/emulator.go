@@ -33,6 +33,17 @@ type Options struct {
 	// Logger receives one debug line per API call; the zero value logs
 	// nothing.
 	Logger zerolog.Logger
+	// ListLag is how long a new server stays out of GET /servers lists
+	// (GET /servers/{id} shows it at once); zero lists it at once.
+	//
+	// Guess: the real API's lists may be served from an index that lags
+	// the truth by moments; this models that for the clients' guarantee
+	// that a lagging list never makes a fresh server look missing.
+	ListLag time.Duration
+	// ServerLimit is the project's server quota: a POST /servers beyond it
+	// answers 403 resource_limit_exceeded; zero means no limit. See also
+	// SetServerLimit.
+	ServerLimit int
 }
 
 // Emulator is an in-memory Hetzner Cloud project served over HTTP. It is
@@ -41,6 +52,7 @@ type Emulator struct {
 	clock          clock.Clock
 	log            zerolog.Logger
 	actionDuration time.Duration
+	listLag        time.Duration
 	tokens         map[string]bool
 
 	limiter *bucket
@@ -63,6 +75,8 @@ type state struct {
 
 	actions map[int64]*action
 	pending actionQueue
+
+	serverLimit int // 0: no quota (see Options.ServerLimit)
 
 	serverSeq    int64 // servers ever created, for addresses
 	nextServerID int64
@@ -100,6 +114,7 @@ func New(opts Options) *Emulator {
 		clock:          opts.Clock,
 		log:            opts.Logger,
 		actionDuration: opts.ActionDuration,
+		listLag:        opts.ListLag,
 		tokens:         map[string]bool{},
 		faults:         newFaults(),
 		calls:          newCounters(),
@@ -114,6 +129,7 @@ func New(opts Options) *Emulator {
 	for _, t := range opts.Tokens {
 		e.tokens[t] = true
 	}
+	e.st.serverLimit = opts.ServerLimit
 	e.limiter = newBucket(opts.RateLimitSize, opts.RateLimitRefillPerSecond, e.clock.Now())
 	return e
 }

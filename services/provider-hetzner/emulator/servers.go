@@ -225,3 +225,12 @@ func (e *Emulator) DeleteServerOutOfBand(id int64) {
 		e.removeServerLocked(srv)
 	}
 }
+
+// SetServerLimit sets the project's server quota (see Options.ServerLimit):
+// a create while n servers exist answers 403 resource_limit_exceeded; 0
+// lifts the quota.
+func (e *Emulator) SetServerLimit(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.st.serverLimit = max(n, 0)
+}

@@ -13,9 +13,21 @@ import (
 // contentType is what pveproxy sends for /api2/json.
 const contentType = "application/json;charset=UTF-8"
 
-// writeData writes a 200 reply {"data": data}.
+// counted is list data whose reply also says how many entries matched:
+// {"data": items, "total": total}, as PVE's paged lists answer.
+type counted struct {
+	items any
+	total int
+}
+
+// writeData writes a 200 reply {"data": data} ({"data", "total"} for
+// counted data).
 func writeData(w http.ResponseWriter, data any) {
-	body, err := json.Marshal(map[string]any{"data": data})
+	out := map[string]any{"data": data}
+	if c, ok := data.(counted); ok {
+		out = map[string]any{"data": c.items, "total": c.total}
+	}
+	body, err := json.Marshal(out)
 	if err != nil {
 		body = []byte(`{"data":null}`)
 	}

@@ -43,6 +43,8 @@ const (
 	RouteReboot = "POST /nodes/{node}/qemu/{vmid}/status/reboot"
 	// RouteDestroy is DELETE /nodes/{node}/qemu/{vmid}.
 	RouteDestroy = "DELETE /nodes/{node}/qemu/{vmid}"
+	// RouteNodeTasks is GET /nodes/{node}/tasks (the node's task list).
+	RouteNodeTasks = "GET /nodes/{node}/tasks"
 	// RouteTaskStatus is GET /nodes/{node}/tasks/{upid}/status.
 	RouteTaskStatus = "GET /nodes/{node}/tasks/{upid}/status"
 	// RouteAgentInterfaces is
@@ -72,6 +74,7 @@ func (e *Emulator) registerAPI() {
 	e.handle(RouteReset, e.powerAction("reset"))
 	e.handle(RouteReboot, e.powerAction("reboot"))
 	e.handle(RouteDestroy, e.deleteVM)
+	e.handle(RouteNodeTasks, e.getNodeTasks)
 	e.handle(RouteTaskStatus, e.getTaskStatus)
 	e.handle(RouteAgentInterfaces, e.getAgentInterfaces)
 	e.mux.HandleFunc(apiPrefix+"/", e.notImplemented)

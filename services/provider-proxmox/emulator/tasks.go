@@ -152,5 +152,27 @@ func (t *task) statusView() map[string]any {
 	return out
 }
 
+// listView is the task's entry in GET /nodes/{node}/tasks: its UPID's
+// fields, and its exit status (status) and endtime once it ended, else
+// status "RUNNING".
+func (t *task) listView() map[string]any {
+	out := map[string]any{
+		"upid":      t.upid,
+		"node":      t.id.node,
+		"pid":       t.id.pid,
+		"pstart":    t.id.pstart,
+		"starttime": t.id.startTime,
+		"type":      t.id.typ,
+		"id":        t.id.id,
+		"user":      t.id.user,
+		"status":    "RUNNING",
+	}
+	if t.done {
+		out["status"] = t.exit
+		out["endtime"] = max(t.deadline.Unix(), t.id.startTime)
+	}
+	return out
+}
+
 // isWarnings reports whether an exit status is PVE's success with warnings.
 func isWarnings(exit string) bool { return strings.HasPrefix(exit, "WARNINGS") }

@@ -1,0 +1,83 @@
+package proxmox
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// Bounds of the adaptive task poll (see taskPacer).
+const (
+	// firstTaskPoll is the first poll of a task type never seen to end,
+	// and the smallest gap between two polls.
+	firstTaskPoll = 250 * time.Millisecond
+	// maxTaskPollGap is the largest gap between two polls of one task.
+	maxTaskPollGap = 10 * time.Second
+)
+
+// taskPacer spaces the polls of task waits by how long each task type
+// (qmclone, qmstart, qmconfig, …) ran before, on one account's cluster,
+// instead of polling every second: the first poll comes when a task of the
+// type is expected to have ended (firstTaskPoll for a type not seen yet),
+// and a task still running is polled again after an eighth of the time it
+// has run (a task not seen before: after as long as it has run, doubling),
+// between firstTaskPoll and maxTaskPollGap. Each wait teaches the type's
+// duration: the midpoint between the last poll that saw the task running
+// and the one that saw it stopped. So a clone of 20 s is polled about 8
+// times the first time and once or twice afterwards, where a 1 s poll
+// costs 20 requests every time. It is safe for concurrent use.
+type taskPacer struct {
+	mu       sync.Mutex
+	expected map[string]time.Duration
+}
+
+// first is the wait before the first poll of a task of typ.
+func (p *taskPacer) first(typ string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if d, ok := p.expected[typ]; ok {
+		return d
+	}
+	return firstTaskPoll
+}
+
+// next is the wait before polling again a task of typ that a poll found
+// still running after elapsed.
+func (p *taskPacer) next(typ string, elapsed time.Duration) time.Duration {
+	p.mu.Lock()
+	_, known := p.expected[typ]
+	p.mu.Unlock()
+	gap := elapsed
+	if known {
+		gap = elapsed / 8
+	}
+	return min(max(gap, firstTaskPoll), maxTaskPollGap)
+}
+
+// learn records that a task of typ was seen stopped after elapsed, having
+// been seen running last after running (0: the first poll found it
+// stopped, which says only that it ran at most elapsed).
+func (p *taskPacer) learn(typ string, running, elapsed time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.expected == nil {
+		p.expected = map[string]time.Duration{}
+	}
+	d := elapsed
+	if running > 0 {
+		d = running + (elapsed-running)/2
+	} else if prev, ok := p.expected[typ]; ok {
+		d = min(prev, elapsed)
+	}
+	p.expected[typ] = max(d, firstTaskPoll)
+}
+
+// upidType is the task type field of a UPID
+// (UPID:{node}:{pid}:{pstart}:{starttime}:{type}:{id}:{user}:), "" when
+// it has none.
+func upidType(upid string) string {
+	if parts := strings.Split(upid, ":"); len(parts) >= 9 {
+		return parts[5]
+	}
+	return ""
+}
