@@ -2,8 +2,10 @@ package api
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -294,4 +296,21 @@ type InstanceLogsReply struct {
 	Source    string   `json:"source"`
 	Lines     []string `json:"lines"`
 	Truncated bool     `json:"truncated"`
+}
+
+// EmulatorSSHPortKey is the emulator-only key (a Hetzner Cloud server
+// label, a Proxmox VM config key) by which the emulators report the
+// loopback port of a machine's SSH endpoint (pkg/sshemu); providers read
+// it into ExternalMachine.SSHEndpoint (EmulatorSSHEndpoint). Real APIs
+// never carry it.
+const EmulatorSSHPortKey = "emulator-ssh-port"
+
+// EmulatorSSHEndpoint is the SSH endpoint an EmulatorSSHPortKey value
+// names, "127.0.0.1:<port>", or "" when port is not a port number.
+func EmulatorSSHEndpoint(port string) string {
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }

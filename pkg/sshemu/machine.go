@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -361,20 +360,4 @@ func (f *Fleet) Close() {
 	for _, m := range ms {
 		m.Stop()
 	}
-}
-
-// EndpointLabel is the emulator-only label (Hetzner Cloud server label,
-// Proxmox VM config key) by which an emulator reports the loopback port
-// of a machine's SSH endpoint, and which the providers read into
-// ExternalMachine.SSHEndpoint as 127.0.0.1:PORT. Real APIs never carry
-// it.
-const EndpointLabel = "emulator-ssh-port"
-
-// LoopbackEndpoint is the SSH endpoint an EndpointLabel value names:
-// "127.0.0.1:<port>", or "" when port is not a port number.
-func LoopbackEndpoint(port string) string {
-	if port == "" || strings.TrimLeft(port, "0123456789") != "" || len(port) > 5 {
-		return ""
-	}
-	return net.JoinHostPort("127.0.0.1", port)
 }

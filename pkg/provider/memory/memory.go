@@ -14,6 +14,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/sshemu"
 )
 
 // ProviderID is the id the memory provider serves under.
@@ -38,6 +39,10 @@ type Cloud struct {
 	// AsyncShutdown makes graceful-off only ask the guest to shut down: the
 	// machine keeps running until SetState stops it.
 	AsyncShutdown bool
+	// SSH, when set, gives every machine an SSH endpoint on loopback
+	// (fleet key: the machine id) until it is deleted, reported as
+	// ExternalMachine.SSHEndpoint.
+	SSH *sshemu.Fleet
 }
 
 // Hold is a call held by HoldNext.
@@ -100,7 +105,15 @@ func (c *Cloud) Remove(id string) {
 	defer c.mu.Unlock()
 	if m, ok := c.machines[id]; ok {
 		delete(c.byKey, m.IdempotencyKey)
-		delete(c.machines, id)
+		c.forget(id)
+	}
+}
+
+// forget deletes machine id and ends its SSH endpoint. Callers hold c.mu.
+func (c *Cloud) forget(id string) {
+	delete(c.machines, id)
+	if c.SSH != nil {
+		c.SSH.Stop(id)
 	}
 }
 
@@ -300,6 +313,13 @@ func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.Mach
 	id := strconv.Itoa(c.next)
 	m := &machine{ExternalMachine: api.ExternalMachine{ID: id, IdempotencyKey: call.IdempotencyKey, Name: spec.Name, State: api.StatePending,
 		OfferID: spec.OfferID, Region: "mem1", Addresses: []string{fmt.Sprintf("192.0.2.%d", c.next%250+1)}}}
+	if c.SSH != nil {
+		sm, err := c.SSH.Start(id)
+		if err != nil {
+			return nil, api.Errorf(api.CodeInternal, "ssh endpoint: %v", err)
+		}
+		m.SSHEndpoint = sm.Endpoint()
+	}
 	c.machines[id] = m
 	c.byKey[call.IdempotencyKey] = id
 	out := m.ExternalMachine
@@ -332,7 +352,7 @@ func (cl *client) Delete(ctx context.Context, call *provider.Call, id string) er
 	}
 	defer c.mu.Unlock()
 	delete(c.byKey, m.IdempotencyKey)
-	delete(c.machines, id)
+	c.forget(id)
 	return nil
 }
 
@@ -352,7 +372,7 @@ func (cl *client) DeleteByKey(ctx context.Context, call *provider.Call, key stri
 		return ce
 	}
 	delete(c.byKey, key)
-	delete(c.machines, id)
+	c.forget(id)
 	return nil
 }
 

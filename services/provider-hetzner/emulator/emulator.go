@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/clock"
+	"better-compute.io/compute/pkg/sshemu"
 )
 
 // DefaultActionDuration is how long an action runs when
@@ -33,6 +34,11 @@ type Options struct {
 	// Logger receives one debug line per API call; the zero value logs
 	// nothing.
 	Logger zerolog.Logger
+	// SSH, when set, gives every server an SSH endpoint on loopback for
+	// as long as it exists (fleet key: the server id), reported in the
+	// emulator-only label api.EmulatorSSHPortKey; a rebuild changes its
+	// host key. Nil: no SSH endpoints.
+	SSH *sshemu.Fleet
 }
 
 // Emulator is an in-memory Hetzner Cloud project served over HTTP. It is
@@ -43,6 +49,7 @@ type Emulator struct {
 	actionDuration time.Duration
 	tokens         map[string]bool
 
+	ssh     *sshemu.Fleet
 	limiter *bucket
 	faults  *faults
 	calls   *counters
@@ -104,6 +111,7 @@ func New(opts Options) *Emulator {
 		faults:         newFaults(),
 		calls:          newCounters(),
 		st:             newState(),
+		ssh:            opts.SSH,
 	}
 	if e.clock == nil {
 		e.clock = clock.Real{}

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/sshemu"
 )
 
 // Server statuses.
@@ -34,6 +38,8 @@ type server struct {
 	ipv4             string
 	ipv6             string
 	startAfterCreate bool
+	// sshPort is the loopback port of its SSH endpoint (0: none).
+	sshPort int
 	// createFailure is set when create_server failed.
 	createFailure *actionFault
 	// running counts actions in flight; the server is locked while > 0.
@@ -68,6 +74,13 @@ func (e *Emulator) addServerLocked(name, status string, typ *serverType, loc *lo
 		ipv4: ipv4For(seq), ipv6: ipv6For(seq),
 	}
 	st.nextServerID++
+	if e.ssh != nil {
+		if m, err := e.ssh.Start(strconv.FormatInt(srv.id, 10)); err == nil {
+			srv.sshPort = m.Port()
+		} else {
+			e.log.Warn().Err(err).Int64("server", srv.id).Msg("emulator: no ssh endpoint")
+		}
+	}
 	st.servers[srv.id] = srv
 	st.names[name] = srv
 	st.order = append(st.order, srv) // ids only grow: order stays sorted
@@ -77,6 +90,9 @@ func (e *Emulator) addServerLocked(name, status string, typ *serverType, loc *lo
 // removeServerLocked forgets srv; its name becomes free. Callers hold e.mu.
 func (e *Emulator) removeServerLocked(srv *server) {
 	st := e.st
+	if e.ssh != nil {
+		e.ssh.Stop(strconv.FormatInt(srv.id, 10))
+	}
 	delete(st.servers, srv.id)
 	if st.names[srv.name] == srv {
 		delete(st.names, srv.name)
@@ -123,6 +139,10 @@ func (srv *server) toSchema() serverJSON {
 	labels := srv.labels
 	if labels == nil {
 		labels = map[string]string{}
+	}
+	if srv.sshPort != 0 {
+		labels = maps.Clone(labels)
+		labels[api.EmulatorSSHPortKey] = strconv.Itoa(srv.sshPort)
 	}
 	traffic := uint64(0)
 	ptr := "static." + srv.ipv4 + ".clients.your-server.de"
@@ -224,4 +244,12 @@ func (e *Emulator) DeleteServerOutOfBand(id int64) {
 	if srv := e.st.servers[id]; srv != nil {
 		e.removeServerLocked(srv)
 	}
+}
+
+// sshMachine is srv's SSH endpoint, or nil.
+func (e *Emulator) sshMachine(srv *server) *sshemu.Machine {
+	if e.ssh == nil {
+		return nil
+	}
+	return e.ssh.Machine(strconv.FormatInt(srv.id, 10))
 }
