@@ -12,14 +12,12 @@
 package access
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -79,18 +77,37 @@ type Result struct {
 	HostKey   string
 }
 
-// Run connects to t, verifies its host key, runs cmd and waits for its
-// exit status or the end of ctx (the session is closed then: TimedOut,
-// no error). Errors: ErrHostKeyChanged (Result.HostKey says what was
-// presented), ErrUnreachable, ErrDenied, ErrDropped (each wrapped with
-// the cause; none carries key material).
+// Run connects to t, runs cmd (Conn.Run) and closes the connection.
+// Errors: those of Connect and Conn.Run; Result.HostKey is set whenever
+// the machine presented a key.
 func Run(ctx context.Context, t Target, cmd Command) (Result, error) {
-	var res Result
+	c, err := Connect(ctx, t)
+	if err != nil {
+		return Result{HostKey: c.HostKey()}, err
+	}
+	defer c.Close()
+	return c.Run(ctx, cmd)
+}
+
+// Conn is an SSH connection to a machine whose host key was verified.
+type Conn struct {
+	client  *ssh.Client
+	address string
+	hostKey string
+}
+
+// Connect dials t within ctx and verifies its host key against
+// t.PinnedHostKey. The returned Conn is non-nil even on error, so that
+// HostKey tells what a machine presented. Errors: ErrHostKeyChanged,
+// ErrUnreachable, ErrDenied (each wrapped with the cause; none carries
+// key material).
+func Connect(ctx context.Context, t Target) (*Conn, error) {
+	c := &Conn{address: t.Address}
 	cfg := &ssh.ClientConfig{
 		User: t.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(t.Key)},
 		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
-			res.HostKey = ssh.FingerprintSHA256(key)
-			if t.PinnedHostKey != "" && res.HostKey != t.PinnedHostKey {
+			c.hostKey = ssh.FingerprintSHA256(key)
+			if t.PinnedHostKey != "" && c.hostKey != t.PinnedHostKey {
 				return ErrHostKeyChanged
 			}
 			return nil
@@ -99,31 +116,44 @@ func Run(ctx context.Context, t Target, cmd Command) (Result, error) {
 	var d net.Dialer
 	raw, err := d.DialContext(ctx, "tcp", t.Address)
 	if err != nil {
-		return res, fmt.Errorf("%w: %s: %v", ErrUnreachable, t.Address, err)
+		return c, fmt.Errorf("%w: %s: %v", ErrUnreachable, t.Address, err)
 	}
-	stopWatch := context.AfterFunc(ctx, func() { _ = raw.Close() })
-	defer stopWatch()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = raw.SetDeadline(dl) // bounds the handshake; cleared below
-	}
+	stop := context.AfterFunc(ctx, func() { _ = raw.Close() })
+	defer stop()
 	conn, chans, reqs, err := ssh.NewClientConn(raw, t.Address, cfg)
-	switch {
-	case errors.Is(err, ErrHostKeyChanged):
-		_ = raw.Close()
-		return res, fmt.Errorf("%w: %s presented %s, pinned %s", ErrHostKeyChanged, t.Address, res.HostKey, t.PinnedHostKey)
-	case err != nil && isAuthError(err):
-		_ = raw.Close()
-		return res, fmt.Errorf("%w: %s as %s", ErrDenied, t.Address, t.User)
-	case err != nil:
-		_ = raw.Close()
-		return res, fmt.Errorf("%w: %s: %v", ErrUnreachable, t.Address, err)
-	}
-	_ = raw.SetDeadline(time.Time{})
-	client := ssh.NewClient(conn, chans, reqs)
-	defer func() { _ = client.Close() }()
-	sess, err := client.NewSession()
 	if err != nil {
-		return res, fmt.Errorf("%w: %s: %v", ErrDropped, t.Address, err)
+		_ = raw.Close()
+		switch {
+		case errors.Is(err, ErrHostKeyChanged):
+			return c, fmt.Errorf("%w: %s presented %s, pinned %s", ErrHostKeyChanged, t.Address, c.hostKey, t.PinnedHostKey)
+		case strings.Contains(err.Error(), "unable to authenticate"): // x/crypto/ssh says so only in its message
+			return c, fmt.Errorf("%w: %s as %s", ErrDenied, t.Address, t.User)
+		}
+		return c, fmt.Errorf("%w: %s: %v", ErrUnreachable, t.Address, err)
+	}
+	c.client = ssh.NewClient(conn, chans, reqs)
+	return c, nil
+}
+
+// HostKey is the SHA256 fingerprint of the host key the machine
+// presented ("" when it presented none).
+func (c *Conn) HostKey() string { return c.hostKey }
+
+// Close closes the connection.
+func (c *Conn) Close() {
+	if c.client != nil {
+		_ = c.client.Close()
+	}
+}
+
+// Run runs cmd in a new session and waits for its exit status or the end
+// of ctx (the connection is closed then: TimedOut, no error). Errors:
+// ErrDropped (the connection ended without an exit status).
+func (c *Conn) Run(ctx context.Context, cmd Command) (Result, error) {
+	res := Result{HostKey: c.hostKey}
+	sess, err := c.client.NewSession()
+	if err != nil {
+		return res, fmt.Errorf("%w: %s: %v", ErrDropped, c.address, err)
 	}
 	defer func() { _ = sess.Close() }()
 	limit := cmd.Limit
@@ -132,41 +162,47 @@ func Run(ctx context.Context, t Target, cmd Command) (Result, error) {
 	}
 	stdout, stderr := &tail{limit: limit}, &tail{limit: limit}
 	sess.Stdout, sess.Stderr = stdout, stderr
-	sess.Stdin = bytes.NewReader([]byte(cmd.Stdin))
-	done := make(chan error, 1)
+	sess.Stdin = strings.NewReader(cmd.Stdin)
 	if err := sess.Start(cmd.Line); err != nil {
-		return res, fmt.Errorf("%w: %s: %v", ErrDropped, t.Address, err)
+		return res, fmt.Errorf("%w: %s: %v", ErrDropped, c.address, err)
 	}
+	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = sess.Close()
-		_ = client.Close()
+		c.Close() // a hung command ends with its connection
 		<-done
-		res.ExitCode, res.TimedOut = -1, true
-		res.Stdout, res.Stderr, res.Truncated = stdout.String(), stderr.String(), stdout.cut || stderr.cut
-		return res, nil
+		err = ctx.Err()
 	}
 	res.Stdout, res.Stderr, res.Truncated = stdout.String(), stderr.String(), stdout.cut || stderr.cut
 	var exit *ssh.ExitError
 	switch {
+	case ctx.Err() != nil:
+		res.ExitCode, res.TimedOut = -1, true
+		return res, nil
 	case err == nil:
 		return res, nil
 	case errors.As(err, &exit):
 		res.ExitCode = exit.ExitStatus()
 		return res, nil
-	case ctx.Err() != nil:
-		res.ExitCode, res.TimedOut = -1, true
-		return res, nil
 	}
-	return res, fmt.Errorf("%w: %s: %v", ErrDropped, t.Address, err)
+	return res, fmt.Errorf("%w: %s: %v", ErrDropped, c.address, err)
 }
 
-// isAuthError reports whether a handshake failed because the key was
-// refused (x/crypto/ssh says so only in its message).
-func isAuthError(err error) bool {
-	return strings.Contains(err.Error(), "unable to authenticate")
+// StepCommand is the command of a configure or drain step on instance
+// instanceID at generation: "sh -s -- <id> <generation>" reading a script
+// that exports COMPUTE_INSTANCE_ID and COMPUTE_GENERATION, then runs the
+// step's script, or its hook (api.HookDir/<hook> <id> <generation>).
+// Output is bounded at limit bytes a stream.
+func StepCommand(step *api.AccessStep, instanceID string, generation int64, limit int) Command {
+	gen := strconv.FormatInt(generation, 10)
+	body := step.Script
+	if step.Hook != "" {
+		body = api.HookDir + "/" + step.Hook + " $1 $2\n"
+	}
+	return Command{Line: "sh -s -- " + instanceID + " " + gen,
+		Stdin: "export COMPUTE_INSTANCE_ID=$1 COMPUTE_GENERATION=$2\n" + body, Limit: limit}
 }
 
 // ParseKey parses a PEM or OpenSSH private key (unencrypted). Errors:

@@ -162,11 +162,14 @@ const (
 
 // StepStatus is the recorded outcome of a configure or drain step for
 // one generation: state, attempts, exit code (when one came), a message,
-// the last StepOutputTailBytes of its output (stdout then stderr) and
-// when it started and finished.
+// the last StepOutputTailBytes of its output (stdout then stderr), when
+// it started and finished, and whether the outcome is final for the
+// generation (a configure that failed with onFailure "fail", or refused
+// for a changed host key: the instance is Failed until its spec changes).
 type StepStatus struct {
 	Generation int64      `json:"generation"`
 	State      StepState  `json:"state"`
+	Final      bool       `json:"final,omitempty"`
 	Attempts   int        `json:"attempts"`
 	ExitCode   *int       `json:"exitCode,omitempty"`
 	Message    string     `json:"message,omitempty"`
