@@ -39,10 +39,17 @@ type Cloud struct {
 	// AsyncShutdown makes graceful-off only ask the guest to shut down: the
 	// machine keeps running until SetState stops it.
 	AsyncShutdown bool
-	// SSH, when set, gives every machine an SSH endpoint on loopback
-	// (fleet key: the machine id) until it is deleted, reported as
-	// ExternalMachine.SSHEndpoint.
-	SSH *sshemu.Fleet
+	// ssh gives machines SSH endpoints (SetSSH).
+	ssh *sshemu.Fleet
+}
+
+// SetSSH gives every machine created from now on an SSH endpoint on
+// loopback from f (fleet key: the machine id) until it is deleted,
+// reported as ExternalMachine.SSHEndpoint.
+func (c *Cloud) SetSSH(f *sshemu.Fleet) {
+	c.mu.Lock()
+	c.ssh = f
+	c.mu.Unlock()
 }
 
 // Hold is a call held by HoldNext.
@@ -112,8 +119,8 @@ func (c *Cloud) Remove(id string) {
 // forget deletes machine id and ends its SSH endpoint. Callers hold c.mu.
 func (c *Cloud) forget(id string) {
 	delete(c.machines, id)
-	if c.SSH != nil {
-		c.SSH.Stop(id)
+	if c.ssh != nil {
+		c.ssh.Stop(id)
 	}
 }
 
@@ -313,8 +320,8 @@ func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.Mach
 	id := strconv.Itoa(c.next)
 	m := &machine{ExternalMachine: api.ExternalMachine{ID: id, IdempotencyKey: call.IdempotencyKey, Name: spec.Name, State: api.StatePending,
 		OfferID: spec.OfferID, Region: "mem1", Addresses: []string{fmt.Sprintf("192.0.2.%d", c.next%250+1)}}}
-	if c.SSH != nil {
-		sm, err := c.SSH.Start(id)
+	if c.ssh != nil {
+		sm, err := c.ssh.Start(id)
 		if err != nil {
 			return nil, api.Errorf(api.CodeInternal, "ssh endpoint: %v", err)
 		}
