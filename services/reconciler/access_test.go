@@ -75,7 +75,13 @@ func newAccessWorld(t *testing.T, opts Options, what ...start) *accessWorld {
 // stored one) and returns its id.
 func (w *accessWorld) pool(a api.PoolAccess) string {
 	w.t.Helper()
-	a.User, a.PrivateKey = "root", w.keyRef
+	return w.poolWithKey(a, w.keyRef)
+}
+
+// poolWithKey is pool with the private key ref.
+func (w *accessWorld) poolWithKey(a api.PoolAccess, ref string) string {
+	w.t.Helper()
+	a.User, a.PrivateKey = "root", ref
 	if err := api.CheckPoolAccess(&a); err != nil {
 		w.t.Fatal(err)
 	}
@@ -423,4 +429,101 @@ func TestExecRefusedWithoutAccess(t *testing.T) {
 	if _, err := w.exec(api.InstanceExecRequest{ID: inst.ID, Command: "true"}); !api.IsCode(err, api.CodeInvalidState) {
 		t.Fatalf("exec in a pool without access: %v", err)
 	}
+}
+
+// The reconciler process is SIGKILLed while the configure step runs (the
+// step hangs): the next reconciler runs it again (at least once, never
+// skipped) and the instance becomes ready.
+func TestConfigureRunsAgainAfterSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills a process")
+	}
+	w := newAccessWorld(t, fastOptions())
+	w.rec.Stop() // the only reconciler is the child process
+	poolID := w.pool(api.PoolAccess{Configure: &api.AccessStep{Hook: "join"}})
+	child := &childReconciler{t: t, url: w.env.URL}
+	child.start()
+	t.Cleanup(child.kill) // the one alive at the end
+	var inst api.Instance
+	if err := w.callRetry("create", api.InstanceCreateRequest{PoolID: poolID, Flavor: "small"}, &inst); err != nil {
+		t.Fatal(err)
+	}
+	var m *sshemu.Machine
+	bustest.WaitFor(t, "a machine with an SSH endpoint", func() bool {
+		ms := w.cloud.Machines()
+		if len(ms) == 1 {
+			m = w.fleet.Machine(ms[0].ID)
+		}
+		return m != nil
+	})
+	m.SetProgram(api.HookDir+"/join", sshemu.Response{Hang: true})
+	bustest.WaitFor(t, "configure running", func() bool { return len(m.Runs()) == 1 })
+	child.kill()
+	if c := w.record(inst.ID).Status.Access.Configure; c == nil || c.State != api.StepRunning || c.Attempts != 1 {
+		t.Fatalf("configure status at the kill: %+v", c)
+	}
+
+	m.SetProgram(api.HookDir+"/join", sshemu.Response{Stdout: "joined\n"})
+	child.start()
+	got := w.waitConfigured(inst.ID)
+	if c := got.Status.Access.Configure; c.Attempts != 2 || c.OutputTail != "joined\n" {
+		t.Fatalf("configure status after the restart: %+v", c)
+	}
+	if runs := m.Runs(); len(runs) != 2 || runs[1].Env["COMPUTE_GENERATION"] != "1" {
+		t.Fatalf("runs %+v", runs)
+	}
+}
+
+// The platform's private key goes in through secrets.put only: after
+// configure, exec, logs and drain it appears in no log line (services,
+// emulated machines), reply, event, KV value or output tail.
+func TestPrivateKeyLeaksNowhere(t *testing.T) {
+	w := newAccessWorld(t, fastOptions())
+	poolID := w.pool(api.PoolAccess{Configure: &api.AccessStep{Script: "echo configured"}, Drain: &api.AccessStep{Script: "echo drained"}})
+	inst := w.create(api.InstanceCreateRequest{PoolID: poolID})
+	got := w.waitConfigured(inst.ID)
+	var replies []string
+	keep := func(v any, err error) {
+		data, _ := json.Marshal(v)
+		replies = append(replies, string(data))
+		if err != nil {
+			replies = append(replies, err.Error())
+		}
+	}
+	keep(got, nil)
+	keep(w.exec(api.InstanceExecRequest{ID: inst.ID, Command: "echo hi"}))
+	keep(w.exec(api.InstanceExecRequest{ID: inst.ID, Command: "nosuch"}))
+	var logs api.InstanceLogsReply
+	keep(&logs, w.call("logs", api.InstanceLogsRequest{ID: inst.ID, Source: api.LogSourceCloudInit}, &logs))
+	if err := w.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.waitGone(inst.ID)
+	// A pool whose key is not a key: the failure names the field, not the value.
+	var bad api.Secret
+	if err := w.call2(bus.ResourceSecrets, "put", api.SecretPutRequest{Name: "not-a-key", Value: w.keyPEM[:40] + "garbage"}, &bad); err != nil {
+		t.Fatal(err)
+	}
+	badPool := w.poolWithKey(api.PoolAccess{Configure: &api.AccessStep{Script: "true"}}, bad.Ref)
+	second := w.create(api.InstanceCreateRequest{PoolID: badPool})
+	failing := w.waitFor(second.ID, "configure waiting on a bad key", func(i *api.Instance, err error) bool {
+		c := condition(i, api.ConditionConfigured)
+		return err == nil && c != nil && c.Reason == api.ReasonOf(api.CodeInvalidConfig)
+	})
+	keep(failing, nil)
+	bustest.AssertNowhere(t, bustest.Scan{NC: w.env.NC, Logs: w.logs.String(), Replies: replies},
+		w.keyPEM, w.seed, pemBody(w.keyPEM), w.keyPEM[:40]+"garbage")
+}
+
+// pemBody is the base64 body of a PEM block, on one line.
+func pemBody(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[1:len(lines)-1], "")
+}
+
+// call2 sends a command of the test tenant to any resource.
+func (h *harness) call2(resource, verb string, in, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return bus.Call(ctx, h.env.NC, bus.Command(tenant, resource, verb), in, out)
 }
