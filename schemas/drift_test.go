@@ -55,6 +55,10 @@ var goTypes = map[string]any{
 	"secrets.resolve.request.json":     api.SecretResolveRequest{},
 	"secrets.resolve.reply.json":       api.SecretResolveReply{},
 	"empty.json":                       api.Empty{},
+	"instances.exec.request.json":      api.InstanceExecRequest{},
+	"exec-result.json":                 api.InstanceExecReply{},
+	"instances.logs.request.json":      api.InstanceLogsRequest{},
+	"log.json":                         api.InstanceLogsReply{},
 }
 
 // TestNoDrift checks, for every message schema and every struct reachable
