@@ -52,11 +52,12 @@ func Manifest() []api.ManifestField {
 func Definition(opts ...Option) *provider.Defined {
 	s := newSettings(opts)
 	return provider.MustDefine(provider.Definition{
-		ID:           ProviderID,
-		Version:      Version,
-		Provides:     []string{api.KindVPS},
-		Manifest:     Manifest(),
-		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey},
+		ID:       ProviderID,
+		Version:  Version,
+		Provides: []string{api.KindVPS},
+		Manifest: Manifest(),
+		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey,
+			provider.CapabilitySSH},
 		New: func(bc provider.BuildContext) (provider.Client, error) {
 			return newClient(s, bc.Account)
 		},

@@ -222,13 +222,20 @@ var Offers = []api.Offer{
 }
 
 // Definition is the memory provider over cloud: provides vps, claims power,
-// reinstall, list, delete.byKey and spot; its manifest has a required token (secret) that every
-// call resolves, as a real provider would.
+// reinstall, list, delete.byKey and spot, and ssh when the cloud has an
+// SSH fleet (SetSSH before Definition); its manifest has a required token
+// (secret) that every call resolves, as a real provider would.
 func Definition(cloud *Cloud) *provider.Defined {
+	capabilities := []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey,
+		provider.CapabilitySpot}
+	cloud.mu.Lock()
+	if cloud.ssh != nil {
+		capabilities = append(capabilities, provider.CapabilitySSH)
+	}
+	cloud.mu.Unlock()
 	return provider.MustDefine(provider.Definition{
 		ID: ProviderID, Version: "1.0.0", Provides: []string{api.KindVPS},
-		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey,
-			provider.CapabilitySpot},
+		Capabilities: capabilities,
 		Manifest: []api.ManifestField{
 			{Name: "token", Type: provider.TypeSecret, Required: true, Description: "API token"},
 			{Name: "region", Type: provider.TypeOption, Options: []string{"mem1"}, Default: "mem1", Description: "region"},
@@ -316,21 +323,41 @@ func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.Mach
 	if !slices.ContainsFunc(Offers, func(o api.Offer) bool { return o.ID == spec.OfferID }) {
 		return nil, api.Errorf(api.CodeInvalidConfig, "unknown offer %q", spec.OfferID).WithPath("machine.offerId")
 	}
-	c.next++
-	id := strconv.Itoa(c.next)
-	m := &machine{ExternalMachine: api.ExternalMachine{ID: id, IdempotencyKey: call.IdempotencyKey, Name: spec.Name, State: api.StatePending,
-		OfferID: spec.OfferID, Region: "mem1", Addresses: []string{fmt.Sprintf("192.0.2.%d", c.next%250+1)}}}
+	var endpoint string
 	if c.ssh != nil {
-		sm, err := c.ssh.Start(id)
+		sm, err := c.ssh.Start(strconv.Itoa(c.next + 1))
 		if err != nil {
 			return nil, api.Errorf(api.CodeInternal, "ssh endpoint: %v", err)
 		}
-		m.SSHEndpoint = sm.Endpoint()
+		endpoint = sm.Endpoint()
 	}
-	c.machines[id] = m
-	c.byKey[call.IdempotencyKey] = id
+	m := c.addLocked(call.IdempotencyKey, spec.Name, spec.OfferID, api.StatePending)
+	m.SSHEndpoint = endpoint
 	out := m.ExternalMachine
 	return &out, nil
+}
+
+// addLocked makes the next machine for key. Callers hold c.mu.
+func (c *Cloud) addLocked(key, name, offerID string, state api.MachineState) *machine {
+	c.next++
+	id := strconv.Itoa(c.next)
+	m := &machine{ExternalMachine: api.ExternalMachine{ID: id, IdempotencyKey: key, Name: name, State: state,
+		OfferID: offerID, Region: "mem1", Addresses: []string{fmt.Sprintf("192.0.2.%d", c.next%250+1)}}}
+	c.machines[id] = m
+	c.byKey[key] = id
+	return m
+}
+
+// Seed makes a running machine for key out of band, as an inventory
+// seeds one (the key's machine when it has one): no call is counted, and
+// it gets no SSH endpoint (a large inventory would hold a port each).
+func (c *Cloud) Seed(key, name string) api.ExternalMachine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id, ok := c.byKey[key]; ok {
+		return c.machines[id].ExternalMachine
+	}
+	return c.addLocked(key, name, Offers[0].ID, api.StateRunning).ExternalMachine
 }
 
 func (cl *client) Get(ctx context.Context, call *provider.Call, id string) (*api.ExternalMachine, error) {

@@ -34,8 +34,9 @@ type Options struct {
 	// Logger receives one debug line per API call; the zero value logs
 	// nothing.
 	Logger zerolog.Logger
-	// SSH, when set, gives every server an SSH endpoint on loopback for
-	// as long as it exists (fleet key: the server id), reported in the
+	// SSH, when set, gives every server created through the API an SSH
+	// endpoint on loopback for as long as it exists (fleet key: the server
+	// id; seeded servers get none), reported in the
 	// emulator-only label api.EmulatorSSHPortKey; a rebuild changes its
 	// host key. Nil: no SSH endpoints.
 	SSH *sshemu.Fleet

@@ -74,13 +74,6 @@ func (e *Emulator) addServerLocked(name, status string, typ *serverType, loc *lo
 		ipv4: ipv4For(seq), ipv6: ipv6For(seq),
 	}
 	st.nextServerID++
-	if e.ssh != nil {
-		if m, err := e.ssh.Start(strconv.FormatInt(srv.id, 10)); err == nil {
-			srv.sshPort = m.Port()
-		} else {
-			e.log.Warn().Err(err).Int64("server", srv.id).Msg("emulator: no ssh endpoint")
-		}
-	}
 	st.servers[srv.id] = srv
 	st.names[name] = srv
 	st.order = append(st.order, srv) // ids only grow: order stays sorted
@@ -244,6 +237,21 @@ func (e *Emulator) DeleteServerOutOfBand(id int64) {
 	if srv := e.st.servers[id]; srv != nil {
 		e.removeServerLocked(srv)
 	}
+}
+
+// startSSHLocked gives srv, a server made through the API, an SSH
+// endpoint when the emulator has a fleet (seeded inventories get none:
+// thousands of servers would hold a port each). Callers hold e.mu.
+func (e *Emulator) startSSHLocked(srv *server) {
+	if e.ssh == nil {
+		return
+	}
+	m, err := e.ssh.Start(strconv.FormatInt(srv.id, 10))
+	if err != nil {
+		e.log.Warn().Err(err).Int64("server", srv.id).Msg("emulator: no ssh endpoint")
+		return
+	}
+	srv.sshPort = m.Port()
 }
 
 // sshMachine is srv's SSH endpoint, or nil.
