@@ -44,7 +44,7 @@ func messages(t testing.TB) map[string][]any {
 	emulated := api.ExternalMachine{ID: "101", State: api.StateRunning, Addresses: []string{"10.0.1.101"}, SSHEndpoint: "127.0.0.1:40022"}
 	exit0 := 0
 	accessPool := pool
-	accessPool.Access = &api.PoolAccess{User: "root", PrivateKey: ref, Port: 2222, HostKeyPolicy: api.HostKeyPinFirstContact,
+	accessPool.Access = &api.PoolAccess{User: "root", PrivateKey: ref, PublicKey: sshKey, Port: 2222, HostKeyPolicy: api.HostKeyPinFirstContact,
 		Configure: &api.AccessStep{Script: "apt-get install -y k3s", TimeoutMs: 600000, OnFailure: api.OnFailureRetry},
 		Drain:     &api.AccessStep{Hook: "drain", OnFailure: api.OnFailureContinue}}
 	created := api.Instance{ID: instanceID, TenantID: tenant, PoolID: poolID, Flavor: "small", Image: "ubuntu-24.04",

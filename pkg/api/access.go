@@ -7,17 +7,22 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // PoolAccess is how the platform reaches a pool's machines over SSH (see
 // pkg/access): the user, the platform's private key as a secret reference
 // (resolved through the secrets service each time it is used, never
-// stored or logged in plain form, and never put into user data), the
-// port (default 22), the host-key policy, and the configure and drain
-// steps.
+// stored or logged in plain form, and never put into user data), its
+// public key (an OpenSSH authorized_keys line, not a secret: added to the
+// SSH keys of every machine the pool creates, beside the tenant's; empty
+// when the image already accepts the key), the port (default 22), the
+// host-key policy, and the configure and drain steps.
 type PoolAccess struct {
 	User          string        `json:"user"`
 	PrivateKey    string        `json:"privateKey"`
+	PublicKey     string        `json:"publicKey,omitempty"`
 	Port          int           `json:"port,omitempty"`
 	HostKeyPolicy HostKeyPolicy `json:"hostKeyPolicy,omitempty"`
 	Configure     *AccessStep   `json:"configure,omitempty"`
@@ -91,7 +96,7 @@ var (
 )
 
 // CheckPoolAccess checks a pool's access. Errors: INVALID_INPUT naming
-// the field (access.user, access.privateKey, access.port,
+// the field (access.user, access.privateKey, access.publicKey, access.port,
 // access.hostKeyPolicy, access.configure…, access.drain…).
 func CheckPoolAccess(a *PoolAccess) error {
 	if a == nil {
@@ -102,6 +107,11 @@ func CheckPoolAccess(a *PoolAccess) error {
 	}
 	if _, err := ParseSecretRef(a.PrivateKey); err != nil {
 		return InvalidInput("access.privateKey", "access.privateKey must be a secret reference: %s", AsComputeError(err).Message)
+	}
+	if a.PublicKey != "" {
+		if _, _, _, rest, err := ssh.ParseAuthorizedKey([]byte(a.PublicKey)); err != nil || len(rest) != 0 {
+			return InvalidInput("access.publicKey", "access.publicKey must be one OpenSSH public key (authorized_keys line)")
+		}
 	}
 	if a.Port < 0 || a.Port > 65535 {
 		return InvalidInput("access.port", "access.port must be a TCP port (1 to 65535; 0 or absent for 22)")

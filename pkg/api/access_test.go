@@ -23,6 +23,7 @@ func TestCheckPoolAccessNamesTheField(t *testing.T) {
 		{"access.user", func(a *PoolAccess) { a.User = "Root user" }},
 		{"access.privateKey", func(a *PoolAccess) { a.PrivateKey = "-----BEGIN OPENSSH PRIVATE KEY-----" }},
 		{"access.port", func(a *PoolAccess) { a.Port = 70000 }},
+		{"access.publicKey", func(a *PoolAccess) { a.PublicKey = "ssh-ed25519 not-base64" }},
 		{"access.hostKeyPolicy", func(a *PoolAccess) { a.HostKeyPolicy = "trust" }},
 		{"access.configure", func(a *PoolAccess) { a.Configure.Hook = "join" }},
 		{"access.configure", func(a *PoolAccess) { a.Configure.Script = "" }},

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -526,4 +527,21 @@ func (h *harness) call2(resource, verb string, in, out any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return bus.Call(ctx, h.env.NC, bus.Command(tenant, resource, verb), in, out)
+}
+
+func TestMachineSSHKeysAddThePlatformKey(t *testing.T) {
+	const tenantKey, platformKey = "ssh-ed25519 AAAAtenant alice", "ssh-ed25519 AAAAplatform compute"
+	inst := &api.Instance{SSHKeys: []string{tenantKey}}
+	if got := machineSSHKeys(inst, &api.PoolAccess{PublicKey: platformKey}); !slices.Equal(got, []string{tenantKey, platformKey}) {
+		t.Fatalf("with a platform key: %v", got)
+	}
+	if !slices.Equal(inst.SSHKeys, []string{tenantKey}) {
+		t.Fatalf("the instance's keys changed: %v", inst.SSHKeys)
+	}
+	if got := machineSSHKeys(&api.Instance{SSHKeys: []string{platformKey}}, &api.PoolAccess{PublicKey: platformKey}); len(got) != 1 {
+		t.Fatalf("a key the tenant gave too is listed twice: %v", got)
+	}
+	if got := machineSSHKeys(inst, nil); !slices.Equal(got, []string{tenantKey}) {
+		t.Fatalf("without access: %v", got)
+	}
 }
