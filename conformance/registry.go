@@ -99,7 +99,8 @@ func (b Behaviour) Needs() []string {
 var hooks = []struct {
 	bit  hook
 	name string
-}{{needFaults, "Faults"}, {needInventory, "Inventory"}, {needService, "Service"}, {needSecretValues, "SecretValues"}, {needLogs, "Logs"}, {needSSH, "SSH"}}
+}{{needFaults, "Faults"}, {needInventory, "Inventory"}, {needService, "Service"}, {needSecretValues, "SecretValues"}, {needLogs, "Logs"},
+	{needSSH, "SSH"}}
 
 // registry is the frozen behaviour table. Append only: never remove,
 // rename, reorder or re-profile an entry (TestRegistryAppendOnly compares

@@ -24,7 +24,8 @@ func emulatorCmd(g *globals) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			fleet := sshemu.NewFleet(g.logger())
 			defer fleet.Close()
-			emu, err := emulator.Start(emulator.Options{ActionDuration: actionDuration, RateLimitSize: rateSize, Logger: g.logger(), SSH: fleet}, addr)
+			emu, err := emulator.Start(emulator.Options{ActionDuration: actionDuration, RateLimitSize: rateSize, Logger: g.logger(),
+				SSH: fleet}, addr)
 			if err != nil {
 				return err
 			}

@@ -116,7 +116,7 @@ func Connect(ctx context.Context, t Target) (*Conn, error) {
 	var d net.Dialer
 	raw, err := d.DialContext(ctx, "tcp", t.Address)
 	if err != nil {
-		return c, fmt.Errorf("%w: %s: %v", ErrUnreachable, t.Address, err)
+		return c, fmt.Errorf("%w: %s: %w", ErrUnreachable, t.Address, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = raw.Close() })
 	defer stop()
@@ -129,7 +129,7 @@ func Connect(ctx context.Context, t Target) (*Conn, error) {
 		case strings.Contains(err.Error(), "unable to authenticate"): // x/crypto/ssh says so only in its message
 			return c, fmt.Errorf("%w: %s as %s", ErrDenied, t.Address, t.User)
 		}
-		return c, fmt.Errorf("%w: %s: %v", ErrUnreachable, t.Address, err)
+		return c, fmt.Errorf("%w: %s: %w", ErrUnreachable, t.Address, err)
 	}
 	c.client = ssh.NewClient(conn, chans, reqs)
 	return c, nil
@@ -153,7 +153,7 @@ func (c *Conn) Run(ctx context.Context, cmd Command) (Result, error) {
 	res := Result{HostKey: c.hostKey}
 	sess, err := c.client.NewSession()
 	if err != nil {
-		return res, fmt.Errorf("%w: %s: %v", ErrDropped, c.address, err)
+		return res, fmt.Errorf("%w: %s: %w", ErrDropped, c.address, err)
 	}
 	defer func() { _ = sess.Close() }()
 	limit := cmd.Limit
@@ -164,16 +164,15 @@ func (c *Conn) Run(ctx context.Context, cmd Command) (Result, error) {
 	sess.Stdout, sess.Stderr = stdout, stderr
 	sess.Stdin = strings.NewReader(cmd.Stdin)
 	if err := sess.Start(cmd.Line); err != nil {
-		return res, fmt.Errorf("%w: %s: %v", ErrDropped, c.address, err)
+		return res, fmt.Errorf("%w: %s: %w", ErrDropped, c.address, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		c.Close() // a hung command ends with its connection
-		<-done
-		err = ctx.Err()
+		c.Close()    // a hung command ends with its connection
+		err = <-done // ctx.Err() decides below
 	}
 	res.Stdout, res.Stderr, res.Truncated = stdout.String(), stderr.String(), stdout.cut || stderr.cut
 	var exit *ssh.ExitError
@@ -187,7 +186,7 @@ func (c *Conn) Run(ctx context.Context, cmd Command) (Result, error) {
 		res.ExitCode = exit.ExitStatus()
 		return res, nil
 	}
-	return res, fmt.Errorf("%w: %s: %v", ErrDropped, c.address, err)
+	return res, fmt.Errorf("%w: %s: %w", ErrDropped, c.address, err)
 }
 
 // StepCommand is the command of a configure or drain step on instance

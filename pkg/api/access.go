@@ -254,7 +254,8 @@ func (r *InstanceExecRequest) Check() error {
 	case r.Command == "" || len(r.Command) > MaxExecCommand:
 		return InvalidInput("command", "command is required (at most %d bytes)", MaxExecCommand)
 	case r.TimeoutMs < 0 || r.TimeoutMs > MaxExecTimeout.Milliseconds():
-		return InvalidInput("timeoutMs", "timeoutMs must be 1 to %d (absent: %d)", MaxExecTimeout.Milliseconds(), DefaultExecTimeout.Milliseconds())
+		return InvalidInput("timeoutMs", "timeoutMs must be 1 to %d (absent: %d)",
+			MaxExecTimeout.Milliseconds(), DefaultExecTimeout.Milliseconds())
 	}
 	return nil
 }

@@ -22,7 +22,8 @@ import (
 // Errors: the resolve's (NOT_FOUND, ACCESS_DENIED, UNAVAILABLE, …),
 // INVALID_CONFIG (path access.privateKey: not a private key),
 // INVALID_STATE (the machine reports no address).
-func (r *Reconciler) accessTarget(ctx context.Context, inst *api.Instance, a *api.PoolAccess, m *api.ExternalMachine) (access.Target, error) {
+func (r *Reconciler) accessTarget(ctx context.Context, inst *api.Instance, a *api.PoolAccess,
+	m *api.ExternalMachine) (access.Target, error) {
 	addr := access.Address(m, a.Port)
 	if addr == "" {
 		return access.Target{}, api.Errorf(api.CodeInvalidState, "machine %s reports no address to reach over SSH", m.ID)

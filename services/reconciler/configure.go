@@ -105,7 +105,8 @@ func (r *Reconciler) configureWaits(ctx context.Context, s *scope, reason api.Co
 func (r *Reconciler) hostKeyRefused(ctx context.Context, s *scope, gen int64, err error) error {
 	s.log.Warn().Str("error", err.Error()).Msg("host key changed; machine not configured")
 	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
-		setCondition(st, api.Condition{Type: api.ConditionHostKeyChanged, Status: api.ConditionTrue, Reason: api.ReasonHostKeyChanged, Message: err.Error()})
+		setCondition(st, api.Condition{Type: api.ConditionHostKeyChanged, Status: api.ConditionTrue,
+			Reason: api.ReasonHostKeyChanged, Message: err.Error()})
 		if s.access.Configure == nil {
 			return
 		}
@@ -113,7 +114,8 @@ func (r *Reconciler) hostKeyRefused(ctx context.Context, s *scope, gen int64, er
 		st.Access = cloneAccess(st.Access)
 		st.Access.Configure = &api.StepStatus{Generation: gen, State: api.StepFailed, Final: true, Attempts: attemptsOf(st.Access.Configure, gen),
 			Message: "refused: " + err.Error(), StartedAt: now, FinishedAt: &now}
-		setCondition(st, api.Condition{Type: api.ConditionConfigured, Status: api.ConditionFalse, Reason: api.ReasonHostKeyChanged, Message: err.Error()})
+		setCondition(st, api.Condition{Type: api.ConditionConfigured, Status: api.ConditionFalse,
+			Reason: api.ReasonHostKeyChanged, Message: err.Error()})
 	}); err != nil {
 		return err
 	}

@@ -65,7 +65,8 @@ func (r *Reconciler) drain(ctx context.Context, s *scope) (step, error) {
 
 // runDrain connects to m and runs the pool's drain step with its timeout
 // (connecting included); it answers the step's outcome (stepOutcome).
-func (r *Reconciler) runDrain(ctx context.Context, s *scope, a *api.PoolAccess, m *api.ExternalMachine) (api.StepState, *int, string, string) {
+func (r *Reconciler) runDrain(ctx context.Context, s *scope, a *api.PoolAccess,
+	m *api.ExternalMachine) (api.StepState, *int, string, string) {
 	tctx, cancel := context.WithTimeout(ctx, a.Drain.Timeout(api.DefaultDrainTimeout))
 	defer cancel()
 	target, err := r.accessTarget(tctx, &s.inst, a, m)
