@@ -39,7 +39,7 @@ type accessWorld struct {
 
 // newAccessWorld starts a harness (what as for newHarness), an SSH fleet
 // for its cloud and the secrets service, and stores the platform's key.
-func newAccessWorld(t *testing.T, opts Options, what ...start) *accessWorld {
+func newAccessWorld(t testing.TB, opts Options, what ...start) *accessWorld {
 	t.Helper()
 	logs := &bustest.LogBuffer{}
 	opts.Logger = zerolog.New(logs).Level(zerolog.DebugLevel)
@@ -544,4 +544,36 @@ func TestMachineSSHKeysAddThePlatformKey(t *testing.T) {
 	if got := machineSSHKeys(inst, nil); !slices.Equal(got, []string{tenantKey}) {
 		t.Fatalf("without access: %v", got)
 	}
+}
+
+// BenchmarkReadyWithConfigure measures create → Running and Ready of one
+// instance on the memory provider in a pool without access (the baseline)
+// and in one whose configure step runs over SSH on the machine's emulated
+// endpoint (connect, pin, run, record), and reports both and their ratio.
+// go test -run '^$' -bench ReadyWithConfigure ./services/reconciler/
+func BenchmarkReadyWithConfigure(b *testing.B) {
+	w := newAccessWorld(b, fastOptions())
+	plain := w.harness.pool.ID
+	configured := w.pool(api.PoolAccess{Configure: &api.AccessStep{Script: "echo configured $1"}})
+	measure := func(pool string, ready func(string) *api.Instance) time.Duration {
+		start := time.Now()
+		inst := w.create(api.InstanceCreateRequest{PoolID: pool})
+		ready(inst.ID)
+		took := time.Since(start)
+		if err := w.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
+			b.Fatal(err)
+		}
+		w.waitGone(inst.ID)
+		return took
+	}
+	var base, conf time.Duration
+	n := 0
+	for b.Loop() {
+		base += measure(plain, func(id string) *api.Instance { return w.waitPhase(id, api.PhaseRunning) })
+		conf += measure(configured, w.waitConfigured)
+		n++
+	}
+	b.ReportMetric(float64(base.Microseconds())/float64(n)/1000, "ms-ready-plain")
+	b.ReportMetric(float64(conf.Microseconds())/float64(n)/1000, "ms-ready-configured")
+	b.ReportMetric(float64(conf)/float64(base), "ratio")
 }
