@@ -577,3 +577,31 @@ func BenchmarkReadyWithConfigure(b *testing.B) {
 	b.ReportMetric(float64(conf.Microseconds())/float64(n)/1000, "ms-ready-configured")
 	b.ReportMetric(float64(conf)/float64(base), "ratio")
 }
+
+func TestDrainRunsBeforeReinstall(t *testing.T) {
+	w := newAccessWorld(t, fastOptions())
+	poolID := w.pool(api.PoolAccess{Drain: &api.AccessStep{Script: "echo draining for a reinstall"}})
+	inst := w.create(api.InstanceCreateRequest{PoolID: poolID})
+	m := w.machine(w.waitPhase(inst.ID, api.PhaseRunning))
+	var asked api.Instance
+	if err := w.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "debian-13"}, &asked); err != nil {
+		t.Fatal(err)
+	}
+	got := w.waitFor(inst.ID, "reinstalled", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.LastOperation != nil && i.Status.LastOperation.State == api.OperationSucceeded &&
+			i.Status.Phase == api.PhaseRunning && i.Image == "debian-13"
+	})
+	d := got.Status.Access.Drain
+	if d == nil || d.State != api.StepSucceeded || d.StartedAt.Before(asked.Desired.Operation.RequestedAt) ||
+		d.FinishedAt.After(got.Status.LastOperation.StartedAt) {
+		t.Fatalf("drain %+v, operation %+v: want a drain that ended before the reinstall started", d, got.Status.LastOperation)
+	}
+	if runs := m.Runs(); len(runs) != 1 || !strings.Contains(runs[0].Script, "draining for a reinstall") {
+		t.Fatalf("runs %+v", runs)
+	}
+	// The machine's next passes drain nothing more.
+	w.pass(inst.ID)
+	if n := len(m.Runs()); n != 1 {
+		t.Fatalf("%d runs after another pass", n)
+	}
+}

@@ -2,23 +2,33 @@ package reconciler
 
 import (
 	"context"
+	"time"
 
 	"better-compute.io/compute/pkg/access"
 	"better-compute.io/compute/pkg/api"
 )
 
-// drain is the delete path's first phase for a pool with a drain step: on
-// a recorded machine that was last seen running, it runs the step once for
-// this deletion (a pass interrupted while it runs runs it again), with its
+// drain is the delete path's first phase for a pool with a drain step
+// (drainBefore the deletion).
+func (r *Reconciler) drain(ctx context.Context, s *scope) (step, error) {
+	if s.inst.DeletionRequestedAt == nil {
+		return next, nil
+	}
+	return r.drainBefore(ctx, s, s.inst.Status.Machine, *s.inst.DeletionRequestedAt)
+}
+
+// drainBefore runs the pool's drain step on machine m, last seen running,
+// once for the destructive change asked for at since (a delete, a
+// reinstall; a pass interrupted while it runs runs it again), with its
 // timeout, and records the outcome (status.access.drain, the Drained
-// condition, a drained event). The delete proceeds after a success, and
+// condition, a drained event). The change proceeds after a success, and
 // after a failure or timeout when onFailure is "continue" (the default);
 // with "fail" the pass ends and the drain is tried again with backoff. A
 // machine that cannot be reached counts as a failed drain; one whose host
-// key changed is never drained (nothing is sent to it).
-func (r *Reconciler) drain(ctx context.Context, s *scope) (step, error) {
-	a, m := s.access, s.inst.Status.Machine
-	if a == nil || a.Drain == nil || m == nil || m.State != api.StateRunning || drained(&s.inst) {
+// key changed, or that was never contacted, is sent nothing.
+func (r *Reconciler) drainBefore(ctx context.Context, s *scope, m *api.ExternalMachine, since time.Time) (step, error) {
+	a := s.access
+	if a == nil || a.Drain == nil || m == nil || m.State != api.StateRunning || drainedSince(&s.inst, since) {
 		return next, nil
 	}
 	gen := s.inst.Generation
@@ -26,7 +36,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope) (step, error) {
 	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
 		st.Access = cloneAccess(st.Access)
 		attempts := 1
-		if prev := st.Access.Drain; prev != nil && drainOfThisDeletion(&s.inst, prev) {
+		if prev := st.Access.Drain; prev != nil && !prev.StartedAt.Before(since) {
 			attempts = prev.Attempts + 1
 		}
 		st.Access.Drain = &api.StepStatus{Generation: gen, State: api.StepRunning, Attempts: attempts, StartedAt: started}
@@ -85,15 +95,9 @@ func (r *Reconciler) runDrain(ctx context.Context, s *scope, a *api.PoolAccess,
 	return stepOutcome(res, err)
 }
 
-// drained reports whether this deletion's drain ended with the delete
-// allowed to proceed.
-func drained(inst *api.Instance) bool {
+// drainedSince reports whether a drain started at or after since ended
+// with the change allowed to proceed.
+func drainedSince(inst *api.Instance, since time.Time) bool {
 	a := inst.Status.Access
-	return a != nil && a.Drain != nil && a.Drain.Final && drainOfThisDeletion(inst, a.Drain)
-}
-
-// drainOfThisDeletion reports whether d was started for the deletion the
-// instance is in (not an earlier one cancelled by a new incarnation).
-func drainOfThisDeletion(inst *api.Instance, d *api.StepStatus) bool {
-	return inst.DeletionRequestedAt != nil && !d.StartedAt.Before(*inst.DeletionRequestedAt)
+	return a != nil && a.Drain != nil && a.Drain.Final && !a.Drain.StartedAt.Before(since)
 }
