@@ -19,6 +19,7 @@ import (
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/bus/bustest"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/sshemu"
 	"better-compute.io/compute/services/accounts"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
@@ -59,6 +60,7 @@ type stack struct {
 	logs      *bustest.LogBuffer
 	admin     *nats.Conn
 	emu       *emulator.Server
+	ssh       *sshemu.Fleet // the emulator's servers' SSH endpoints
 }
 
 func randomPassword(t *testing.T) string {
@@ -94,7 +96,10 @@ func startStack(t *testing.T) *stack {
 	s.admin = s.serviceConn(t, "admin", "")
 	log := zerolog.New(s.logs).Level(zerolog.DebugLevel)
 
-	s.emu, err = emulator.Start(emulator.Options{Tokens: []string{acmeToken, globexToken}, ActionDuration: 20 * time.Millisecond, Logger: log}, "127.0.0.1:0")
+	s.ssh = sshemu.NewFleet(log)
+	t.Cleanup(s.ssh.Close)
+	s.emu, err = emulator.Start(emulator.Options{Tokens: []string{acmeToken, globexToken}, ActionDuration: 20 * time.Millisecond, Logger: log,
+		SSH: s.ssh}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
