@@ -131,6 +131,11 @@ func Manifest() []api.ManifestField {
 	}
 }
 
+// capabilities are the provider's: every call capability, and ssh (its
+// machines answer SSH at the address it reports; pkg/access).
+var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH}
+
 // Definition returns the proxmox provider definition: id ProviderID,
 // version Version, provides vps, capabilities power, reinstall, list and
 // delete.byKey, the Manifest, and a constructor configured by opts.
@@ -142,12 +147,11 @@ func Manifest() []api.ManifestField {
 func Definition(opts ...Option) *provider.Defined {
 	s := newSettings(opts)
 	return provider.MustDefine(provider.Definition{
-		ID:       ProviderID,
-		Version:  Version,
-		Provides: []string{api.KindVPS},
-		Manifest: Manifest(),
-		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey,
-			provider.CapabilitySSH},
+		ID:           ProviderID,
+		Version:      Version,
+		Provides:     []string{api.KindVPS},
+		Manifest:     Manifest(),
+		Capabilities: capabilities,
 		New: func(bc provider.BuildContext) (provider.Client, error) {
 			return newClient(s, bc.Account)
 		},
