@@ -48,8 +48,8 @@ var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinsta
 	provider.CapabilityDeleteByKey, provider.CapabilitySSH}
 
 // Definition returns the hetzner-cloud provider definition: id ProviderID,
-// version Version, provides vps, capabilities power, reinstall, list and
-// delete.byKey, the Manifest, and a constructor configured by opts.
+// version Version, provides vps, capabilities power, reinstall, list,
+// delete.byKey and ssh, the Manifest, and a constructor configured by opts.
 //
 // The constructor answers INVALID_CONFIG (details.path "options.<name>")
 // when an option is unusable (a malformed endpoint or label prefix, a

@@ -137,8 +137,8 @@ var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinsta
 	provider.CapabilityDeleteByKey, provider.CapabilitySSH}
 
 // Definition returns the proxmox provider definition: id ProviderID,
-// version Version, provides vps, capabilities power, reinstall, list and
-// delete.byKey, the Manifest, and a constructor configured by opts.
+// version Version, provides vps, capabilities power, reinstall, list,
+// delete.byKey and ssh, the Manifest, and a constructor configured by opts.
 //
 // The constructor makes no API call. It answers INVALID_CONFIG with
 // details.path naming the field ("config.url", "config.caCert",
