@@ -34,11 +34,15 @@ const (
 	// that claims no spot capacity (Hetzner Cloud, Proxmox) skips them,
 	// which passes, with the reason "capability spot not claimed".
 	ProfileSpot = "spot"
+	// ProfileSSH logs in to the provider's machines over SSH (the Subject's
+	// SSH hook): configure and drain steps run, host keys are pinned. Its
+	// behaviours need provider.CapabilitySSH.
+	ProfileSSH = "ssh"
 )
 
 // Profiles lists every profile.
 var Profiles = []string{ProfileCore, ProfileCloud, ProfileFaults, ProfileDurable, ProfileTransport, ProfileSecrets, ProfileScale,
-	ProfileSpot}
+	ProfileSpot, ProfileSSH}
 
 // Areas group behaviours; every id starts with its area's short name.
 const (
@@ -51,6 +55,7 @@ const (
 	AreaTransport  = "transport"  // transport.*
 	AreaSecrets    = "secrets"    // secrets.*
 	AreaScale      = "scale"      // scale.*
+	AreaSSH        = "ssh"        // ssh.*
 )
 
 // hook names a Subject hook a behaviour cannot run without.
@@ -62,6 +67,7 @@ const (
 	needService
 	needSecretValues
 	needLogs
+	needSSH
 )
 
 // Behaviour is one checked property of a provider. ID is stable forever
@@ -79,7 +85,7 @@ type Behaviour struct {
 }
 
 // Needs lists the Subject hooks the behaviour cannot run without ("Faults",
-// "Inventory", "Service", "SecretValues", "Logs").
+// "Inventory", "Service", "SecretValues", "Logs", "SSH").
 func (b Behaviour) Needs() []string {
 	var out []string
 	for _, h := range hooks {
@@ -93,7 +99,8 @@ func (b Behaviour) Needs() []string {
 var hooks = []struct {
 	bit  hook
 	name string
-}{{needFaults, "Faults"}, {needInventory, "Inventory"}, {needService, "Service"}, {needSecretValues, "SecretValues"}, {needLogs, "Logs"}}
+}{{needFaults, "Faults"}, {needInventory, "Inventory"}, {needService, "Service"}, {needSecretValues, "SecretValues"}, {needLogs, "Logs"},
+	{needSSH, "SSH"}}
 
 // registry is the frozen behaviour table. Append only: never remove,
 // rename, reorder or re-profile an entry (TestRegistryAppendOnly compares
@@ -215,6 +222,15 @@ var registry = []Behaviour{
 	{ID: "offers.on-demand-uninterrupted", Area: AreaOffers, Profiles: spot, Capability: provider.CapabilitySpot,
 		run:   offersOnDemandUninterrupted,
 		Title: "every on-demand offer's interruptionProbability is 0"},
+	{ID: "ssh.configure", Area: AreaSSH, Profiles: sshProfile, Capability: provider.CapabilitySSH, needs: needSSH, run: sshConfigure,
+		Title: "a running machine answers SSH at the address get reports and runs a configure step told its id and generation: " +
+			"exit status and output as the step wrote them"},
+	{ID: "ssh.drain", Area: AreaSSH, Profiles: sshProfile, Capability: provider.CapabilitySSH, needs: needSSH, run: sshDrain,
+		Title: "a drain step runs over SSH right before the delete (a failing one reports its exit status); " +
+			"once the machine is gone its address answers SSH no more"},
+	{ID: "ssh.host-key-pinning", Area: AreaSSH, Profiles: sshProfile, Capability: provider.CapabilitySSH, needs: needSSH,
+		run: sshHostKeyPinning, Title: "a machine presents one host key across connections and gets; " +
+			"after it changes, a connection pinned to the first is refused and runs nothing"},
 }
 
 // Profile sets of the table above.
@@ -227,6 +243,8 @@ var (
 	secrets   = []string{ProfileSecrets}
 	scale     = []string{ProfileScale}
 	spot      = []string{ProfileSpot}
+	// sshProfile is named apart from the package ssh.
+	sshProfile = []string{ProfileSSH}
 )
 
 // Registry returns a copy of the behaviour registry, in registry order.
@@ -267,4 +285,4 @@ func RegistryHash() string {
 
 // SuiteVersion is the version of the conformance program reported with
 // every run; it changes when a behaviour's checks change.
-const SuiteVersion = "1.3.0"
+const SuiteVersion = "1.4.0"

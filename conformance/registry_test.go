@@ -59,7 +59,7 @@ var (
 	idPattern = regexp.MustCompile(`^[a-z]+(\.[a-z0-9]+(-[a-z0-9]+)*)+$`)
 	areaOfID  = map[string]string{
 		"def": AreaDefinition, "offers": AreaOffers, "life": AreaLifecycle, "err": AreaErrors, "fault": AreaFaults,
-		"durable": AreaDurable, "transport": AreaTransport, "secrets": AreaSecrets, "scale": AreaScale,
+		"durable": AreaDurable, "transport": AreaTransport, "secrets": AreaSecrets, "scale": AreaScale, "ssh": AreaSSH,
 	}
 )
 

@@ -195,6 +195,8 @@ func (r *run) has(h hook) bool {
 		return len(r.s.SecretValues) > 0
 	case needLogs:
 		return r.s.Logs != nil
+	case needSSH:
+		return r.s.SSH != nil
 	}
 	return false
 }

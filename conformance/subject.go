@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/ssh"
 
 	"better-compute.io/compute/pkg/api"
 )
@@ -53,6 +54,20 @@ type Subject struct {
 	Inventory Inventory
 	// Service kills, restarts and reconnects the provider service.
 	Service Service
+	// SSH logs in to the machines the provider makes (ssh profile).
+	SSH SSH
+}
+
+// SSH reaches the provider's machines over SSH (pkg/access): an
+// emulator's machines (pkg/sshemu), or real ones that carry the
+// platform's key.
+type SSH interface {
+	// Login is the user and private key the machines accept.
+	Login() (user string, key ssh.Signer)
+	// ChangeHostKey makes machine id present another host key from now
+	// on, as a reinstalled or impersonated machine would. Errors:
+	// ErrNotSupported.
+	ChangeHostKey(ctx context.Context, id string) error
 }
 
 // ErrNotSupported is what a hook returns for something it cannot do; the

@@ -62,6 +62,10 @@ var goTypes = map[string]any{
 	"tenants.credentials.request.json": api.TenantCredentialsRequest{},
 	"tenants.credentials.reply.json":   api.TenantCredentialsReply{},
 	"tenants.revoke.request.json":      api.TenantRevokeRequest{},
+	"instances.exec.request.json":      api.InstanceExecRequest{},
+	"exec-result.json":                 api.InstanceExecReply{},
+	"instances.logs.request.json":      api.InstanceLogsRequest{},
+	"log.json":                         api.InstanceLogsReply{},
 }
 
 // TestNoDrift checks, for every message schema and every struct reachable

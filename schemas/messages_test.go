@@ -43,6 +43,12 @@ func messages(t testing.TB) map[string][]any {
 	machine := api.ExternalMachine{ID: "4711", Name: "web-1", State: api.StateRunning, OfferID: "cx22",
 		Region: "fsn1", Addresses: []string{"192.0.2.10", "2001:db8::1"}}
 	bareMachine := api.ExternalMachine{ID: "100", State: api.StatePending, Addresses: []string{}}
+	emulated := api.ExternalMachine{ID: "101", State: api.StateRunning, Addresses: []string{"10.0.1.101"}, SSHEndpoint: "127.0.0.1:40022"}
+	exit0 := 0
+	accessPool := pool
+	accessPool.Access = &api.PoolAccess{User: "root", PrivateKey: ref, PublicKey: sshKey, Port: 2222, HostKeyPolicy: api.HostKeyPinFirstContact,
+		Configure: &api.AccessStep{Script: "apt-get install -y k3s", TimeoutMs: 600000, OnFailure: api.OnFailureRetry},
+		Drain:     &api.AccessStep{Hook: "drain", OnFailure: api.OnFailureContinue}}
 	created := api.Instance{ID: instanceID, TenantID: tenant, PoolID: poolID, Flavor: "small", Image: "ubuntu-24.04",
 		Name: instanceID, Desired: api.DesiredState{Power: api.PowerOn},
 		Status: api.InstanceStatus{Phase: api.PhasePending}, Generation: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
@@ -58,6 +64,13 @@ func messages(t testing.TB) map[string][]any {
 			LastOperation: &api.OperationStatus{ID: api.NewID(api.PrefixOperation), Action: api.ActionGracefulRestart,
 				State: api.OperationSucceeded, Message: "done", StartedAt: now, FinishedAt: &later}},
 		Generation: 4, Version: 9, CreatedAt: now, UpdatedAt: later, DeletionRequestedAt: &later}
+	configured := created
+	configured.Status = api.InstanceStatus{Phase: api.PhaseRunning, Machine: &emulated, ObservedGeneration: 1,
+		Conditions: []api.Condition{{Type: api.ConditionConfigured, Status: api.ConditionTrue, Reason: api.ReasonStepSucceeded, LastTransitionTime: now}},
+		Access: &api.AccessStatus{HostKey: "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU", HostKeyMachine: "101", HostKeyPinnedAt: &now,
+			Configure: &api.StepStatus{Generation: 1, State: api.StepSucceeded, Attempts: 1, ExitCode: &exit0, Message: "configure exited 0",
+				OutputTail: "joined\n", StartedAt: now, FinishedAt: &later},
+			Drain: &api.StepStatus{Generation: 1, State: api.StepRunning, Attempts: 2, StartedAt: later}}}
 	pacct := api.ProviderAccount{ID: accountID, TenantID: tenant, Version: 2, Config: account.Config}
 	query := api.OfferQuery{Region: "fsn1", Kind: api.KindVPS, MinVcpu: 2, MinMemoryGiB: 3.5, GPUs: 1}
 	spec := api.MachineSpec{Name: "web-1", OfferID: "cx22", Image: "ubuntu-24.04", Region: "fsn1",
@@ -103,8 +116,10 @@ func messages(t testing.TB) map[string][]any {
 		"offer-list.json":              {api.List[api.Offer]{Items: []api.Offer{offer, gpuOffer}}, api.List[api.Offer]{Items: []api.Offer{}}},
 		"pools.create.request.json": {api.PoolCreateRequest{Class: api.PoolClassProvider, ProviderAccountID: accountID, Agent: api.PoolAgentNone,
 			Flavors: flavors[:1]}, api.PoolCreateRequest{TenantID: tenant, Name: "web", SiteID: "fsn", Class: api.PoolClassProvider,
-			ProviderAccountID: accountID, Agent: api.PoolAgentNone, Flavors: flavors}},
-		"pool.json":      {pool},
+			ProviderAccountID: accountID, Agent: api.PoolAgentNone, Flavors: flavors},
+			api.PoolCreateRequest{Class: api.PoolClassProvider, ProviderAccountID: accountID, Agent: api.PoolAgentNone,
+				Flavors: flavors[:1], Access: accessPool.Access}},
+		"pool.json":      {pool, accessPool},
 		"pool-list.json": {api.List[api.Pool]{Items: []api.Pool{pool}, NextCursor: poolID}},
 		"instances.create.request.json": {api.InstanceCreateRequest{PoolID: poolID, Flavor: "small"},
 			api.InstanceCreateRequest{TenantID: tenant, PoolID: poolID, Flavor: "gpu", Image: "debian-12", Name: "gpu-1.lab",
@@ -113,7 +128,7 @@ func messages(t testing.TB) map[string][]any {
 			api.InstanceListRequest{ListRequest: api.ListRequest{TenantID: tenant, Limit: 10, Cursor: instanceID}, PoolID: poolID, Phase: api.PhaseRunning}},
 		"instances.power.request.json":     powerRequests(tenant, instanceID),
 		"instances.reinstall.request.json": {api.InstanceReinstallRequest{TenantID: tenant, ID: instanceID, Image: "debian-12"}},
-		"instance.json":                    {created, busy},
+		"instance.json":                    {created, busy, configured},
 		"instance-list.json":               {api.List[api.Instance]{Items: []api.Instance{created, busy}}},
 		"event.json": {api.Event{ID: api.NewID(api.PrefixEvent), TenantID: tenant, Resource: bus.ResourceInstances, ResourceID: instanceID,
 			Type: "created", Phase: api.PhasePending, Generation: 1, Time: now},
@@ -125,7 +140,7 @@ func messages(t testing.TB) map[string][]any {
 		"provider.create.request.json": {api.ProviderCreateRequest{Account: pacct, IdempotencyKey: instanceID, Machine: spec},
 			api.ProviderCreateRequest{Account: api.ProviderAccount{ID: accountID, TenantID: tenant}, IdempotencyKey: "k",
 				Machine: api.MachineSpec{Name: "a", OfferID: "o", Image: "i"}}},
-		"machine.json":                    {machine, bareMachine},
+		"machine.json":                    {machine, bareMachine, emulated},
 		"provider.get.reply.json":         {api.ProviderGetReply{Machine: &machine}, api.ProviderGetReply{}},
 		"provider.machine.request.json":   {api.ProviderMachineRequest{Account: pacct, ID: "4711"}, api.ProviderMachineRequest{Account: pacct, IdempotencyKey: instanceID}},
 		"provider.power.request.json":     {api.ProviderPowerRequest{Account: pacct, ID: "4711", Action: api.ActionGracefulOff}},
@@ -136,6 +151,14 @@ func messages(t testing.TB) map[string][]any {
 			api.SecretResolveRequest{TenantID: tenant, Ref: "vault://kv/hetzner/prod#token"}},
 		"secrets.resolve.reply.json": {api.SecretResolveReply{Value: "not-a-real-token"}},
 		"empty.json":                 {api.Empty{}},
+		"instances.exec.request.json": {api.InstanceExecRequest{ID: instanceID, Command: "uptime"},
+			api.InstanceExecRequest{TenantID: tenant, ID: instanceID, Command: "systemctl status k3s", TimeoutMs: 5000}},
+		"exec-result.json": {api.InstanceExecReply{Stdout: "up 3 days\n"},
+			api.InstanceExecReply{ExitCode: -1, Stderr: "warn\n", Truncated: true, TimedOut: true}},
+		"instances.logs.request.json": {api.InstanceLogsRequest{ID: instanceID, Source: api.LogSourceJournal},
+			api.InstanceLogsRequest{TenantID: tenant, ID: instanceID, Source: api.LogSourceCloudInit, Lines: 20}},
+		"log.json": {api.InstanceLogsReply{Source: api.LogSourceConsole, Lines: []string{}},
+			api.InstanceLogsReply{Source: api.LogSourceJournal, Lines: []string{"a", "b"}, Truncated: true}},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"better-compute.io/compute/pkg/sshemu"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
 )
@@ -21,7 +22,10 @@ func emulatorCmd(g *globals) *cobra.Command {
 		Short: "Serve an in-memory Hetzner Cloud API (under /v1) with a fault API (under /_emulator)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			emu, err := emulator.Start(emulator.Options{ActionDuration: actionDuration, RateLimitSize: rateSize, Logger: g.logger()}, addr)
+			fleet := sshemu.NewFleet(g.logger())
+			defer fleet.Close()
+			emu, err := emulator.Start(emulator.Options{ActionDuration: actionDuration, RateLimitSize: rateSize, Logger: g.logger(),
+				SSH: fleet}, addr)
 			if err != nil {
 				return err
 			}
@@ -40,7 +44,9 @@ func emulatorCmd(g *globals) *cobra.Command {
 		Short: "Serve an in-memory Proxmox VE API (HTTPS, /api2/json) with a fault API (under /_emulator)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			srv, err := startProxmoxEmulator(pveAddr, caFile, caKeyFile)
+			fleet := sshemu.NewFleet(g.logger())
+			defer fleet.Close()
+			srv, err := startProxmoxEmulator(pveAddr, caFile, caKeyFile, fleet)
 			if err != nil {
 				return err
 			}

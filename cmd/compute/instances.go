@@ -139,6 +139,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	}
 	c.AddCommand(create, list, power, reinstall, del, waitCmd, watch,
 		idCmd(g, bus.ResourceInstances, "get", "Show an instance with its status"))
+	c.AddCommand(accessCmds(g)...)
 	return c
 }
 

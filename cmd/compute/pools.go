@@ -36,6 +36,7 @@ func poolsCmd(g *globals) *cobra.Command {
 	create.Flags().StringVar(&req.Class, "class", api.PoolClassProvider, "pool class")
 	create.Flags().StringVar(&req.Agent, "agent", api.PoolAgentNone, "agent")
 	create.Flags().StringArrayVar(&flavors, "flavor", nil, "flavor as name=offerId[:image] (repeatable)")
+	accessFileFlag(create, &req)
 	c.AddCommand(create, listCmd(g, bus.ResourcePools),
 		idCmd(g, bus.ResourcePools, "get", "Show a pool"),
 		idCmd(g, bus.ResourcePools, "delete", "Delete a pool (refused while it has instances)"))

@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"better-compute.io/compute/pkg/sshemu"
 	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
@@ -21,10 +22,12 @@ const emulatorTemplate = "ubuntu-24-04"
 // startProxmoxEmulator starts the PVE API emulator on addr with one node,
 // one template (VMID 9000), task durations of a small real cluster and
 // PVE's ~10 s lag of /cluster/resources, signing its certificate with the
-// CA kept in caFile and keyFile (made there on the first start).
-func startProxmoxEmulator(addr, caFile, keyFile string) (*pveemulator.Server, error) {
+// CA kept in caFile and keyFile (made there on the first start); its VMs
+// get SSH endpoints from ssh (nil: none).
+func startProxmoxEmulator(addr, caFile, keyFile string, ssh *sshemu.Fleet) (*pveemulator.Server, error) {
 	return pveemulator.Start(pveemulator.Options{
 		ListenAddr: addr,
+		SSH:        ssh,
 		Templates: []pveemulator.Template{
 			{VMID: 9000, Name: emulatorTemplate, DiskGiB: 10, Cores: 1, MemoryMiB: 1024, Config: map[string]string{"ipconfig0": "ip=dhcp"}},
 		},

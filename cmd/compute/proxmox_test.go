@@ -16,7 +16,7 @@ import (
 func TestProxmoxEmulatorKeepsItsCA(t *testing.T) {
 	dir := t.TempDir()
 	caFile, keyFile := filepath.Join(dir, proxmoxCAFile), filepath.Join(dir, proxmoxCAKeyFile)
-	first, err := startProxmoxEmulator("127.0.0.1:0", caFile, keyFile)
+	first, err := startProxmoxEmulator("127.0.0.1:0", caFile, keyFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestProxmoxEmulatorKeepsItsCA(t *testing.T) {
 	}
 	_ = first.Close()
 
-	second, err := startProxmoxEmulator("127.0.0.1:0", caFile, keyFile)
+	second, err := startProxmoxEmulator("127.0.0.1:0", caFile, keyFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

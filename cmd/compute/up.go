@@ -20,6 +20,7 @@ import (
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/natsauth"
+	"better-compute.io/compute/pkg/sshemu"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
 	"better-compute.io/compute/services/tenants"
@@ -49,6 +50,8 @@ type stack struct {
 	stop      func()
 	// lock is held on the data directory while the stack runs (dataLock).
 	lock *flock.Flock
+	// ssh is the emulated machines' SSH endpoints (both emulators').
+	ssh *sshemu.Fleet
 }
 
 // startStack starts embedded NATS (JetStream under dataDir), the Hetzner
@@ -91,14 +94,15 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	if s.nats, err = bus.StartEmbedded(natsOpts); err != nil {
 		return addrs[0].err(err)
 	}
-	if s.hetzner, err = emulator.Start(emulator.Options{Logger: o.services.log}, o.hetznerAddr); err != nil {
+	s.ssh = sshemu.NewFleet(o.services.log)
+	if s.hetzner, err = emulator.Start(emulator.Options{Logger: o.services.log, SSH: s.ssh}, o.hetznerAddr); err != nil {
 		return addrs[1].err(err)
 	}
 	if o.services.hetznerEndpoint == "" {
 		o.services.hetznerEndpoint = s.hetzner.URL()
 	}
 	caFile, caKeyFile := filepath.Join(o.dataDir, proxmoxCAFile), filepath.Join(o.dataDir, proxmoxCAKeyFile)
-	if s.proxmox, err = startProxmoxEmulator(o.proxmoxAddr, caFile, caKeyFile); err != nil {
+	if s.proxmox, err = startProxmoxEmulator(o.proxmoxAddr, caFile, caKeyFile, s.ssh); err != nil {
 		return addrs[2].err(err)
 	}
 	if o.services.snippetsDir == "" {
@@ -247,6 +251,9 @@ func (s *stack) Close() {
 	}
 	if s.proxmox != nil {
 		_ = s.proxmox.Close()
+	}
+	if s.ssh != nil {
+		s.ssh.Close()
 	}
 	if s.nats != nil {
 		s.nats.Shutdown()

@@ -43,6 +43,7 @@ type backend struct {
 	config    func(tokenRef string) map[string]any
 	faults    conformance.Faults
 	inventory conformance.Inventory
+	ssh       conformance.SSH
 	close     func()
 }
 
@@ -148,7 +149,7 @@ func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error
 		Account: api.ProviderAccount{ID: api.NewID(api.PrefixAccount), TenantID: Tenant, Version: 1, Config: be.config(ref)},
 		OfferID: be.offerID, Image: be.image, Profiles: slices.Clone(be.profiles),
 		PowerObservable: true, SecretValues: []string{token}, Logs: h.Logs,
-		Faults: be.faults, Inventory: be.inventory, Service: svc,
+		Faults: be.faults, Inventory: be.inventory, Service: svc, SSH: be.ssh,
 	}
 	return env, nil
 }

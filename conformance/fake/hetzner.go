@@ -51,11 +51,16 @@ const hetznerManagedLabel = hetzner.DefaultLabelPrefix + "/managed"
 // hetznerBackend is the hetzner-cloud provider against the Hetzner Cloud
 // API emulator, which accepts only token.
 func hetznerBackend(token, addr string, log zerolog.Logger) (*backend, error) {
+	fs, err := newFleetSSH(log)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := emulator.Start(emulator.Options{
 		Tokens: []string{token}, ActionDuration: hetznerActionDuration,
-		RateLimitSize: hetznerRateSize, RateLimitRefillPerSecond: hetznerRateRefill, Logger: log,
+		RateLimitSize: hetznerRateSize, RateLimitRefillPerSecond: hetznerRateRefill, Logger: log, SSH: fs.fleet,
 	}, addr)
 	if err != nil {
+		fs.fleet.Close()
 		return nil, err
 	}
 	h := hetznerHooks{emu: srv.Emulator()}
@@ -67,7 +72,8 @@ func hetznerBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 		config:    func(ref string) map[string]any { return map[string]any{hetzner.FieldToken: ref} },
 		faults:    h,
 		inventory: h,
-		close:     func() { _ = srv.Close() },
+		ssh:       fs,
+		close:     func() { _ = srv.Close(); fs.fleet.Close() },
 	}, nil
 }
 

@@ -9,18 +9,22 @@ import (
 
 	"better-compute.io/compute/conformance"
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/memory"
 )
 
 // memoryBackend is the memory example provider over a memory.Cloud, each
-// client behind a fault layer (the Faults hook). Its Inventory seeds
-// managed machines through a client of its own (out of band: not counted,
-// no faults); memory has no unmanaged machines, so the cloud profile is
-// not claimed.
-func memoryBackend(token, _ string, _ zerolog.Logger) (*backend, error) {
+// client behind a fault layer (the Faults hook), its machines with SSH
+// endpoints (the SSH hook). Its Inventory seeds managed machines out of
+// band (memory.Cloud.Seed: not counted, no faults, no SSH endpoint);
+// memory has no unmanaged machines, so the cloud profile is not claimed.
+func memoryBackend(_ string, _ string, log zerolog.Logger) (*backend, error) {
+	fs, err := newFleetSSH(log)
+	if err != nil {
+		return nil, err
+	}
 	cloud := memory.NewCloud()
+	cloud.SetSSH(fs.fleet)
 	layer := newFaultLayer()
 	base := memory.Definition(cloud)
 	def := base.Definition()
@@ -35,26 +39,22 @@ func memoryBackend(token, _ string, _ zerolog.Logger) (*backend, error) {
 		}
 		return layered{inner: f, l: layer}, nil
 	}
-	seeder, err := base.New(provider.BuildContext{})
-	if err != nil {
-		return nil, err
-	}
 	return &backend{
 		def: provider.MustDefine(def), offerID: memory.Offers[0].ID, image: "debian-12",
 		profiles: []string{conformance.ProfileCore, conformance.ProfileFaults, conformance.ProfileDurable,
-			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale, conformance.ProfileSpot},
+			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale, conformance.ProfileSpot,
+			conformance.ProfileSSH},
 		config:    func(ref string) map[string]any { return map[string]any{"token": ref} },
 		faults:    layer,
-		inventory: &memoryInventory{cloud: cloud, seeder: seeder, token: token},
-		close:     func() {},
+		inventory: &memoryInventory{cloud: cloud},
+		ssh:       fs,
+		close:     fs.fleet.Close,
 	}, nil
 }
 
 // memoryInventory implements conformance.Inventory over a memory.Cloud.
 type memoryInventory struct {
-	cloud  *memory.Cloud
-	seeder provider.Client
-	token  string
+	cloud *memory.Cloud
 
 	mu   sync.Mutex
 	seen int
@@ -75,19 +75,16 @@ func (m *memoryInventory) Seed(ctx context.Context, n int, managed bool, namePre
 	if !managed {
 		return nil, conformance.ErrNotSupported
 	}
-	acct := api.ProviderAccount{ID: "seed", TenantID: Tenant, Config: map[string]any{"token": "secret://seed"}}
 	ids := make([]string, 0, n)
 	for range n {
+		if err := ctx.Err(); err != nil {
+			return ids, err
+		}
 		m.mu.Lock()
 		m.seen++
 		name := fmt.Sprintf("%s-%d", namePrefix, m.seen)
 		m.mu.Unlock()
-		call := &provider.Call{IdempotencyKey: name, Account: acct, Clock: clock.Real{}, Secrets: staticSecret(m.token), Log: zerolog.Nop()}
-		x, err := m.seeder.Create(ctx, call, api.MachineSpec{Name: name, OfferID: memory.Offers[0].ID, Image: "debian-12"})
-		if err != nil {
-			return ids, err
-		}
-		ids = append(ids, x.ID)
+		ids = append(ids, m.cloud.Seed(name, name).ID)
 	}
 	return ids, nil
 }
@@ -99,8 +96,3 @@ func (m *memoryInventory) Remove(_ context.Context, ids []string) error {
 	}
 	return nil
 }
-
-// staticSecret resolves every reference to one value.
-type staticSecret string
-
-func (s staticSecret) Resolve(context.Context, string) (string, error) { return string(s), nil }

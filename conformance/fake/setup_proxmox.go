@@ -61,7 +61,11 @@ var proxmoxTasks = map[api.PowerAction]string{
 // which accepts only token (for the emulator's default token id). PVE has
 // no rate limit, so RateLimit is not supported and the faults profile is
 // not claimed; the other fault hooks work (the durable lane uses them).
-func proxmoxBackend(token, addr string, _ zerolog.Logger) (*backend, error) {
+func proxmoxBackend(token, addr string, log zerolog.Logger) (*backend, error) {
+	fs, err := newFleetSSH(log)
+	if err != nil {
+		return nil, err
+	}
 	durations := map[string]time.Duration{}
 	for _, typ := range []string{"qmclone", "qmconfig", "resize", "qmstart", "qmstop", "qmshutdown", "qmreset", "qmreboot", "qmdestroy"} {
 		durations[typ] = proxmoxTaskDuration
@@ -72,8 +76,10 @@ func proxmoxBackend(token, addr string, _ zerolog.Logger) (*backend, error) {
 		TaskDurations: durations,
 		StatsInterval: emulator.DefaultStatsInterval, // /cluster/resources lags as on a real cluster
 		ListenAddr:    addr,
+		SSH:           fs.fleet,
 	})
 	if err != nil {
+		fs.fleet.Close()
 		return nil, err
 	}
 	pool := x509.NewCertPool()
@@ -94,7 +100,8 @@ func proxmoxBackend(token, addr string, _ zerolog.Logger) (*backend, error) {
 		),
 		endpoint: srv.URL(),
 		profiles: []string{conformance.ProfileCore, conformance.ProfileCloud, conformance.ProfileDurable,
-			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale, conformance.ProfileSpot},
+			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale, conformance.ProfileSpot,
+			conformance.ProfileSSH},
 		offerID: proxmoxOffer, image: proxmoxTemplate,
 		config: func(ref string) map[string]any {
 			return map[string]any{
@@ -105,7 +112,8 @@ func proxmoxBackend(token, addr string, _ zerolog.Logger) (*backend, error) {
 		},
 		faults:    h,
 		inventory: h,
-		close:     func() { _ = srv.Close() },
+		ssh:       fs,
+		close:     func() { _ = srv.Close(); fs.fleet.Close() },
 	}, nil
 }
 

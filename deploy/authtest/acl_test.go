@@ -38,6 +38,10 @@ func TestTenantIsolation(t *testing.T) {
 		assertRefused(t, acme, []refusal{
 			{"globex's instance", bus.Command("globex", bus.ResourceInstances, "get"), api.IDRequest{ID: g.instance.ID}},
 			{"globex's instances", bus.Command("globex", bus.ResourceInstances, "delete"), api.IDRequest{ID: g.instance.ID}},
+			{"an exec on globex's instance", bus.Command("globex", bus.ResourceInstances, "exec"),
+				api.InstanceExecRequest{ID: g.instance.ID, Command: "cat /etc/shadow"}},
+			{"globex's instance's logs", bus.Command("globex", bus.ResourceInstances, "logs"),
+				api.InstanceLogsRequest{ID: g.instance.ID, Source: api.LogSourceJournal}},
 			{"globex's secrets", bus.Command("globex", bus.ResourceSecrets, "list"), api.ListRequest{}},
 			{"a put as globex", bus.Command("globex", bus.ResourceSecrets, "put"), api.SecretPutRequest{Name: "x", Value: "acme-as-globex"}},
 			{"globex's accounts", bus.Command("globex", bus.ResourceAccounts, "get"), api.IDRequest{ID: g.account.ID}},

@@ -8,8 +8,9 @@ import (
 	"better-compute.io/compute/pkg/bus/bustest"
 )
 
-// Known secret values go in through every path that takes one; after both
-// tenants' walkthroughs no KV value, stream message, file of the JetStream
+// Known secret values go in through every path that takes one (a
+// platform SSH key too, used to configure, drain, exec and read logs);
+// after both tenants' walkthroughs no KV value, stream message, file of the JetStream
 // store, log line (services and emulator, debug level) or reply holds any
 // of them.
 func TestNoPlainValueAnywhere(t *testing.T) {
@@ -51,10 +52,15 @@ func TestNoPlainValueAnywhere(t *testing.T) {
 		t.Fatalf("after rotation: version %d, %d offers", a.account.Version, len(offers.Items))
 	}
 
+	// Machine access: the platform's private key configures, drains,
+	// execs and reads logs on a host of acme's.
+	key := newPlatformKey(t)
+	accessWalkthrough(t, acme, a, key)
+
 	finish(t, acme, a)
 	finish(t, globex, g)
 
 	replies := append(append([]string{}, acme.replies...), globex.replies...)
 	bustest.AssertNowhere(t, bustest.Scan{NC: s.admin, Dirs: []string{s.storeDir}, Logs: s.logs.String(), Replies: replies},
-		acmeToken, globexToken, acmeSpare, globexDB, conflicting, badName)
+		acmeToken, globexToken, acmeSpare, globexDB, conflicting, badName, key.pem, key.seed, key.body)
 }

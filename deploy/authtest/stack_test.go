@@ -19,6 +19,7 @@ import (
 	"better-compute.io/compute/pkg/bus/bustest"
 	"better-compute.io/compute/pkg/natsauth"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/sshemu"
 	"better-compute.io/compute/services/accounts"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
@@ -55,6 +56,7 @@ type stack struct {
 	admin *nats.Conn
 	emu   *emulator.Server
 	srv   *server.Server
+	ssh   *sshemu.Fleet // the emulator's servers' SSH endpoints
 }
 
 func startStack(t testing.TB) *stack {
@@ -93,7 +95,10 @@ func startStack(t testing.TB) *stack {
 	s.admin = s.serviceConn(t, natsauth.UserAdmin, "")
 	log := zerolog.New(s.logs).Level(zerolog.DebugLevel)
 
-	s.emu, err = emulator.Start(emulator.Options{Tokens: []string{acmeToken, globexToken}, ActionDuration: 20 * time.Millisecond, Logger: log}, "127.0.0.1:0")
+	s.ssh = sshemu.NewFleet(log)
+	t.Cleanup(s.ssh.Close)
+	s.emu, err = emulator.Start(emulator.Options{Tokens: []string{acmeToken, globexToken}, ActionDuration: 20 * time.Millisecond, Logger: log,
+		SSH: s.ssh}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,6 +119,9 @@ type Pool struct {
 	// DeletionRequestedAt is set while a pools.delete checks for instances;
 	// instance creates in the pool are refused meanwhile.
 	DeletionRequestedAt *time.Time `json:"deletionRequestedAt,omitempty"`
+	// Access, when set, lets the platform reach the pool's machines over
+	// SSH: configure after boot, drain before delete, exec and logs.
+	Access *PoolAccess `json:"access,omitempty"`
 }
 
 // Flavor returns the pool's flavor called name.
@@ -182,6 +185,9 @@ type InstanceStatus struct {
 	// on it or a call failed; the next look waits longer with each.
 	Polls         int              `json:"polls,omitempty"`
 	LastOperation *OperationStatus `json:"lastOperation,omitempty"`
+	// Access is what the platform learnt and did over SSH (pools with
+	// access only): the pinned host key, configure and drain.
+	Access *AccessStatus `json:"access,omitempty"`
 }
 
 // ExternalMachine is a machine as its provider reports it. ID is the
@@ -197,6 +203,11 @@ type ExternalMachine struct {
 	OfferID        string       `json:"offerId,omitempty"`
 	Region         string       `json:"region,omitempty"`
 	Addresses      []string     `json:"addresses"`
+	// SSHEndpoint is "host:port" where the machine's SSH server answers
+	// when that is not its first address on the pool's port. Emulator-only
+	// (Guess: no real provider reports one): the emulators' machines
+	// listen on loopback ports (pkg/sshemu).
+	SSHEndpoint string `json:"sshEndpoint,omitempty"`
 }
 
 // Condition is one observed aspect of an instance, Kubernetes style. For

@@ -72,6 +72,9 @@ type PoolCreateRequest struct {
 	ProviderAccountID string   `json:"providerAccountId"`
 	Agent             string   `json:"agent"`
 	Flavors           []Flavor `json:"flavors"`
+	// Access lets the platform reach the pool's machines over SSH (see
+	// PoolAccess).
+	Access *PoolAccess `json:"access,omitempty"`
 }
 
 // InstanceCreateRequest asks for a machine (instances.create). Image defaults

@@ -20,7 +20,8 @@ const (
 	ScopeAccountsManage Scope = "compute:accounts:manage"
 	// ScopePoolsManage: every pools verb.
 	ScopePoolsManage Scope = "compute:pools:manage"
-	// ScopeInstancesManage: instances.create, delete, power and reinstall;
+	// ScopeInstancesManage: instances.create, delete, power, reinstall,
+	// exec and logs (a machine's logs may echo what its user data wrote);
 	// it implies ScopeInstancesRead.
 	ScopeInstancesManage Scope = "compute:instances:manage"
 	// ScopeInstancesRead: instances.get and instances.list.
@@ -64,6 +65,8 @@ var Verbs = []CommandVerb{
 	{"instances", "delete", ScopeInstancesManage},
 	{"instances", "power", ScopeInstancesManage},
 	{"instances", "reinstall", ScopeInstancesManage},
+	{"instances", "exec", ScopeInstancesManage},
+	{"instances", "logs", ScopeInstancesManage},
 }
 
 // ScopeOf is the scope resource.verb needs, and whether it is a public verb.

@@ -62,7 +62,9 @@ var services = map[string]jwt.Permissions{
 			bus.EventsOf("*"),
 			"compute.internal.provider.*.create", "compute.internal.provider.*.get",
 			"compute.internal.provider.*.delete", "compute.internal.provider.*.power",
-			"compute.internal.provider.*.reinstall", "compute.internal.provider.*.list"}, noStreamRemoval,
+			"compute.internal.provider.*.reinstall", "compute.internal.provider.*.list",
+			// machine access: the pool's private key, resolved per use
+			"compute.internal.secrets.resolve"}, noStreamRemoval,
 		[]string{"compute.v1.*.instances.*", "$SRV.>", "_INBOX_svc_reconciler.>"}),
 	// tenants: its own bucket and the operator-only subjects; the account
 	// JWTs it pushes go through its SYS connection (SysUser)

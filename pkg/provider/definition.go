@@ -23,6 +23,13 @@ const (
 	// no interface; a provider without spot capacity (Hetzner Cloud,
 	// Proxmox) claims it not, and the conformance spot profile skips.
 	CapabilitySpot = "spot"
+	// CapabilitySSH is machines reachable over SSH: a running machine
+	// answers SSH at the address the provider reports (its
+	// ExternalMachine.SSHEndpoint, else its first address) for the
+	// platform's key, with a host key of its own that stays the same until
+	// it is re-made or reinstalled (pkg/access). It needs no interface;
+	// the conformance ssh profile checks it.
+	CapabilitySSH = "ssh"
 )
 
 // CallCapabilities are the capabilities that add calls (an optional
@@ -30,9 +37,9 @@ const (
 // UNSUPPORTED.
 var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey}
 
-// Capabilities lists every capability: the CallCapabilities and spot, a
-// claim about offers.
-var Capabilities = append(slices.Clone(CallCapabilities), CapabilitySpot)
+// Capabilities lists every capability: the CallCapabilities, spot (a
+// claim about offers) and ssh (a claim about machines).
+var Capabilities = append(slices.Clone(CallCapabilities), CapabilitySpot, CapabilitySSH)
 
 // Provides lists what a provider may provide.
 var Provides = []string{api.KindVPS, api.KindMetal}

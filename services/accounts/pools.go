@@ -42,7 +42,7 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 		return nil, err
 	}
 	p := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: req.Tenant, Name: in.Name, SiteID: in.SiteID,
-		Class: in.Class, ProviderAccountID: acct.ID, Agent: in.Agent, Flavors: in.Flavors,
+		Class: in.Class, ProviderAccountID: acct.ID, Agent: in.Agent, Flavors: in.Flavors, Access: in.Access,
 		Version: 1, CreatedAt: time.Now().UTC()}
 	rev, err := s.pools.Create(ctx, req.Tenant, p.ID, p)
 	if err != nil {

@@ -184,3 +184,26 @@ func putInstance(t *testing.T, e *env, tnt string, inst api.Instance) {
 		t.Fatalf("put instance: %v", err)
 	}
 }
+
+// A pool's access is kept as given (the key a reference, never resolved
+// here); a bad one is refused naming the field.
+func TestPoolAccess(t *testing.T) {
+	e := start(t, 0)
+	a := createAccount(t, e, "main", "fsn1")
+	access := &api.PoolAccess{User: "root", PrivateKey: "secret://" + tenant + "/sec_01jdzzzzzzzzzzzzzzzzzzzzzz",
+		Configure: &api.AccessStep{Hook: "bootstrap", TimeoutMs: 60000}, Drain: &api.AccessStep{Script: "true", OnFailure: api.OnFailureFail}}
+	req := api.PoolCreateRequest{Class: api.PoolClassProvider, ProviderAccountID: a.ID, Agent: api.PoolAgentNone,
+		Flavors: []api.Flavor{{Name: "small", OfferID: "cx22-fsn1", Image: "ubuntu-24.04"}}, Access: access}
+	p := must[api.Pool](t, e.NC, bus.ResourcePools, "create", req)
+	if got := must[api.Pool](t, e.NC, bus.ResourcePools, "get", api.IDRequest{ID: p.ID}); !reflect.DeepEqual(got.Access, access) {
+		t.Fatalf("access kept as %+v, want %+v", got.Access, access)
+	}
+	bad := *access
+	bad.PrivateKey = "-----BEGIN OPENSSH PRIVATE KEY-----"
+	req.Access = &bad
+	_, err := call[api.Pool](t, e.NC, tenant, bus.ResourcePools, "create", req)
+	wantErr(t, err, api.CodeInvalidInput, "access.privateKey")
+	if strings.Contains(err.Error(), "BEGIN OPENSSH") {
+		t.Fatalf("the refusal quotes the value: %v", err)
+	}
+}

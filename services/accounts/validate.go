@@ -61,7 +61,7 @@ func checkName(path, s string, required bool) error {
 // checkPoolRequest checks everything of a pool create that needs no I/O.
 // Errors: INVALID_INPUT naming the first offending field (class,
 // providerAccountId, agent, name, siteId, flavors, flavors[i].name,
-// flavors[i].offerId, flavors[i].image).
+// flavors[i].offerId, flavors[i].image, access.…).
 func checkPoolRequest(in *api.PoolCreateRequest) error {
 	if in.Class != api.PoolClassProvider {
 		return api.InvalidInput("class", "class must be %q", api.PoolClassProvider)
@@ -97,5 +97,5 @@ func checkPoolRequest(in *api.PoolCreateRequest) error {
 		}
 		seen[f.Name] = true
 	}
-	return nil
+	return api.CheckPoolAccess(in.Access)
 }

@@ -42,9 +42,14 @@ func Manifest() []api.ManifestField {
 	}
 }
 
+// capabilities are the provider's: every call capability, and ssh (its
+// machines answer SSH at the address it reports; pkg/access).
+var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH}
+
 // Definition returns the hetzner-cloud provider definition: id ProviderID,
-// version Version, provides vps, capabilities power, reinstall, list and
-// delete.byKey, the Manifest, and a constructor configured by opts.
+// version Version, provides vps, capabilities power, reinstall, list,
+// delete.byKey and ssh, the Manifest, and a constructor configured by opts.
 //
 // The constructor answers INVALID_CONFIG (details.path "options.<name>")
 // when an option is unusable (a malformed endpoint or label prefix, a
@@ -56,7 +61,7 @@ func Definition(opts ...Option) *provider.Defined {
 		Version:      Version,
 		Provides:     []string{api.KindVPS},
 		Manifest:     Manifest(),
-		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey},
+		Capabilities: capabilities,
 		New: func(bc provider.BuildContext) (provider.Client, error) {
 			return newClient(s, bc.Account)
 		},

@@ -62,6 +62,7 @@ func (c *client) toMachine(srv *hcloud.Server, key string) *api.ExternalMachine 
 	if v6 := srv.PublicNet.IPv6; !v6.IsUnspecified() {
 		m.Addresses = append(m.Addresses, firstHost(v6.IP).String())
 	}
+	m.SSHEndpoint = api.EmulatorSSHEndpoint(srv.Labels[api.EmulatorSSHPortKey]) // emulator-only
 	return m
 }
 

@@ -66,6 +66,7 @@ func (c *client) toMachine(vmid int, cfg vmConfig, state api.MachineState) *api.
 		OfferID:        cfg.offer(),
 		Region:         c.cfg.region(),
 		Addresses:      []string{},
+		SSHEndpoint:    api.EmulatorSSHEndpoint(cfg[api.EmulatorSSHPortKey]), // emulator-only
 	}
 }
 

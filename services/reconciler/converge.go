@@ -10,10 +10,17 @@ import (
 // converge records what the provider reports and decides whether to look
 // again. A Drift condition (s.drift, when power set one) stays True until
 // the machine has converged. A ProviderError condition is resolved, unless
-// it records a failed one-shot operation (see operationFailure).
+// it records a failed one-shot operation (see operationFailure). Where the
+// pool has a configure step, a running machine is ready only once
+// configure succeeded for this generation (configurePending): until then
+// Ready is False with the Configured condition's reason, and the pass
+// looks again unless the configure failed finally.
 func (r *Reconciler) converge(ctx context.Context, s *scope) (step, error) {
 	m := s.machine
 	converged := machineMatches(s.inst.Desired.Power, m.State)
+	configuring := converged && configurePending(s)
+	settled := configuring && configureSettled(&s.inst)
+	converged = converged && !configuring
 	polls := s.inst.Status.Polls + 1
 	err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
 		st.Machine = m
@@ -24,7 +31,16 @@ func (r *Reconciler) converge(ctx context.Context, s *scope) (step, error) {
 		if s.drift != nil {
 			setCondition(st, *s.drift)
 		}
-		if converged {
+		if configuring {
+			if settled {
+				st.ObservedGeneration = s.inst.Generation
+			}
+			reason, msg := api.ReasonConfiguring, "machine "+m.ID+" runs; configure not done"
+			if c := statusCondition(st, api.ConditionConfigured); c != nil {
+				reason, msg = c.Reason, c.Message
+			}
+			setReady(st, false, reason, msg)
+		} else if converged {
 			st.ObservedGeneration = s.inst.Generation
 			st.Polls = 0
 			resolve(st, api.ConditionDrift)
@@ -33,7 +49,7 @@ func (r *Reconciler) converge(ctx context.Context, s *scope) (step, error) {
 			setReady(st, false, api.ReasonConverging, "machine "+m.ID+" is "+string(m.State)+"; desired power "+string(s.inst.Desired.Power))
 		}
 	})
-	if err != nil || converged {
+	if err != nil || converged || settled {
 		return end(finished), err
 	}
 	return end(after(r.pollDelay(polls))), nil

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"slices"
 
 	"better-compute.io/compute/pkg/api"
 )
@@ -50,7 +51,8 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.External
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	m, err := s.remote.CreateRequest(cctx, api.ProviderCreateRequest{Account: s.account, IdempotencyKey: s.inst.ID, FirstAttempt: first,
-		Machine: api.MachineSpec{Name: s.inst.Name, OfferID: s.offerID, Image: image, UserData: s.inst.UserData, SSHKeys: s.inst.SSHKeys}})
+		Machine: api.MachineSpec{Name: s.inst.Name, OfferID: s.offerID, Image: image, UserData: s.inst.UserData,
+			SSHKeys: machineSSHKeys(&s.inst, s.access)}})
 	if r.o.Hooks.AfterProviderCreate != nil {
 		r.o.Hooks.AfterProviderCreate(s.inst.ID)
 	}
@@ -74,4 +76,14 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.External
 		return nil, err
 	}
 	return m, nil
+}
+
+// machineSSHKeys are the SSH keys a machine is created with: the
+// tenant's, and the platform's public key where the pool's access names
+// one (the key in the provider's SSH key field, never in user data).
+func machineSSHKeys(inst *api.Instance, a *api.PoolAccess) []string {
+	if a == nil || a.PublicKey == "" || slices.Contains(inst.SSHKeys, a.PublicKey) {
+		return inst.SSHKeys
+	}
+	return append(slices.Clone(inst.SSHKeys), a.PublicKey)
 }

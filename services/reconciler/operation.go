@@ -37,7 +37,8 @@ func (r *Reconciler) operationLease(inst *api.Instance) time.Duration {
 // (details.notExecuted: a lock, a conflict, a 429, a refused connection);
 // one that got no reply is Unknown; any other failure is Failed, and
 // recorded as the ProviderError condition too (operationFailed). The pass
-// ends here whenever an operation was acted on.
+// ends here whenever an operation was acted on. A reinstall is preceded by
+// the pool's drain step (drainBefore), before it is claimed.
 func (r *Reconciler) operation(ctx context.Context, s *scope) (step, error) {
 	op := s.inst.Desired.Operation
 	last := s.inst.Status.LastOperation
@@ -50,6 +51,11 @@ func (r *Reconciler) operation(ctx context.Context, s *scope) (step, error) {
 		return end(after(0)), err
 	case last != nil && last.ID == op.ID:
 		return next, nil
+	}
+	if op.Action == api.ActionReinstall { // destructive: the pool's drain step first
+		if st, err := r.drainBefore(ctx, s, s.machine, op.RequestedAt); err != nil || st.end {
+			return st, err
+		}
 	}
 	claimed := false
 	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {

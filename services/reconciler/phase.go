@@ -46,7 +46,7 @@ func derivePhase(inst *api.Instance) api.Phase {
 	case reinstalling(s):
 		return api.PhaseReinstalling
 	case s.Machine != nil:
-		return machinePhase(s.Phase, s.Machine.State)
+		return configurePhase(inst, machinePhase(s.Phase, s.Machine.State))
 	case s.CreateRequested || machineMissing(inst):
 		return api.PhaseProvisioning
 	}
@@ -143,4 +143,26 @@ func operationFailure(s *api.InstanceStatus, c *api.Condition) bool {
 // operation: "operation <id> (<action>) failed: <its message>".
 func operationFailureMessage(op *api.OperationStatus) string {
 	return "operation " + op.ID + " (" + string(op.Action) + ") failed: " + op.Message
+}
+
+// configurePhase is the phase of an instance whose machine's phase is p,
+// once configure is counted (status.access.configure, recorded only for
+// pools with a configure step): Running means running and configured, so
+// a running machine whose configure did not succeed for this generation
+// is Provisioning, or Failed when the configure failed finally.
+func configurePhase(inst *api.Instance, p api.Phase) api.Phase {
+	a := inst.Status.Access
+	if p != api.PhaseRunning || a == nil || a.Configure == nil {
+		return p
+	}
+	c := configureStatus(inst)
+	switch {
+	case c == nil:
+		return api.PhaseProvisioning
+	case c.State == api.StepSucceeded:
+		return api.PhaseRunning
+	case c.Final:
+		return api.PhaseFailed
+	}
+	return api.PhaseProvisioning
 }

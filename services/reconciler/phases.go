@@ -18,6 +18,7 @@ func (r *Reconciler) livePhases() []phaseFunc {
 		r.drift,         // a machine gone or going out of band is re-made
 		r.operation,     // the pending one-shot operation, at most once
 		r.setPower,      // power as desired (a change found is drift)
+		r.configure,     // over SSH, once per generation (pools with access)
 		r.converge,      // record what was seen; look again until converged
 	}
 }
@@ -25,6 +26,7 @@ func (r *Reconciler) livePhases() []phaseFunc {
 // deletePhases delete an instance, in this order.
 func (r *Reconciler) deletePhases() []phaseFunc {
 	return []phaseFunc{
+		r.drain,            // the pool's drain step over SSH (pools with access)
 		r.deleteMachine,    // delete the recorded machine; wait until it is gone
 		r.deleteUnrecorded, // delete any machine of the key the record does not show
 		r.deleteRecord,     // delete the record
@@ -89,4 +91,7 @@ type scope struct {
 	// drift is set by power when it corrected a power change made outside
 	// the control plane: converge records it.
 	drift *api.Condition
+	// access is the pool's machine access (nil: none): set by
+	// resolveTarget.
+	access *api.PoolAccess
 }

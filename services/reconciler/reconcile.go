@@ -159,6 +159,7 @@ func (r *Reconciler) resolveTarget(ctx context.Context, t *scope) error {
 		return storeError{err}
 	}
 	t.offerID = flavor.OfferID
+	t.access = pool.Access
 	t.remote = r.remote(&acct)
 	t.remote.IdempotencyKey = t.inst.ID
 	t.account = acct.ProviderAccount()

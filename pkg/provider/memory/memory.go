@@ -14,6 +14,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/sshemu"
 )
 
 // ProviderID is the id the memory provider serves under.
@@ -38,6 +39,17 @@ type Cloud struct {
 	// AsyncShutdown makes graceful-off only ask the guest to shut down: the
 	// machine keeps running until SetState stops it.
 	AsyncShutdown bool
+	// ssh gives machines SSH endpoints (SetSSH).
+	ssh *sshemu.Fleet
+}
+
+// SetSSH gives every machine created from now on an SSH endpoint on
+// loopback from f (fleet key: the machine id) until it is deleted,
+// reported as ExternalMachine.SSHEndpoint.
+func (c *Cloud) SetSSH(f *sshemu.Fleet) {
+	c.mu.Lock()
+	c.ssh = f
+	c.mu.Unlock()
 }
 
 // Hold is a call held by HoldNext.
@@ -100,7 +112,15 @@ func (c *Cloud) Remove(id string) {
 	defer c.mu.Unlock()
 	if m, ok := c.machines[id]; ok {
 		delete(c.byKey, m.IdempotencyKey)
-		delete(c.machines, id)
+		c.forget(id)
+	}
+}
+
+// forget deletes machine id and ends its SSH endpoint. Callers hold c.mu.
+func (c *Cloud) forget(id string) {
+	delete(c.machines, id)
+	if c.ssh != nil {
+		c.ssh.Stop(id)
 	}
 }
 
@@ -202,13 +222,20 @@ var Offers = []api.Offer{
 }
 
 // Definition is the memory provider over cloud: provides vps, claims power,
-// reinstall, list, delete.byKey and spot; its manifest has a required token (secret) that every
-// call resolves, as a real provider would.
+// reinstall, list, delete.byKey and spot, and ssh when the cloud has an
+// SSH fleet (SetSSH before Definition); its manifest has a required token
+// (secret) that every call resolves, as a real provider would.
 func Definition(cloud *Cloud) *provider.Defined {
+	capabilities := []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey,
+		provider.CapabilitySpot}
+	cloud.mu.Lock()
+	if cloud.ssh != nil {
+		capabilities = append(capabilities, provider.CapabilitySSH)
+	}
+	cloud.mu.Unlock()
 	return provider.MustDefine(provider.Definition{
 		ID: ProviderID, Version: "1.0.0", Provides: []string{api.KindVPS},
-		Capabilities: []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey,
-			provider.CapabilitySpot},
+		Capabilities: capabilities,
 		Manifest: []api.ManifestField{
 			{Name: "token", Type: provider.TypeSecret, Required: true, Description: "API token"},
 			{Name: "region", Type: provider.TypeOption, Options: []string{"mem1"}, Default: "mem1", Description: "region"},
@@ -296,14 +323,41 @@ func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.Mach
 	if !slices.ContainsFunc(Offers, func(o api.Offer) bool { return o.ID == spec.OfferID }) {
 		return nil, api.Errorf(api.CodeInvalidConfig, "unknown offer %q", spec.OfferID).WithPath("machine.offerId")
 	}
-	c.next++
-	id := strconv.Itoa(c.next)
-	m := &machine{ExternalMachine: api.ExternalMachine{ID: id, IdempotencyKey: call.IdempotencyKey, Name: spec.Name, State: api.StatePending,
-		OfferID: spec.OfferID, Region: "mem1", Addresses: []string{fmt.Sprintf("192.0.2.%d", c.next%250+1)}}}
-	c.machines[id] = m
-	c.byKey[call.IdempotencyKey] = id
+	var endpoint string
+	if c.ssh != nil {
+		sm, err := c.ssh.Start(strconv.Itoa(c.next + 1))
+		if err != nil {
+			return nil, api.Errorf(api.CodeInternal, "ssh endpoint: %v", err)
+		}
+		endpoint = sm.Endpoint()
+	}
+	m := c.addLocked(call.IdempotencyKey, spec.Name, spec.OfferID, api.StatePending)
+	m.SSHEndpoint = endpoint
 	out := m.ExternalMachine
 	return &out, nil
+}
+
+// addLocked makes the next machine for key. Callers hold c.mu.
+func (c *Cloud) addLocked(key, name, offerID string, state api.MachineState) *machine {
+	c.next++
+	id := strconv.Itoa(c.next)
+	m := &machine{ExternalMachine: api.ExternalMachine{ID: id, IdempotencyKey: key, Name: name, State: state,
+		OfferID: offerID, Region: "mem1", Addresses: []string{fmt.Sprintf("192.0.2.%d", c.next%250+1)}}}
+	c.machines[id] = m
+	c.byKey[key] = id
+	return m
+}
+
+// Seed makes a running machine for key out of band, as an inventory
+// seeds one (the key's machine when it has one): no call is counted, and
+// it gets no SSH endpoint (a large inventory would hold a port each).
+func (c *Cloud) Seed(key, name string) api.ExternalMachine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id, ok := c.byKey[key]; ok {
+		return c.machines[id].ExternalMachine
+	}
+	return c.addLocked(key, name, Offers[0].ID, api.StateRunning).ExternalMachine
 }
 
 func (cl *client) Get(ctx context.Context, call *provider.Call, id string) (*api.ExternalMachine, error) {
@@ -332,7 +386,7 @@ func (cl *client) Delete(ctx context.Context, call *provider.Call, id string) er
 	}
 	defer c.mu.Unlock()
 	delete(c.byKey, m.IdempotencyKey)
-	delete(c.machines, id)
+	c.forget(id)
 	return nil
 }
 
@@ -352,7 +406,7 @@ func (cl *client) DeleteByKey(ctx context.Context, call *provider.Call, key stri
 		return ce
 	}
 	delete(c.byKey, key)
-	delete(c.machines, id)
+	c.forget(id)
 	return nil
 }
 

@@ -156,8 +156,13 @@ func (e *Emulator) completeLocked(a *action) {
 		if !srv.startAfterCreate {
 			srv.status = statusOff
 		}
-	case cmdStart, cmdReboot, cmdReset, cmdRebuild:
+	case cmdStart, cmdReboot, cmdReset:
 		srv.status = statusRunning
+	case cmdRebuild:
+		srv.status = statusRunning
+		if m := e.sshMachine(srv); m != nil {
+			_ = m.ChangeHostKey() // a new disk has a new host key
+		}
 	case cmdStop, cmdShutdown:
 		srv.status = statusOff
 	case cmdDelete:

@@ -240,6 +240,7 @@ func (e *Emulator) createServer(r *http.Request, _ string) reply {
 
 	// The actions record "off" as the status to fall back to if they fail.
 	srv := e.addServerLocked(req.Name, statusOff, typ, loc, img, labels, now)
+	e.startSSHLocked(srv)
 	srv.startAfterCreate = req.StartAfterCreate == nil || *req.StartAfterCreate
 	resp := createResponse{Action: e.startActionLocked(cmdCreate, srv, now).toSchema(now), NextActions: []schema.Action{}}
 	if srv.startAfterCreate {

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/clock"
+	"better-compute.io/compute/pkg/sshemu"
 )
 
 // DefaultActionDuration is how long an action runs when
@@ -44,6 +45,12 @@ type Options struct {
 	// answers 403 resource_limit_exceeded; zero means no limit. See also
 	// SetServerLimit.
 	ServerLimit int
+	// SSH, when set, gives every server created through the API an SSH
+	// endpoint on loopback for as long as it exists (fleet key: the server
+	// id; seeded servers get none), reported in the
+	// emulator-only label api.EmulatorSSHPortKey; a rebuild changes its
+	// host key. Nil: no SSH endpoints.
+	SSH *sshemu.Fleet
 }
 
 // Emulator is an in-memory Hetzner Cloud project served over HTTP. It is
@@ -55,6 +62,7 @@ type Emulator struct {
 	listLag        time.Duration
 	tokens         map[string]bool
 
+	ssh     *sshemu.Fleet
 	limiter *bucket
 	faults  *faults
 	calls   *counters
@@ -119,6 +127,7 @@ func New(opts Options) *Emulator {
 		faults:         newFaults(),
 		calls:          newCounters(),
 		st:             newState(),
+		ssh:            opts.SSH,
 	}
 	if e.clock == nil {
 		e.clock = clock.Real{}

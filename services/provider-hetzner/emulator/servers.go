@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/sshemu"
 )
 
 // Server statuses.
@@ -34,6 +38,8 @@ type server struct {
 	ipv4             string
 	ipv6             string
 	startAfterCreate bool
+	// sshPort is the loopback port of its SSH endpoint (0: none).
+	sshPort int
 	// createFailure is set when create_server failed.
 	createFailure *actionFault
 	// running counts actions in flight; the server is locked while > 0.
@@ -77,6 +83,9 @@ func (e *Emulator) addServerLocked(name, status string, typ *serverType, loc *lo
 // removeServerLocked forgets srv; its name becomes free. Callers hold e.mu.
 func (e *Emulator) removeServerLocked(srv *server) {
 	st := e.st
+	if e.ssh != nil {
+		e.ssh.Stop(strconv.FormatInt(srv.id, 10))
+	}
 	delete(st.servers, srv.id)
 	if st.names[srv.name] == srv {
 		delete(st.names, srv.name)
@@ -123,6 +132,10 @@ func (srv *server) toSchema() serverJSON {
 	labels := srv.labels
 	if labels == nil {
 		labels = map[string]string{}
+	}
+	if srv.sshPort != 0 {
+		labels = maps.Clone(labels)
+		labels[api.EmulatorSSHPortKey] = strconv.Itoa(srv.sshPort)
 	}
 	traffic := uint64(0)
 	ptr := "static." + srv.ipv4 + ".clients.your-server.de"
@@ -233,4 +246,27 @@ func (e *Emulator) SetServerLimit(n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.st.serverLimit = max(n, 0)
+}
+
+// startSSHLocked gives srv, a server made through the API, an SSH
+// endpoint when the emulator has a fleet (seeded inventories get none:
+// thousands of servers would hold a port each). Callers hold e.mu.
+func (e *Emulator) startSSHLocked(srv *server) {
+	if e.ssh == nil {
+		return
+	}
+	m, err := e.ssh.Start(strconv.FormatInt(srv.id, 10))
+	if err != nil {
+		e.log.Warn().Err(err).Int64("server", srv.id).Msg("emulator: no ssh endpoint")
+		return
+	}
+	srv.sshPort = m.Port()
+}
+
+// sshMachine is srv's SSH endpoint, or nil.
+func (e *Emulator) sshMachine(srv *server) *sshemu.Machine {
+	if e.ssh == nil {
+		return nil
+	}
+	return e.ssh.Machine(strconv.FormatInt(srv.id, 10))
 }

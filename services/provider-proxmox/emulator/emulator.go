@@ -91,6 +91,9 @@ func (e *Emulator) resetLocked() error {
 		e.nodes[n.Name] = &n
 		e.nodeOrder = append(e.nodeOrder, n.Name)
 	}
+	for _, v := range e.vms {
+		e.stopSSH(v)
+	}
 	e.vms = map[int]*vm{}
 	e.tasks = map[string]*task{}
 	e.running = nil

@@ -52,6 +52,7 @@ func (e *Emulator) postClone(c *call) (any, *apiError) {
 			target.config = e.cloneConfig(srcConfig, req)
 			target.pool = req.pool
 			e.vms[req.newID] = target
+			e.startSSH(target)
 			return nil
 		},
 		undo: func() {

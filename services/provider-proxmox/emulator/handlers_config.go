@@ -3,6 +3,8 @@ package emulator
 import (
 	"fmt"
 	"strconv"
+
+	"better-compute.io/compute/pkg/api"
 )
 
 // getConfig serves GET /nodes/{node}/qemu/{vmid}/config: the flat config
@@ -19,6 +21,9 @@ func (e *Emulator) getConfig(c *call) (any, *apiError) {
 		out[k] = configJSONValue(k, val)
 	}
 	out["digest"] = v.digest()
+	if v.sshPort != 0 {
+		out[api.EmulatorSSHPortKey] = strconv.Itoa(v.sshPort) // emulator-only
+	}
 	return out, nil
 }
 

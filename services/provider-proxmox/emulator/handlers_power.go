@@ -110,6 +110,7 @@ func (e *Emulator) deleteVM(c *call) (any, *apiError) {
 				return fmt.Errorf("VM %d is running - destroy failed", v.id)
 			}
 			delete(e.vms, v.id)
+			e.stopSSH(v)
 			return nil
 		},
 	})

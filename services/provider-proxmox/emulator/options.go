@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/clock"
+	"better-compute.io/compute/pkg/sshemu"
 )
 
 const (
@@ -93,6 +94,11 @@ type Options struct {
 	// it makes a new CA and writes both (the key with mode 0600). Empty
 	// (the default): a new CA at every start, kept nowhere.
 	CAFile, CAKeyFile string
+	// SSH, when set, gives every VM made by a clone an SSH endpoint on
+	// loopback from the clone's end until the VM is destroyed (fleet key:
+	// the VMID), reported in its config under the emulator-only key
+	// api.EmulatorSSHPortKey. Nil: no SSH endpoints.
+	SSH *sshemu.Fleet
 }
 
 // withDefaults returns a copy of o with defaults filled in. Maps and slices

@@ -69,6 +69,7 @@ func (e *Emulator) SetVMLock(vmid int, lock string) error {
 func (e *Emulator) DeleteVM(vmid int) error {
 	return e.withVM(vmid, func(v *vm) error {
 		delete(e.vms, vmid)
+		e.stopSSH(v)
 		return nil
 	})
 }

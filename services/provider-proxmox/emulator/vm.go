@@ -32,6 +32,7 @@ type vm struct {
 	agentIfaces  []AgentInterface // nil: derived from the config
 	busy         *task            // task holding the config's flock
 	clonedFrom   int              // the template's VMID, for a clone
+	sshPort      int              // its SSH endpoint's loopback port (0: none)
 }
 
 // diskKeyPattern matches config keys that are drives.

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// accessCmds are the machine-access verbs of `compute instances`: exec
+// and logs (instances.exec, instances.logs).
+func accessCmds(g *globals) []*cobra.Command {
+	var timeout time.Duration
+	exec := &cobra.Command{
+		Use:   "exec ID -- COMMAND...",
+		Short: "Run a command on a running instance's machine over SSH (pools with access)",
+		Long: "Runs the command (its words joined by spaces) on the machine with the pool's SSH user and key,\n" +
+			"and prints the exit code, stdout and stderr (the last 64 KiB of each; truncated says whether\n" +
+			"either was cut, timedOut whether --command-timeout ended it).",
+		Example: `  compute instances exec inst_01… -- systemctl is-active k3s`,
+		Args:    cobra.MinimumNArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			req := api.InstanceExecRequest{ID: args[0], Command: strings.Join(args[1:], " "), TimeoutMs: timeout.Milliseconds()}
+			g.timeout = max(g.timeout, timeout+10*time.Second) // the reply comes after the command
+			return g.request(bus.ResourceInstances, "exec", req, nil)
+		},
+	}
+	exec.Flags().DurationVar(&timeout, "command-timeout", api.DefaultExecTimeout, "end the command after this long (at most 5m)")
+
+	var lreq api.InstanceLogsRequest
+	logs := &cobra.Command{
+		Use:     "logs ID",
+		Short:   "Show the last lines of a running instance's cloud-init output, journal or console (over SSH)",
+		Example: `  compute instances logs inst_01… --source cloud-init --lines 50`,
+		Args:    exactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			lreq.ID = args[0]
+			return g.request(bus.ResourceInstances, "logs", lreq, nil)
+		},
+	}
+	logs.Flags().StringVar(&lreq.Source, "source", api.LogSourceCloudInit, "cloud-init, journal or console")
+	logs.Flags().IntVar(&lreq.Lines, "lines", api.DefaultLogLines, "how many of the last lines (at most 5000)")
+	return []*cobra.Command{exec, logs}
+}
+
+// accessFileFlag adds --access-file to pools create: a JSON file of the
+// pool's access (api.PoolAccess: user, privateKey as a secret reference,
+// port, configure and drain steps), read into req.Access before the
+// request is sent. Unknown fields are refused, naming the file.
+func accessFileFlag(create *cobra.Command, req *api.PoolCreateRequest) {
+	var file string
+	create.Flags().StringVar(&file, "access-file", "",
+		`JSON file of the pool's SSH access, e.g. {"user":"root","privateKey":"secret://…","configure":{"hook":"bootstrap"}}`)
+	create.PreRunE = func(*cobra.Command, []string) error {
+		if file == "" {
+			return nil
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		req.Access = &api.PoolAccess{}
+		if err := dec.Decode(req.Access); err != nil {
+			return fmt.Errorf("--access-file %s: %w", file, err)
+		}
+		return nil
+	}
+}

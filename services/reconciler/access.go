@@ -1,0 +1,101 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"better-compute.io/compute/pkg/access"
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// This file holds what the configure and drain phases and the exec and
+// logs endpoints share: reaching an instance's machine over SSH (see
+// pkg/access and docs/architecture.md, "Machine access and host keys").
+
+// accessTarget is how to reach machine m of inst with the pool's access
+// a: the private key, resolved through the secrets service for this use
+// only (compute.internal.secrets.resolve; never stored, logged or
+// returned), the SSH address and the pinned host key (pinnedHostKey).
+// Errors: the resolve's (NOT_FOUND, ACCESS_DENIED, UNAVAILABLE, …),
+// INVALID_CONFIG (path access.privateKey: not a private key),
+// INVALID_STATE (the machine reports no address).
+func (r *Reconciler) accessTarget(ctx context.Context, inst *api.Instance, a *api.PoolAccess,
+	m *api.ExternalMachine) (access.Target, error) {
+	addr := access.Address(m, a.Port)
+	if addr == "" {
+		return access.Target{}, api.Errorf(api.CodeInvalidState, "machine %s reports no address to reach over SSH", m.ID)
+	}
+	var out api.SecretResolveReply
+	if err := bus.Call(ctx, r.nc, bus.SecretsResolve, api.SecretResolveRequest{TenantID: inst.TenantID, Ref: a.PrivateKey}, &out); err != nil {
+		return access.Target{}, err
+	}
+	key, err := access.ParseKey(out.Value, "access.privateKey")
+	out.Value = ""
+	if err != nil {
+		return access.Target{}, err
+	}
+	return access.Target{Address: addr, User: a.User, Key: key, PinnedHostKey: pinnedHostKey(inst, m)}, nil
+}
+
+// pinnedHostKey is the host key pinned for machine m ("" for a first
+// contact): none when the pin is another machine's (the machine was
+// re-made) or a reinstall of this one succeeded after it was pinned (a
+// new disk has a new host key).
+func pinnedHostKey(inst *api.Instance, m *api.ExternalMachine) string {
+	st := inst.Status.Access
+	if st == nil || st.HostKey == "" || st.HostKeyMachine != m.ID {
+		return ""
+	}
+	op := inst.Status.LastOperation
+	if op != nil && op.Action == api.ActionReinstall && op.State == api.OperationSucceeded && op.FinishedAt != nil &&
+		st.HostKeyPinnedAt != nil && op.FinishedAt.After(*st.HostKeyPinnedAt) {
+		return ""
+	}
+	return st.HostKey
+}
+
+// pin records the host key of a first contact with machine m (no change
+// when it is the pinned one). Run it inside a status change.
+func (r *Reconciler) pin(st *api.InstanceStatus, m *api.ExternalMachine, hostKey string) {
+	st.Access = cloneAccess(st.Access)
+	if st.Access.HostKey == hostKey && st.Access.HostKeyMachine == m.ID {
+		return
+	}
+	now := r.now()
+	st.Access.HostKey, st.Access.HostKeyMachine, st.Access.HostKeyPinnedAt = hostKey, m.ID, &now
+}
+
+// accessMessage is the message of an access failure: the error's, which
+// pkg/access and the secrets service keep free of key material.
+func accessMessage(err error) string {
+	var ce *api.ComputeError
+	if errors.As(err, &ce) {
+		return string(ce.Code) + ": " + ce.Message
+	}
+	return err.Error()
+}
+
+// stepOutcome is the status of a step that ran (res, err from
+// access.Conn.Run): Succeeded on exit 0, TimedOut, or Failed (a non-zero
+// exit or a dropped connection), with the exit code, a message and the
+// output's tail.
+func stepOutcome(res access.Result, err error) (api.StepState, *int, string, string) {
+	tail := res.Stdout + res.Stderr
+	if len(tail) > api.StepOutputTailBytes {
+		tail = strings.ToValidUTF8(tail[len(tail)-api.StepOutputTailBytes:], "")
+	}
+	switch {
+	case err != nil:
+		return api.StepFailed, nil, accessMessage(err), tail
+	case res.TimedOut:
+		return api.StepTimedOut, nil, "timed out", tail
+	case res.ExitCode != 0:
+		code := res.ExitCode
+		return api.StepFailed, &code, fmt.Sprintf("exited %d", code), tail
+	}
+	code := 0
+	return api.StepSucceeded, &code, "exited 0", tail
+}
