@@ -19,7 +19,8 @@ func TestScopeOfAndImplies(t *testing.T) {
 	for _, v := range got {
 		verbs = append(verbs, v.Resource+"."+v.Verb)
 	}
-	want := []string{"instances.create", "instances.get", "instances.list", "instances.delete", "instances.power", "instances.reinstall"}
+	want := []string{"instances.create", "instances.get", "instances.list", "instances.delete", "instances.power", "instances.reinstall",
+		"instances.exec", "instances.logs"}
 	if !reflect.DeepEqual(verbs, want) {
 		t.Fatalf("instances:manage allows %v, want %v", verbs, want)
 	}
