@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/metrics"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
 )
@@ -36,6 +37,8 @@ type stack struct {
 	proxmox *pveemulator.Server
 	nc      *nats.Conn
 	stop    func()
+	// metrics serves the process's metrics (nil when --metrics-addr is off).
+	metrics *metrics.Server
 	// lock is held on the data directory while the stack runs (dataLock).
 	lock *flock.Flock
 }
@@ -47,6 +50,9 @@ type stack struct {
 func startStack(o upOptions) (*stack, error) {
 	addrs := o.listenAddrs()
 	for _, a := range addrs {
+		if a.addr == "" || a.addr == "0" {
+			continue // off (--metrics-addr)
+		}
 		if err := a.free(); err != nil {
 			return nil, err
 		}
@@ -97,8 +103,13 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	if err != nil {
 		return err
 	}
-	s.stop, err = runServices(s.nc, st, &o.services, serviceNames())
-	return err
+	if s.stop, err = runServices(s.nc, st, &o.services, serviceNames()); err != nil {
+		return err
+	}
+	if s.metrics, err = o.services.serveMetrics(); err != nil {
+		return addrs[3].err(err)
+	}
+	return nil
 }
 
 // dataLockFile, in the data directory, is locked (flock) while a `compute
@@ -133,6 +144,7 @@ func (o upOptions) listenAddrs() []listenAddr {
 		{"NATS", "--nats-port", net.JoinHostPort(o.natsHost, strconv.Itoa(o.natsPort))},
 		{"Hetzner Cloud API emulator", "--hetzner-addr", o.hetznerAddr},
 		{"Proxmox VE API emulator", "--proxmox-addr", o.proxmoxAddr},
+		{"metrics endpoint", "--metrics-addr", o.services.metricsAddr},
 	}
 }
 
@@ -155,8 +167,12 @@ func (a listenAddr) err(err error) error {
 	return fmt.Errorf("%s on %s: %w", a.what, a.addr, err)
 }
 
-// Close stops the services, the emulator and NATS, in that order.
+// Close stops the metrics endpoint, the services, the emulator and NATS,
+// in that order.
 func (s *stack) Close() {
+	if s.metrics != nil {
+		_ = s.metrics.Close()
+	}
 	if s.stop != nil {
 		s.stop()
 	}
@@ -197,7 +213,7 @@ func upCmd(g *globals) *cobra.Command {
 			}
 			defer s.Close()
 			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
-				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.nats.ClientURL(), selfName())
+				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), s.metricsURL(), o.dataDir, s.nats.ClientURL(), selfName())
 			sig := waitForSignal()
 			o.services.log.Info().Str("signal", sig.String()).Msg("stopping")
 			return nil
@@ -209,7 +225,21 @@ func upCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.hetznerAddr, "hetzner-addr", "127.0.0.1:4680", "address of the Hetzner Cloud API emulator")
 	cmd.Flags().StringVar(&o.proxmoxAddr, "proxmox-addr", "127.0.0.1:8006", "address of the Proxmox VE API emulator")
 	serviceFlags(cmd, &o.services)
+	metricsFlag(cmd, &o.services, defaultUpMetricsAddr)
 	return cmd
+}
+
+// defaultUpMetricsAddr is where `compute up` serves metrics: loopback, on
+// a port none of its other listeners (or Prometheus's own 9090) use.
+const defaultUpMetricsAddr = "127.0.0.1:9464"
+
+// metricsURL is the banner's metrics line: the scrape URL, or how to
+// turn it on.
+func (s *stack) metricsURL() string {
+	if s.metrics == nil {
+		return "off      (--metrics-addr turns it on)"
+	}
+	return s.metrics.URL() + "   (Prometheus)"
 }
 
 const upBanner = `
@@ -217,6 +247,7 @@ compute is up.
   NATS            %s   (JetStream; no auth: loopback only)
   Hetzner (emu)   %s   (any token)
   Proxmox (emu)   %s   (token id %s, CA in %s)
+  metrics         %s
   data            %s
   services        accounts, provider-hetzner, provider-proxmox, reconciler, secrets
 
