@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -249,4 +253,68 @@ func (c *cli) proxmoxAccount(s *stack, dataDir string) api.Account {
 	var acct api.Account
 	c.must(&acct, "", "accounts", "create", "--provider", "proxmox", "--name", "lab", "--config", string(config))
 	return acct
+}
+
+// Each service run alone by `compute serve SERVICE --metrics-addr` serves
+// its own metrics: a bad request to it is counted as INVALID_INPUT under
+// its service name.
+func TestServeMetricsOfEachService(t *testing.T) {
+	env := bustest.Start(t)
+	cases := []struct{ serve, service, subject string }{
+		{"secrets", "secrets", bus.Command("acme", bus.ResourceSecrets, "put")},
+		{"accounts", "accounts", bus.Command("acme", bus.ResourceAccounts, "create")},
+		{"reconciler", "reconciler", bus.Command("acme", bus.ResourceInstances, "create")},
+		{"provider-hetzner", "provider-hetzner-cloud", bus.ProviderCall("hetzner-cloud", "create")},
+		{"provider-proxmox", "provider-proxmox", bus.ProviderCall("proxmox", "create")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.serve, func(t *testing.T) {
+			url := serveWithMetrics(t, env.URL, tc.serve)
+			reply, err := env.NC.Request(tc.subject, []byte(`[]`), 5*time.Second)
+			if err != nil || !strings.Contains(string(reply.Data), string(api.CodeInvalidInput)) {
+				t.Fatalf("bad request to %s: %v %s", tc.subject, err, reply.Data)
+			}
+			got := scrapeMetrics(t, url)
+			labels := map[string]string{"service": tc.service, "code": string(api.CodeInvalidInput)}
+			if v, _ := got.value("compute_bus_requests_total", labels); v != 1 {
+				t.Fatalf("compute_bus_requests_total%v = %v, want 1; scrape:\n%s", labels, v, got.text)
+			}
+		})
+	}
+}
+
+// serveWithMetrics runs `compute serve SERVICE --metrics-addr 127.0.0.1:0`
+// against the NATS server at natsURL until the test ends, and returns its
+// scrape URL (from its "serving metrics" log line) once the service started.
+func serveWithMetrics(t *testing.T, natsURL, service string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "--nats", natsURL, "serve", service, "--metrics-addr", "127.0.0.1:0", //nolint:gosec // the test binary
+		"--seal-key-file", filepath.Join(t.TempDir(), "seal.key"), "--allow-unsynced-store")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+	url := ""
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		var line struct{ Message, URL string }
+		_ = json.Unmarshal(lines.Bytes(), &line)
+		switch line.Message {
+		case "serving metrics":
+			url = line.URL
+		case "service started":
+			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			if url == "" {
+				t.Fatalf("compute serve %s started without logging its metrics URL", service)
+			}
+			return url
+		}
+	}
+	t.Fatalf("compute serve %s ended before it started", service)
+	return ""
 }
