@@ -2,8 +2,10 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"better-compute.io/compute/pkg/api"
@@ -155,14 +157,19 @@ func (c collector) collectQueue(ctx context.Context, ch chan<- prometheus.Metric
 	}
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(info.State.Msgs))
 	ch <- prometheus.MustNewConstMetric(queueAgeDesc, prometheus.GaugeValue, age)
-	cons, err := stream.Consumer(ctx, ConsumerName)
-	if err != nil {
+	unacked := 0
+	switch cons, err := stream.Consumer(ctx, ConsumerName); {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		// No replica consumed yet: nothing was delivered.
+	case err != nil:
 		return err
+	default:
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		unacked = ci.NumAckPending
 	}
-	ci, err := cons.Info(ctx)
-	if err != nil {
-		return err
-	}
-	ch <- prometheus.MustNewConstMetric(queueUnackedDesc, prometheus.GaugeValue, float64(ci.NumAckPending))
+	ch <- prometheus.MustNewConstMetric(queueUnackedDesc, prometheus.GaugeValue, float64(unacked))
 	return nil
 }
