@@ -172,7 +172,8 @@ func (s *Service) subscribe() error {
 		if !serviceName.MatchString(e.Name) {
 			return fmt.Errorf("service %s endpoint %q: a name is letters, digits, - and _", s.cfg.Name, e.Name)
 		}
-		ep := &endpoint{Endpoint: e, service: s.cfg.Name, stats: micro.EndpointStats{Name: e.Name, Subject: e.Subject, QueueGroup: micro.DefaultQueueGroup}}
+		ep := &endpoint{Endpoint: e, service: s.cfg.Name,
+			stats: micro.EndpointStats{Name: e.Name, Subject: e.Subject, QueueGroup: micro.DefaultQueueGroup}}
 		sub, err := s.nc.QueueSubscribe(e.Subject, micro.DefaultQueueGroup, s.dispatch(ep))
 		if err != nil {
 			return fmt.Errorf("service %s endpoint %s: %w", s.cfg.Name, e.Name, err)

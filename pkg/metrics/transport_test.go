@@ -59,7 +59,8 @@ func TestProviderTransportCountsByRouteAndStatus(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 	down := &http.Client{Transport: metrics.ProviderTransport(provider, route, failing{})}
-	if _, err := down.Get("http://127.0.0.1:1/servers/9"); err == nil { //nolint:noctx // test
+	if resp, err := down.Get("http://127.0.0.1:1/servers/9"); err == nil { //nolint:noctx // test
+		_ = resp.Body.Close()
 		t.Fatal("the failing transport answered")
 	}
 
@@ -82,4 +83,6 @@ func TestProviderTransportCountsByRouteAndStatus(t *testing.T) {
 
 type failing struct{}
 
-func (failing) RoundTrip(*http.Request) (*http.Response, error) { return nil, errors.New("connection refused") }
+func (failing) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("connection refused")
+}
