@@ -392,7 +392,7 @@ func (s *Service) reply(ep *endpoint, m *nats.Msg, delivered time.Time, hdr nats
 	if ce != nil {
 		status, text, body := EncodeError(ce)
 		msg.Header[micro.ErrorHeader], msg.Header[micro.ErrorCodeHeader], msg.Data = []string{text}, []string{status}, body
-		failure, code = status+":"+text, string(ce.Code)
+		failure, code = status+":"+text, metrics.CodeLabel(ce.Code)
 	}
 	ep.record(time.Since(delivered), code, failure)
 	return m.RespondMsg(msg)

@@ -3,6 +3,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"better-compute.io/compute/pkg/api"
 )
 
 // Registry is the process's registry: the Go runtime and process
@@ -17,7 +19,28 @@ const (
 	// CodeDropped labels a request dropped unanswered (its caller's
 	// deadline had passed, or its reply subject is not an inbox).
 	CodeDropped = "DROPPED"
+	// CodeUnknown labels an error whose code the catalogue does not list
+	// (a newer peer's, or a foreign one).
+	CodeUnknown = "UNKNOWN"
 )
+
+// knownCodes are the catalogue's codes.
+var knownCodes = func() map[api.Code]bool {
+	m := map[api.Code]bool{}
+	for _, c := range api.Codes() {
+		m[c] = true
+	}
+	return m
+}()
+
+// CodeLabel is c as a code label value: c when the error catalogue lists
+// it, else CodeUnknown, so that a peer's codes cannot grow the label set.
+func CodeLabel(c api.Code) string {
+	if knownCodes[c] {
+		return string(c)
+	}
+	return CodeUnknown
+}
 
 // latencyBuckets (seconds) span a KV read (~1 ms) to a provider call
 // that waits for an action (~1 min).
@@ -27,8 +50,8 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 // every service.
 var (
 	// BusRequests counts requests by service, endpoint (its EndpointName,
-	// not the concrete subject) and code (CodeOK, a ComputeError code, or
-	// CodeDropped).
+	// not the concrete subject) and code (CodeOK, a ComputeError code as
+	// CodeLabel gives it, or CodeDropped).
 	BusRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "compute_bus_requests_total",
 		Help: "Bus requests served, by service, endpoint and reply code (OK, a ComputeError code, or DROPPED).",
@@ -118,7 +141,7 @@ const (
 var (
 	// SecretResolves counts secret lookups by verb (resolve: a value
 	// handed to a service; check: a reference validated) and outcome
-	// (CodeOK or a ComputeError code). Neither the reference nor its
+	// (CodeOK or a ComputeError code as CodeLabel gives it). Neither the reference nor its
 	// scheme nor the tenant is a label.
 	SecretResolves = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "compute_secrets_resolves_total",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/metrics"
 )
 
@@ -85,4 +86,14 @@ type failing struct{}
 
 func (failing) RoundTrip(*http.Request) (*http.Response, error) {
 	return nil, errors.New("connection refused")
+}
+
+// A code the catalogue lists is its own label; any other is UNKNOWN.
+func TestCodeLabelKeepsTheCatalogue(t *testing.T) {
+	for c, want := range map[api.Code]string{api.CodeInvalidInput: "INVALID_INPUT", api.CodeRateLimited: "RATE_LIMITED",
+		"SOMETHING_NEW": metrics.CodeUnknown, "": metrics.CodeUnknown} {
+		if got := metrics.CodeLabel(c); got != want {
+			t.Errorf("CodeLabel(%q) = %q, want %q", c, got, want)
+		}
+	}
 }

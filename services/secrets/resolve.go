@@ -65,7 +65,7 @@ func (s *service) lookup(ctx context.Context, req *bus.Request, unconfigured api
 func observeLookup(verb string, err error) {
 	outcome := metrics.CodeOK
 	if err != nil {
-		outcome = string(api.AsComputeError(err).Code)
+		outcome = metrics.CodeLabel(api.CodeOf(err))
 	}
 	metrics.SecretResolves.WithLabelValues(verb, outcome).Inc()
 }
