@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -317,4 +318,21 @@ func serveWithMetrics(t *testing.T, natsURL, service string) string {
 	}
 	t.Fatalf("compute serve %s ended before it started", service)
 	return ""
+}
+
+// `compute up` whose metrics port is taken says so in one line naming
+// --metrics-addr, before anything starts.
+func TestUpWithTheMetricsPortTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	out, status := runCompute(t, "up", "--data", t.TempDir(), "--nats-port", "0", "--hetzner-addr", "127.0.0.1:0",
+		"--proxmox-addr", "127.0.0.1:0", "--metrics-addr", taken.Addr().String())
+	want := "error: port " + port + " is in use: is another `compute up` running? (metrics endpoint; --metrics-addr picks another)\n"
+	if status != 1 || out != want {
+		t.Fatalf("compute up: exit status %d, output:\n%s\nwant exit status 1 and the one line\n%s", status, out, want)
+	}
 }

@@ -50,9 +50,6 @@ type stack struct {
 func startStack(o upOptions) (*stack, error) {
 	addrs := o.listenAddrs()
 	for _, a := range addrs {
-		if a.addr == "" || a.addr == "0" {
-			continue // off (--metrics-addr)
-		}
 		if err := a.free(); err != nil {
 			return nil, err
 		}
@@ -107,7 +104,7 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 		return err
 	}
 	if s.metrics, err = o.services.serveMetrics(); err != nil {
-		return addrs[3].err(err)
+		return addrs[len(addrs)-1].err(err) // on, so listed last
 	}
 	return nil
 }
@@ -138,14 +135,18 @@ func dataLock(dir string) (*flock.Flock, error) {
 // and the flag that moves it.
 type listenAddr struct{ what, flag, addr string }
 
-// listenAddrs are the addresses `compute up` listens on, in start order.
+// listenAddrs are the addresses `compute up` listens on, in start order
+// (the metrics endpoint's last, when it is on).
 func (o upOptions) listenAddrs() []listenAddr {
-	return []listenAddr{
+	addrs := []listenAddr{
 		{"NATS", "--nats-port", net.JoinHostPort(o.natsHost, strconv.Itoa(o.natsPort))},
 		{"Hetzner Cloud API emulator", "--hetzner-addr", o.hetznerAddr},
 		{"Proxmox VE API emulator", "--proxmox-addr", o.proxmoxAddr},
-		{"metrics endpoint", "--metrics-addr", o.services.metricsAddr},
 	}
+	if o.services.metricsOn() {
+		addrs = append(addrs, listenAddr{"metrics endpoint", "--metrics-addr", o.services.metricsAddr})
+	}
+	return addrs
 }
 
 // free fails (see err) when nothing can listen on a.addr now.
