@@ -104,7 +104,9 @@ var (
 		Buckets: latencyBuckets,
 	}, []string{"outcome"})
 	// PacingWaits counts the waits a provider account's rate-limit budget
-	// imposed (a pass put back, or a resync's list held), by provider.
+	// imposed (a pass put back, or a resync's list held), by provider:
+	// the budget above the reserve was spent, or its size is not known
+	// yet and enough calls are in flight.
 	PacingWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "compute_reconcile_pacing_waits_total",
 		Help: "Waits imposed by a provider account's rate-limit budget, by provider.",
