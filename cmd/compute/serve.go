@@ -82,6 +82,13 @@ func serveCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("open stores: %w", err)
 				}
 			}
+			ms, err := c.serveMetrics()
+			if err != nil {
+				return fmt.Errorf("--metrics-addr %s: %w", c.metricsAddr, err)
+			}
+			if ms != nil {
+				defer func() { _ = ms.Close() }()
+			}
 			stop, err := runServices(nc, st, c, args)
 			if err != nil {
 				return err
@@ -93,6 +100,7 @@ func serveCmd(g *globals) *cobra.Command {
 		},
 	}
 	serviceFlags(cmd, c)
+	metricsFlag(cmd, c, "")
 	cmd.Flags().IntVar(&replicas, "replicas", 1, "replicas of buckets and streams (3 on a 3-node cluster)")
 	return cmd
 }

@@ -14,9 +14,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/metrics"
 	"better-compute.io/compute/pkg/natsauth"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/egress"
@@ -46,7 +48,9 @@ type serviceConfig struct {
 	resyncInterval  time.Duration
 	acceptStoreLoss bool // --accept-store-loss: serve a store that went backwards (bus.Guard)
 	allowUnsynced   bool // --allow-unsynced-store: serve on a server that does not fsync every write
-	log             zerolog.Logger
+	// metricsAddr is --metrics-addr: where Prometheus scrapes this process ("" or "0": nowhere).
+	metricsAddr string
+	log         zerolog.Logger
 
 	// authDir (--auth-dir) is the tenants service's authority directory (natsauth.Load).
 	authDir string
@@ -209,7 +213,13 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 		if err != nil {
 			return nil, err
 		}
-		return stopFunc(r.Stop), nil
+		unregister, err := metrics.Register(r.Collector())
+		if err != nil {
+			// A second reconciler in this process: the first one's samples are served.
+			c.log.Warn().Err(err).Msg("reconciler metrics not registered")
+			unregister = func() {}
+		}
+		return stopFunc(func() { unregister(); r.Stop() }), nil
 	},
 	"tenants": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
 		load := natsauth.Load
@@ -319,4 +329,27 @@ func openStores(nc *nats.Conn, replicas int) (*bus.Stores, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	return bus.OpenStores(ctx, nc, bus.StoreOptions{Replicas: replicas})
+}
+
+// metricsFlag binds --metrics-addr with the command's default.
+func metricsFlag(cmd *cobra.Command, c *serviceConfig, def string) {
+	cmd.Flags().StringVar(&c.metricsAddr, "metrics-addr", envOr("COMPUTE_METRICS_ADDR", def),
+		"address serving Prometheus metrics on "+metrics.Path+" (host:port; empty or 0: off; env COMPUTE_METRICS_ADDR)")
+}
+
+// metricsOn reports whether --metrics-addr asks for a metrics endpoint.
+func (c *serviceConfig) metricsOn() bool { return c.metricsAddr != "" && c.metricsAddr != "0" }
+
+// serveMetrics serves this process's metrics on c.metricsAddr; nil (and
+// no error) when it is off. Errors: the address cannot be listened on.
+func (c *serviceConfig) serveMetrics() (*metrics.Server, error) {
+	if !c.metricsOn() {
+		return nil, nil
+	}
+	srv, err := metrics.Serve(c.metricsAddr, c.log)
+	if err != nil {
+		return nil, err
+	}
+	c.log.Info().Str("url", srv.URL()).Msg("serving metrics")
+	return srv, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/metrics"
 	"better-compute.io/compute/pkg/natsauth"
 	"better-compute.io/compute/pkg/sshemu"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
@@ -48,6 +49,8 @@ type stack struct {
 	// demoCreds is the file of the demo tenant's credential.
 	demoCreds string
 	stop      func()
+	// metrics serves the process's metrics (nil when --metrics-addr is off).
+	metrics *metrics.Server
 	// lock is held on the data directory while the stack runs (dataLock).
 	lock *flock.Flock
 	// ssh is the emulated machines' SSH endpoints (both emulators').
@@ -145,6 +148,9 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 		}
 		stops = append(stops, stop)
 	}
+	if s.metrics, err = o.services.serveMetrics(); err != nil {
+		return addrs[len(addrs)-1].err(err) // on, so listed last
+	}
 	s.demoCreds = filepath.Join(o.dataDir, "creds", demoTenant+".creds")
 	return ensureTenant(s.nc, demoTenant, s.demoCreds)
 }
@@ -207,13 +213,18 @@ func dataLock(dir string) (*flock.Flock, error) {
 // and the flag that moves it.
 type listenAddr struct{ what, flag, addr string }
 
-// listenAddrs are the addresses `compute up` listens on, in start order.
+// listenAddrs are the addresses `compute up` listens on, in start order
+// (the metrics endpoint's last, when it is on).
 func (o upOptions) listenAddrs() []listenAddr {
-	return []listenAddr{
+	addrs := []listenAddr{
 		{"NATS", "--nats-port", net.JoinHostPort(o.natsHost, strconv.Itoa(o.natsPort))},
 		{"Hetzner Cloud API emulator", "--hetzner-addr", o.hetznerAddr},
 		{"Proxmox VE API emulator", "--proxmox-addr", o.proxmoxAddr},
 	}
+	if o.services.metricsOn() {
+		addrs = append(addrs, listenAddr{"metrics endpoint", "--metrics-addr", o.services.metricsAddr})
+	}
+	return addrs
 }
 
 // free fails (see err) when nothing can listen on a.addr now.
@@ -235,8 +246,12 @@ func (a listenAddr) err(err error) error {
 	return fmt.Errorf("%s on %s: %w", a.what, a.addr, err)
 }
 
-// Close stops the services, the emulator and NATS, in that order.
+// Close stops the metrics endpoint, the services, the emulator and NATS,
+// in that order.
 func (s *stack) Close() {
+	if s.metrics != nil {
+		_ = s.metrics.Close()
+	}
 	if s.stop != nil {
 		s.stop()
 	}
@@ -285,7 +300,7 @@ func upCmd(g *globals) *cobra.Command {
 			}
 			defer s.Close()
 			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
-				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.demoCreds,
+				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), s.metricsURL(), o.dataDir, s.demoCreds,
 				filepath.Join(o.dataDir, upAuthDir, natsauth.CredsDir, natsauth.UserAdmin+".creds"),
 				s.nats.ClientURL(), s.demoCreds, selfName())
 			sig := waitForSignal()
@@ -299,7 +314,21 @@ func upCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.hetznerAddr, "hetzner-addr", "127.0.0.1:4680", "address of the Hetzner Cloud API emulator")
 	cmd.Flags().StringVar(&o.proxmoxAddr, "proxmox-addr", "127.0.0.1:8006", "address of the Proxmox VE API emulator")
 	serviceFlags(cmd, &o.services)
+	metricsFlag(cmd, &o.services, defaultUpMetricsAddr)
 	return cmd
+}
+
+// defaultUpMetricsAddr is where `compute up` serves metrics: loopback, on
+// a port none of its other listeners (or Prometheus's own 9090) use.
+const defaultUpMetricsAddr = "127.0.0.1:9464"
+
+// metricsURL is the banner's metrics line: the scrape URL, or how to
+// turn it on.
+func (s *stack) metricsURL() string {
+	if s.metrics == nil {
+		return "off      (--metrics-addr turns it on)"
+	}
+	return s.metrics.URL() + "   (Prometheus)"
 }
 
 const upBanner = `
@@ -307,6 +336,7 @@ compute is up.
   NATS            %s   (JetStream; operator mode: one account per tenant)
   Hetzner (emu)   %s   (any token)
   Proxmox (emu)   %s   (token id %s, CA in %s)
+  metrics         %s
   data            %s
   services        accounts, provider-hetzner, provider-proxmox, reconciler, secrets, tenants
   tenant demo     credential %s (scope compute:admin)

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/metrics"
 )
 
 // Handler serves one request. It returns the reply value (JSON-encoded; nil
@@ -119,11 +120,13 @@ type Service struct {
 	wg      sync.WaitGroup
 }
 
-// endpoint is a served Endpoint with its STATS counters.
+// endpoint is a served Endpoint with its STATS counters; service names
+// its service in the request metrics.
 type endpoint struct {
 	Endpoint
-	mu    sync.Mutex
-	stats micro.EndpointStats
+	service string
+	mu      sync.Mutex
+	stats   micro.EndpointStats
 }
 
 // serviceName is what micro accepts as a service or endpoint name.
@@ -169,7 +172,8 @@ func (s *Service) subscribe() error {
 		if !serviceName.MatchString(e.Name) {
 			return fmt.Errorf("service %s endpoint %q: a name is letters, digits, - and _", s.cfg.Name, e.Name)
 		}
-		ep := &endpoint{Endpoint: e, stats: micro.EndpointStats{Name: e.Name, Subject: e.Subject, QueueGroup: micro.DefaultQueueGroup}}
+		ep := &endpoint{Endpoint: e, service: s.cfg.Name,
+			stats: micro.EndpointStats{Name: e.Name, Subject: e.Subject, QueueGroup: micro.DefaultQueueGroup}}
 		sub, err := s.nc.QueueSubscribe(e.Subject, micro.DefaultQueueGroup, s.dispatch(ep))
 		if err != nil {
 			return fmt.Errorf("service %s endpoint %s: %w", s.cfg.Name, e.Name, err)
@@ -249,9 +253,13 @@ func (s *Service) stats() any {
 	return stats
 }
 
-// record counts one request of ep, answered (or dropped) after elapsed;
-// failure is its error ("" for a success).
-func (ep *endpoint) record(elapsed time.Duration, failure string) {
+// record counts one request of ep, answered (or dropped) after elapsed,
+// in its STATS and in the request metrics (metrics.BusRequests, by code:
+// metrics.CodeOK, the error's code or metrics.CodeDropped); failure is
+// its error ("" for a success).
+func (ep *endpoint) record(elapsed time.Duration, code, failure string) {
+	metrics.BusRequests.WithLabelValues(ep.service, ep.Name, code).Inc()
+	metrics.BusRequestDuration.WithLabelValues(ep.service, ep.Name, code).Observe(elapsed.Seconds())
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	ep.stats.NumRequests++
@@ -290,13 +298,13 @@ func (s *Service) dispatch(ep *endpoint) nats.MsgHandler {
 		delivered := time.Now()
 		if m.Reply != "" && !IsInbox(m.Reply) {
 			s.log.Warn().Str("subject", m.Subject).Str("reply", m.Reply).Msg("request dropped: its reply subject is not an inbox")
-			ep.record(time.Since(delivered), "dropped: the reply subject is not an inbox")
+			ep.record(time.Since(delivered), metrics.CodeDropped, "dropped: the reply subject is not an inbox")
 			return
 		}
 		ctx, cancel, expired := requestContext(m.Header)
 		if expired {
 			cancel()
-			ep.record(time.Since(delivered), "dropped: the caller's deadline had passed")
+			ep.record(time.Since(delivered), metrics.CodeDropped, "dropped: the caller's deadline had passed")
 			return
 		}
 		if !s.begin() {
@@ -380,13 +388,13 @@ func (s *Service) reply(ep *endpoint, m *nats.Msg, delivered time.Time, hdr nats
 		}
 		msg.Data = body
 	}
-	failure := ""
+	failure, code := "", metrics.CodeOK
 	if ce != nil {
-		code, text, body := EncodeError(ce)
-		msg.Header[micro.ErrorHeader], msg.Header[micro.ErrorCodeHeader], msg.Data = []string{text}, []string{code}, body
-		failure = code + ":" + text
+		status, text, body := EncodeError(ce)
+		msg.Header[micro.ErrorHeader], msg.Header[micro.ErrorCodeHeader], msg.Data = []string{text}, []string{status}, body
+		failure, code = status+":"+text, metrics.CodeLabel(ce.Code)
 	}
-	ep.record(time.Since(delivered), failure)
+	ep.record(time.Since(delivered), code, failure)
 	return m.RespondMsg(msg)
 }
 

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strings"
 
 	pve "github.com/Telmate/proxmox-api-go/proxmox"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/metrics"
 	"better-compute.io/compute/pkg/provider"
 )
 
@@ -40,11 +42,7 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 		return nil, api.InvalidConfig("config."+FieldTokenSecret,
 			"the tokenSecret reference resolves to a value that is not a token secret (printable ASCII without spaces)")
 	}
-	base := c.http.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	rec := &recorder{base: base}
+	rec := &recorder{base: metrics.ProviderTransport(ProviderID, route, c.http.Transport)}
 	hc := *c.http
 	hc.Transport = rec
 	// The TLS config of hc (the pinned CA) is the one used: Telmate
@@ -96,4 +94,18 @@ func (s *session) end(ctx context.Context, errp *error) {
 		ev = ev.Int("vmid", s.vmid)
 	}
 	ev.Str("op", s.op).Int("http_calls", calls).Msg("proxmox call")
+}
+
+// routeParams name the placeholders of the PVE API's path parameters.
+var routeParams = map[string]string{"nodes": "{node}", "qemu": "{vmid}", "storage": "{storage}", "tasks": "{upid}"}
+
+// route is a request's route template for metrics: its path below
+// /api2/json with node, VMID, storage and UPID as placeholders
+// ("/nodes/{node}/qemu/{vmid}/status/current").
+func route(req *http.Request) string {
+	p := req.URL.Path
+	if _, rest, ok := strings.Cut(p, apiPath); ok {
+		p = rest
+	}
+	return metrics.Route(p, "", routeParams)
 }

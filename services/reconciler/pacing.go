@@ -191,3 +191,23 @@ func (b *budgets) done(account string) {
 		bg.inflight--
 	}
 }
+
+// budgetSample is an account's budget as metrics report it.
+type budgetSample struct {
+	account          string
+	remaining, limit float64
+}
+
+// samples are the estimated remaining calls and the limit of every
+// account whose provider reported a budget, at now (for metrics).
+func (b *budgets) samples(now time.Time) []budgetSample {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []budgetSample
+	for account, bg := range b.byAcct {
+		if bg.reported {
+			out = append(out, budgetSample{account, max(bg.estimate(now)-bg.taken, 0), bg.limit})
+		}
+	}
+	return out
+}

@@ -83,13 +83,13 @@ func parseWorkSubject(subject string) (tenant, id string, ok bool) {
 // loads the record, waits where a wait is due, resolves the instance's
 // pool and account, and runs the delete phases or the live phases (see
 // phases.go). A returned error means the state store failed (the message
-// is redelivered).
-func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string) (outcome, error) {
+// is redelivered). Every pass is counted and timed (observePass).
+func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, id string) (out outcome, err error) {
+	defer observePass(ctx, time.Now(), &out, &err)
 	if r.o.Hooks.BeforePass != nil {
 		r.o.Hooks.BeforePass(id)
 	}
 	s := &scope{log: log}
-	var err error
 	s.inst, s.rev, err = r.instances.Get(ctx, tenant, id)
 	if api.IsCode(err, api.CodeNotFound) {
 		return finished, nil
@@ -113,6 +113,7 @@ func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, 
 		return r.failed(ctx, s, err)
 	}
 	if wait := r.budgets.take(s.account.ID, r.o.Clock.Now()); wait > 0 {
+		observePacing(s.remote.ID, wait)
 		return after(wait), nil
 	}
 	defer r.budgets.done(s.account.ID)

@@ -30,7 +30,10 @@ func (r *Reconciler) resyncLoop(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		wait = r.o.ResyncInterval + time.Duration((rand.Float64()*0.4-0.2)*float64(r.o.ResyncInterval))
-		if n, err := r.Resync(ctx); err != nil {
+		start := time.Now()
+		n, err := r.Resync(ctx)
+		observeResync(start, err)
+		if err != nil {
 			r.log.Warn().Err(err).Msg("resync incomplete")
 		} else {
 			r.log.Info().Int("queued", n).Msg("resync done")
@@ -183,6 +186,7 @@ func (r *Reconciler) listMachines(ctx context.Context, acct *api.Account) (map[s
 			return nil, api.RateLimited(wait, "the account's rate-limit budget is spent until %s", reset.UTC().Format(time.RFC3339))
 		}
 		for wait := r.budgets.take(acct.ID, r.o.Clock.Now()); wait > 0; wait = r.budgets.take(acct.ID, r.o.Clock.Now()) {
+			observePacing(acct.Provider, wait)
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()

@@ -5,6 +5,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/metrics"
 )
 
 // resolve answers a reference's value to a service
@@ -13,6 +14,7 @@ import (
 // deployment cannot resolve it.
 func (s *service) resolve(ctx context.Context, req *bus.Request) (any, error) {
 	value, err := s.lookup(ctx, req, api.CodeUnsupported, "secret resolved")
+	observeLookup("resolve", err)
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +27,9 @@ func (s *service) resolve(ctx context.Context, req *bus.Request) (any, error) {
 // (path ref, details.scheme) for a scheme without a configured store: the
 // reference in the request cannot be used here.
 func (s *service) check(ctx context.Context, req *bus.Request) (any, error) {
-	if _, err := s.lookup(ctx, req, api.CodeInvalidInput, "secret checked"); err != nil {
+	_, err := s.lookup(ctx, req, api.CodeInvalidInput, "secret checked")
+	observeLookup("check", err)
+	if err != nil {
 		return nil, err
 	}
 	return api.Empty{}, nil
@@ -54,4 +58,14 @@ func (s *service) lookup(ctx context.Context, req *bus.Request, unconfigured api
 	}
 	req.Log.Debug().Str("for_tenant", in.TenantID).Str("ref", in.Ref).Msg(event)
 	return value, nil
+}
+
+// observeLookup counts a lookup of verb (resolve or check) by its outcome
+// in metrics.SecretResolves: OK or the error's code, never the reference.
+func observeLookup(verb string, err error) {
+	outcome := metrics.CodeOK
+	if err != nil {
+		outcome = metrics.CodeLabel(api.CodeOf(err))
+	}
+	metrics.SecretResolves.WithLabelValues(verb, outcome).Inc()
 }
