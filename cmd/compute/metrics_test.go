@@ -133,7 +133,7 @@ func TestMetricsMoveAsTheStackWorks(t *testing.T) {
 	url := s.metrics.URL()
 	before := scrapeMetrics(t, url)
 
-	c := &cli{t: t, url: s.nats.ClientURL()}
+	c := &cli{t: t, url: s.nats.ClientURL(), tenant: "demo", creds: s.demoCreds}
 	sec, acct, pool := c.hetznerPool("metrics")
 	var inst api.Instance
 	c.must(&inst, "", "instances", "create", "--pool", pool.ID, "--flavor", "small", "--name", "web-1", "--wait")
