@@ -13,9 +13,9 @@ import (
 
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/services/accounts"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
-	"better-compute.io/compute/services/accounts"
 	"better-compute.io/compute/services/reconciler"
 	"better-compute.io/compute/services/secrets"
 	"better-compute.io/compute/services/secrets/seal"
