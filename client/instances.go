@@ -180,7 +180,7 @@ func Problem(inst *api.Instance) string {
 		if c.Problem() {
 			text := string(c.Reason) + ": " + c.Message
 			if c.RetryAt != nil {
-				text += ", retry at " + c.RetryAt.Local().Format(time.TimeOnly)
+				text += ", retry at " + c.RetryAt.Format(time.TimeOnly)
 			}
 			return text
 		}

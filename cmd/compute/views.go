@@ -16,6 +16,8 @@ import (
 
 // The tables of each record kind. Column names are part of the CLI's
 // interface (docs/user-guide.md lists them): add columns, do not rename.
+// Cells hold no spaces where a script may split rows (ids, names, sizes,
+// prices); only the PROBLEM and DESCRIPTION texts of -o wide do.
 
 var secretView = view[api.Secret]{
 	id: func(s *api.Secret) string { return s.ID },
@@ -95,6 +97,7 @@ var offerView = view[api.Offer]{
 		{name: "DISK", value: func(o *api.Offer) string { return gib(o.DiskGiB) }},
 		{name: "PRICE/H", value: func(o *api.Offer) string { return price(o, 1, 4) }},
 		{name: "PRICE/MONTH", value: func(o *api.Offer) string { return price(o, hoursPerMonth, 2) }},
+		{name: "CURRENCY", value: func(o *api.Offer) string { return o.Currency }},
 		{name: "AVAILABLE", value: func(o *api.Offer) string { return yesNo(o.Available) }},
 		{name: "REGION", wide: true, value: func(o *api.Offer) string { return o.Region }},
 		{name: "KIND", wide: true, value: func(o *api.Offer) string { return o.Kind }},
@@ -191,21 +194,21 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// gib is a size in GiB ("" for 0).
+// gib is a size in GiB, "4GiB" ("" for 0).
 func gib(n float64) string {
 	if n == 0 {
 		return ""
 	}
-	return strconv.FormatFloat(n, 'f', -1, 64) + " GiB"
+	return strconv.FormatFloat(n, 'f', -1, 64) + "GiB"
 }
 
-// price is o's price for hours hours with digits decimals and its
-// currency ("" without a price).
+// price is o's price for hours hours with digits decimals ("" without a
+// price).
 func price(o *api.Offer, hours float64, digits int) string {
 	if o.PricePerHour == nil {
 		return ""
 	}
-	return strings.TrimSpace(strconv.FormatFloat(*o.PricePerHour*hours, 'f', digits, 64) + " " + o.Currency)
+	return strconv.FormatFloat(*o.PricePerHour*hours, 'f', digits, 64)
 }
 
 // flavorsText is "name=offer[:image]" per flavor, comma-separated.
