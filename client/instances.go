@@ -196,7 +196,8 @@ const PollInterval = time.Second
 // instance's events and at least every PollInterval; progress, when not
 // nil, sees every get. Errors: the goal's (an instance Failed at its
 // generation is INVALID_STATE), and ctx.Err() when ctx ends first.
-func (i InstanceClient) Wait(ctx context.Context, id string, goal Goal, progress func(inst *api.Instance, getErr error)) (api.Instance, error) {
+func (i InstanceClient) Wait(ctx context.Context, id string, goal Goal,
+	progress func(inst *api.Instance, getErr error)) (api.Instance, error) {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	// Without events (e.g. no permission to subscribe) Wait still polls.

@@ -125,7 +125,8 @@ func accountsCmd(g *globals) *cobra.Command {
 		}
 		return showOne(g, accountView, a)
 	})
-	del := handleCmd(g, "delete", "Delete an account (refused while pools use it)", func(ctx context.Context, c *client.Client, handle string) error {
+	del := handleCmd(g, "delete", "Delete an account (refused while pools use it)", func(ctx context.Context, c *client.Client,
+		handle string) error {
 		id, err := c.Accounts.Resolve(ctx, handle)
 		if err != nil {
 			return err
@@ -148,7 +149,8 @@ const updateAttempts = 3
 // (parseConfig over its config) and writes it with the version read, which
 // must be version when that is not 0. Without version, a CONFLICT reads
 // and applies again, updateAttempts times at most.
-func updateAccount(ctx context.Context, c *client.Client, id string, version int64, name, configJSON string, sets []string) (api.Account, error) {
+func updateAccount(ctx context.Context, c *client.Client, id string, version int64,
+	name, configJSON string, sets []string) (api.Account, error) {
 	for attempt := 1; ; attempt++ {
 		current, err := c.Accounts.Get(ctx, id)
 		if err != nil {

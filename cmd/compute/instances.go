@@ -35,11 +35,9 @@ func instancesCmd(g *globals) *cobra.Command {
 				req.UserData = string(data)
 			}
 			return g.withClient(func(ctx context.Context, c *client.Client) error {
-				poolID, err := c.Pools.Resolve(ctx, req.PoolID)
-				if err != nil {
+				if err := resolveFlag(ctx, c.Pools.Resolve, &req.PoolID); err != nil {
 					return err
 				}
-				req.PoolID = poolID
 				inst, err := c.Instances.Create(ctx, req)
 				if err != nil {
 					return err
@@ -73,12 +71,8 @@ func instancesCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.withClient(func(ctx context.Context, c *client.Client) error {
-				if lreq.PoolID != "" {
-					id, err := c.Pools.Resolve(ctx, lreq.PoolID)
-					if err != nil {
-						return err
-					}
-					lreq.PoolID = id
+				if err := resolveFlag(ctx, c.Pools.Resolve, &lreq.PoolID); err != nil {
+					return err
 				}
 				page, err := c.Instances.List(ctx, lreq)
 				if err != nil {
@@ -266,7 +260,8 @@ func progressLine(inst *api.Instance, getErr error) string {
 }
 
 // watch prints the events of instance id ("" for all) until Ctrl-C: one
-// line each, or one line of JSON each with -o json or yaml.
+// line each, or one line of JSON each with -o json or yaml (a stream of
+// events, not one document).
 func (g *globals) watch(ctx context.Context, c *client.Client, id string) error {
 	format, err := g.format()
 	if err != nil {

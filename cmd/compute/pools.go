@@ -29,11 +29,9 @@ func poolsCmd(g *globals) *cobra.Command {
 				req.Flavors = append(req.Flavors, fl)
 			}
 			return g.withClient(func(ctx context.Context, c *client.Client) error {
-				id, err := c.Accounts.Resolve(ctx, req.ProviderAccountID)
-				if err != nil {
+				if err := resolveFlag(ctx, c.Accounts.Resolve, &req.ProviderAccountID); err != nil {
 					return err
 				}
-				req.ProviderAccountID = id
 				p, err := c.Pools.Create(ctx, req)
 				if err != nil {
 					return err
@@ -68,7 +66,8 @@ func poolsCmd(g *globals) *cobra.Command {
 		}
 		return showOne(g, poolView, p)
 	})
-	del := handleCmd(g, "delete", "Delete a pool (refused while it has instances)", func(ctx context.Context, c *client.Client, handle string) error {
+	del := handleCmd(g, "delete", "Delete a pool (refused while it has instances)", func(ctx context.Context, c *client.Client,
+		handle string) error {
 		id, err := c.Pools.Resolve(ctx, handle)
 		if err != nil {
 			return err
@@ -94,6 +93,21 @@ func handleCmd(g *globals, verb, short string, run func(ctx context.Context, c *
 			return g.withClient(func(ctx context.Context, c *client.Client) error { return run(ctx, c, args[0]) })
 		},
 	}
+}
+
+// resolveFlag replaces a flag's value, a record's id or name, by the id
+// resolve finds for it; an empty value stays empty, for the service to
+// refuse naming its own field.
+func resolveFlag(ctx context.Context, resolve func(context.Context, string) (string, error), value *string) error {
+	if *value == "" {
+		return nil
+	}
+	id, err := resolve(ctx, *value)
+	if err != nil {
+		return err
+	}
+	*value = id
+	return nil
 }
 
 // parseFlavor reads name=offerId[:image].
