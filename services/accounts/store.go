@@ -99,7 +99,7 @@ func refuseTakenName[T any](ctx context.Context, t table[T], tenant, name, self 
 		return nil
 	}
 	holder, _ := idName(&taken.Items[0])
-	ce := api.Errorf(api.CodeAlreadyExists, "the tenant already has a %s called %q (%s)", t.Kind(), name, holder).WithPath("name")
+	ce := api.Errorf(api.CodeAlreadyExists, "name %q is taken in the tenant: %s %s has it", name, t.Kind(), holder).WithPath("name")
 	ce.Details.ID = holder
 	return ce
 }
