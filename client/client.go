@@ -146,13 +146,24 @@ func checkTenant(tenant string) error {
 // reply into a T, within the client's timeout.
 func call[T any](ctx context.Context, c *Client, resource, verb string, in any) (T, error) {
 	var out T
+	err := c.Do(ctx, resource, verb, in, &out)
+	return out, err
+}
+
+// Do sends in (JSON-encoded) as verb of resource for the client's tenant
+// (compute.v1.<tenant>.<resource>.<verb>) and decodes the reply into out
+// (nil to ignore it), within the client's timeout. It is for a verb this
+// package has no typed method for yet (e.g. one a newer service adds);
+// the typed methods are Do with the verb's types. Errors: the service's
+// *api.ComputeError, UNAVAILABLE when none answers in time, INVALID_INPUT
+// (path tenant) for a malformed tenant.
+func (c *Client) Do(ctx context.Context, resource, verb string, in, out any) error {
 	if err := checkTenant(c.tenant); err != nil {
-		return out, err
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	err := bus.Call(ctx, c.nc, bus.Command(c.tenant, resource, verb), in, &out)
-	return out, err
+	return bus.Call(ctx, c.nc, bus.Command(c.tenant, resource, verb), in, out)
 }
 
 // all pages through a list verb (page size 1000) and returns every item.

@@ -9,6 +9,7 @@ import (
 
 	"better-compute.io/compute/client"
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
 )
 
 // hetznerPool registers a token, an account and a pool (flavor small:
@@ -84,5 +85,23 @@ func TestClientRefusals(t *testing.T) {
 	id := api.NewID(api.PrefixPool)
 	if got, err := c.Pools.Resolve(t.Context(), id); got != id || err != nil {
 		t.Fatalf("resolve of an id: %q %v, want the id itself", got, err)
+	}
+}
+
+// Do sends a verb by name: the same reply as the typed method.
+func TestDo(t *testing.T) {
+	c := connect("do")
+	defer c.Close()
+	put, err := c.Secrets.Put(t.Context(), api.SecretPutRequest{Name: "x", Value: "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page api.List[api.Secret]
+	if err := c.Do(t.Context(), bus.ResourceSecrets, "list", api.ListRequest{}, &page); err != nil ||
+		len(page.Items) != 1 || page.Items[0].ID != put.ID {
+		t.Fatalf("secrets.list by Do: %+v %v, want the one secret %s", page, err, put.ID)
+	}
+	if err := c.Do(t.Context(), bus.ResourceSecrets, "nonesuch", api.Empty{}, nil); !api.IsCode(err, api.CodeUnavailable) {
+		t.Fatalf("a verb nobody serves: %v, want UNAVAILABLE", err)
 	}
 }
