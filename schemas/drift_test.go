@@ -66,6 +66,8 @@ var goTypes = map[string]any{
 	"exec-result.json":                 api.InstanceExecReply{},
 	"instances.logs.request.json":      api.InstanceLogsRequest{},
 	"log.json":                         api.InstanceLogsReply{},
+	"provider.json":                    api.ProviderInfo{},
+	"provider-list.json":               api.List[api.ProviderInfo]{},
 }
 
 // TestNoDrift checks, for every message schema and every struct reachable

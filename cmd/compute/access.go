@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"better-compute.io/compute/client"
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 )
 
 // accessCmds are the machine-access verbs of `compute instances`: exec
@@ -19,7 +20,7 @@ import (
 func accessCmds(g *globals) []*cobra.Command {
 	var timeout time.Duration
 	exec := &cobra.Command{
-		Use:   "exec ID -- COMMAND...",
+		Use:   "exec ID|NAME -- COMMAND...",
 		Short: "Run a command on a running instance's machine over SSH (pools with access)",
 		Long: "Runs the command (its words joined by spaces) on the machine with the pool's SSH user and key,\n" +
 			"and prints the exit code, stdout and stderr (the last 64 KiB of each; truncated says whether\n" +
@@ -27,22 +28,35 @@ func accessCmds(g *globals) []*cobra.Command {
 		Example: `  compute instances exec inst_01… -- systemctl is-active k3s`,
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			req := api.InstanceExecRequest{ID: args[0], Command: strings.Join(args[1:], " "), TimeoutMs: timeout.Milliseconds()}
+			req := api.InstanceExecRequest{Command: strings.Join(args[1:], " "), TimeoutMs: timeout.Milliseconds()}
 			g.timeout = max(g.timeout, timeout+10*time.Second) // the reply comes after the command
-			return g.request(bus.ResourceInstances, "exec", req, nil)
+			return g.onInstance(args[0], func(ctx context.Context, c *client.Client, id string) error {
+				req.ID = id
+				reply, err := c.Instances.Exec(ctx, req)
+				if err != nil {
+					return err
+				}
+				return g.print(reply)
+			})
 		},
 	}
 	exec.Flags().DurationVar(&timeout, "command-timeout", api.DefaultExecTimeout, "end the command after this long (at most 5m)")
 
 	var lreq api.InstanceLogsRequest
 	logs := &cobra.Command{
-		Use:     "logs ID",
+		Use:     "logs ID|NAME",
 		Short:   "Show the last lines of a running instance's cloud-init output, journal or console (over SSH)",
 		Example: `  compute instances logs inst_01… --source cloud-init --lines 50`,
 		Args:    exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			lreq.ID = args[0]
-			return g.request(bus.ResourceInstances, "logs", lreq, nil)
+			return g.onInstance(args[0], func(ctx context.Context, c *client.Client, id string) error {
+				lreq.ID = id
+				reply, err := c.Instances.Logs(ctx, lreq)
+				if err != nil {
+					return err
+				}
+				return g.print(reply)
+			})
 		},
 	}
 	logs.Flags().StringVar(&lreq.Source, "source", api.LogSourceCloudInit, "cloud-init, journal or console")

@@ -43,6 +43,14 @@ type ErrorDetails struct {
 	// Accounts are the ids of the provider accounts that still reference a
 	// secret secrets.delete refused to delete (INVALID_STATE).
 	Accounts []string `json:"accounts,omitempty"`
+	// Allowed lists the values that exist where one that does not was
+	// named: the config fields of the provider for an unknown field
+	// (INVALID_CONFIG), the flavors of the pool for an unknown flavor
+	// (INVALID_INPUT).
+	Allowed []string `json:"allowed,omitempty"`
+	// Candidates are the ids of the records a name could mean, when a name
+	// used as a handle names several (INVALID_INPUT at path name).
+	Candidates []string `json:"candidates,omitempty"`
 	// Code is the error code a provider API answered (PROVIDER_ERROR; ""
 	// when the API could not be reached). A pointer: ProviderError always
 	// sends it.
@@ -279,6 +287,7 @@ func (d ErrorDetails) MapStrings(f func(string) string) ErrorDetails {
 	}
 	out := d
 	out.Accounts, out.Instances, out.Pools = list(d.Accounts), list(d.Instances), list(d.Pools)
+	out.Allowed, out.Candidates = list(d.Allowed), list(d.Candidates)
 	out.Code, out.Path = str(d.Code), str(d.Path)
 	out.ID, out.Reason, out.Scheme, out.Scope = f(d.ID), f(d.Reason), f(d.Scheme), f(d.Scope)
 	if h := d.NameHolder; h != nil {

@@ -245,6 +245,10 @@ func TestErrorWireBytes(t *testing.T) {
 	scheme.Details.Scheme = "vault"
 	version := Errorf(CodeConflict, "stale").WithPath("version")
 	version.Details.Version = 4
+	allowed := InvalidConfig("config.zone", "unknown")
+	allowed.Details.Allowed = []string{"token", "location"}
+	candidates := InvalidInput("name", "ambiguous")
+	candidates.Details.Candidates = []string{"inst_01", "inst_02"}
 	tests := []struct {
 		name string
 		err  *ComputeError
@@ -278,6 +282,8 @@ func TestErrorWireBytes(t *testing.T) {
 			`{"code":"ACCESS_DENIED","message":"secrets.put needs scope compute:secrets:manage, which this credential does not hold","details":{"scope":"compute:secrets:manage"}}`},
 		{"scheme", scheme, `{"code":"INVALID_INPUT","message":"no store","details":{"path":"ref","scheme":"vault"}}`},
 		{"version", version, `{"code":"CONFLICT","message":"stale","details":{"path":"version","version":4}}`},
+		{"allowed", allowed, `{"code":"INVALID_CONFIG","message":"unknown","details":{"allowed":["token","location"],"path":"config.zone"}}`},
+		{"candidates", candidates, `{"code":"INVALID_INPUT","message":"ambiguous","details":{"candidates":["inst_01","inst_02"],"path":"name"}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -301,7 +307,7 @@ func TestErrorWireBytes(t *testing.T) {
 // input sets every field, so a new field fails here until it is mapped.
 func TestMapStringsCoversEveryString(t *testing.T) {
 	var in ErrorDetails
-	all := `{"accounts":["s"],"code":"s","holderId":"s","holderIdempotencyKey":"s","holderState":"s","id":"s",
+	all := `{"accounts":["s"],"allowed":["s"],"candidates":["s"],"code":"s","holderId":"s","holderIdempotencyKey":"s","holderState":"s","id":"s",
 		"instances":["s"],"notExecuted":true,"path":"s","permanent":true,"pools":["s"],"reason":"s",
 		"retryAfterMs":1,"scheme":"s","scope":"s","status":1,"version":1}`
 	if err := json.Unmarshal([]byte(all), &in); err != nil {
@@ -329,8 +335,8 @@ func TestMapStringsCoversEveryString(t *testing.T) {
 			}
 		}
 	}
-	if len(strs) != 12 {
-		t.Fatalf("%d strings in %s, want 12", len(strs), out)
+	if len(strs) != 14 {
+		t.Fatalf("%d strings in %s, want 14", len(strs), out)
 	}
 	for _, s := range strs {
 		if s != "s-cut" {

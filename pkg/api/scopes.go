@@ -16,7 +16,8 @@ type Scope string
 const (
 	// ScopeSecretsManage: secrets.put, secrets.list and secrets.delete.
 	ScopeSecretsManage Scope = "compute:secrets:manage"
-	// ScopeAccountsManage: every accounts verb (offers included).
+	// ScopeAccountsManage: every accounts verb (offers included) and the
+	// providers verbs (list, describe) one needs to write an account.
 	ScopeAccountsManage Scope = "compute:accounts:manage"
 	// ScopePoolsManage: every pools verb.
 	ScopePoolsManage Scope = "compute:pools:manage"
@@ -55,6 +56,8 @@ var Verbs = []CommandVerb{
 	{"accounts", "update", ScopeAccountsManage},
 	{"accounts", "delete", ScopeAccountsManage},
 	{"accounts", "offers", ScopeAccountsManage},
+	{"providers", "list", ScopeAccountsManage},
+	{"providers", "describe", ScopeAccountsManage},
 	{"pools", "create", ScopePoolsManage},
 	{"pools", "get", ScopePoolsManage},
 	{"pools", "list", ScopePoolsManage},

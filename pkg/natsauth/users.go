@@ -53,7 +53,7 @@ var services = map[string]jwt.Permissions{
 			// references are checked, never resolved: accounts never holds a value
 			bus.SecretsCheck,
 			"compute.internal.provider.*.describe", "compute.internal.provider.*.offers"}, noStreamRemoval,
-		[]string{"compute.v1.*.accounts.*", "compute.v1.*.pools.*", "$SRV.>", "_INBOX_svc_accounts.>"}),
+		[]string{"compute.v1.*.accounts.*", "compute.v1.*.pools.*", "compute.v1.*.providers.*", "$SRV.>", "_INBOX_svc_accounts.>"}),
 	UserReconciler: servicePerms(
 		[]string{"$JS.API.>", "$JS.ACK.COMPUTE_WORK.>", "$KV." + bus.BucketInstances + ".>", "$SRV.PING.reconciler",
 			"$KV." + bus.BucketIdempotency + ".*.instances-create.*", watermark(bus.BucketInstances),

@@ -77,3 +77,30 @@ func (s *service) instancesOf(ctx context.Context, tenant, id string) ([]string,
 		func(i *api.Instance) bool { return i.PoolID == id },
 		func(i *api.Instance) string { return i.ID })
 }
+
+// refuseTakenName is ALREADY_EXISTS (path name, details.id the holder)
+// when a record of t of tenant other than self is called name (an empty
+// name is never taken). Names are unique per tenant from now on; records
+// that already share one keep working (they are addressed by id). The
+// check is a read (one KV scan, bus.Reader.Find), not a lock: two creates
+// of one name at the same moment may both pass. Errors: ALREADY_EXISTS, UNAVAILABLE, INTERNAL.
+func refuseTakenName[T any](ctx context.Context, t table[T], tenant, name, self string, idName func(*T) (id, name string)) error {
+	if name == "" {
+		return nil
+	}
+	found, taken, err := t.Reader().Find(ctx, tenant, func(v *T) bool {
+		id, n := idName(v)
+		return n == name && id != self
+	})
+	if err != nil || !taken {
+		return err
+	}
+	holder, _ := idName(&found)
+	ce := api.Errorf(api.CodeAlreadyExists, "name %q is taken in the tenant: %s %s has it", name, t.Kind(), holder).WithPath("name")
+	ce.Details.ID = holder
+	return ce
+}
+
+func accountIDName(a *api.Account) (string, string) { return a.ID, a.Name }
+
+func poolIDName(p *api.Pool) (string, string) { return p.ID, p.Name }
