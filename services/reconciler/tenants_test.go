@@ -3,12 +3,15 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider/memory"
 )
 
 // otherTenant is a second tenant beside the harness's own (tenant).
@@ -62,4 +65,94 @@ func (h *harness) waitRunning(running <-chan string, id string, within time.Dura
 			h.t.Fatalf("instance %s not running within %v", id, within)
 		}
 	}
+}
+
+// One tenant's flood of work does not hold back another tenant's: with one
+// worker, acme's 50 creates queued (their first pass held) and then one
+// globex create, globex's first pass runs as soon as the worker is free
+// after acme's turn, not after acme's backlog. (First come, first served,
+// it ran after all 50.)
+func TestOneTenantsFloodDoesNotHoldBackAnother(t *testing.T) {
+	const n = 50
+	var (
+		mu     sync.Mutex
+		passes []string // instance ids, in the order their passes start
+	)
+	gate := make(chan struct{})
+	opts := fastOptions()
+	opts.ReconcileWorkers = 1
+	opts.Hooks.BeforePass = func(id string) {
+		<-gate
+		mu.Lock()
+		passes = append(passes, id)
+		mu.Unlock()
+	}
+	h := newHarness(t, opts)
+	t.Cleanup(func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	})
+	other := h.writePool(otherTenant, memory.ProviderID, "mem", map[string]any{"token": "secret://globex/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "region": "mem1"},
+		api.Flavor{Name: "small", OfferID: "small", Image: "debian-12"})
+	running := h.runningEvents(otherTenant)
+	flood := map[string]bool{}
+	for _, id := range h.createMany(n, "flood") {
+		flood[id] = true
+	}
+	late := h.createAs(otherTenant, other)
+	h.waitHeld(WorkConsumer(otherTenant))
+	close(gate)
+	h.waitRunning(running, late.ID, 30*time.Second)
+
+	mu.Lock()
+	defer mu.Unlock()
+	before := map[string]bool{}
+	for _, id := range passes {
+		if id == late.ID {
+			break
+		}
+		if !flood[id] {
+			t.Fatalf("pass of unknown instance %s", id)
+		}
+		before[id] = true
+	}
+	// acme's held pass, then the message acme's puller held waiting for its
+	// turn before globex's: two, whatever the flood.
+	if len(before) > 2 {
+		t.Fatalf("%d of acme's %d instances had a pass before globex's first (want at most 2)", len(before), n)
+	}
+}
+
+// waitHeld waits until a replica holds a message of the work consumer
+// (delivered, not acknowledged).
+func (h *harness) waitHeld(consumer string) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		held, err := h.held(consumer)
+		if held {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("no message of %s held after 30 s (last error %v)", consumer, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// held reports whether a message of the work consumer is delivered and not
+// acknowledged.
+func (h *harness) held(consumer string) (bool, error) {
+	cons, err := h.env.Stores.JS.Consumer(context.Background(), bus.StreamWork, consumer)
+	if err != nil {
+		return false, err
+	}
+	info, err := cons.Info(context.Background())
+	if err != nil {
+		return false, err
+	}
+	return info.NumAckPending > 0, nil
 }
