@@ -3,11 +3,13 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -155,4 +157,33 @@ func (h *harness) held(consumer string) (bool, error) {
 		return false, err
 	}
 	return info.NumAckPending > 0, nil
+}
+
+// Work queued before the upgrade to per-tenant consumers is kept: a store
+// whose stream holds work, one message of it delivered to the legacy shared
+// consumer and never acknowledged (a replica of the old version killed
+// mid-pass), is consumed to the end by a reconciler of this version.
+func TestWorkQueuedBeforeTheUpgradeIsKept(t *testing.T) {
+	h := newHarness(t, fastOptions(), startAPI)
+	ctx := context.Background()
+	legacy, err := h.env.Stores.JS.CreateOrUpdateConsumer(ctx, bus.StreamWork, jetstream.ConsumerConfig{
+		Durable: legacyConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := h.create(api.InstanceCreateRequest{})
+	queued := h.create(api.InstanceCreateRequest{})
+	msg, err := legacy.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, id, _ := parseWorkSubject(msg.Subject()); id != held.ID {
+		t.Fatalf("legacy consumer delivered %s first, want %s", msg.Subject(), held.ID)
+	}
+	h.startReconciler(h.env.Connect(t))
+	h.waitPhase(held.ID, api.PhaseRunning)
+	h.waitPhase(queued.ID, api.PhaseRunning)
+	if _, err := h.env.Stores.JS.Consumer(ctx, bus.StreamWork, legacyConsumer); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("legacy consumer after start-up: %v, want it deleted", err)
+	}
 }
