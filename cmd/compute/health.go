@@ -36,8 +36,8 @@ type healthTarget struct {
 
 // healthTargets are the services of `compute serve`, by serve name.
 var healthTargets = map[string]healthTarget{
-	"secrets":  {micro: secrets.ServiceName, buckets: []string{bus.BucketSecrets}},
-	"accounts": {micro: accounts.ServiceName, buckets: []string{bus.BucketAccounts, bus.BucketPools}},
+	"secrets":    {micro: secrets.ServiceName, buckets: []string{bus.BucketSecrets}},
+	"accounts":   {micro: accounts.ServiceName, buckets: []string{bus.BucketAccounts, bus.BucketPools}},
 	"reconciler": {micro: "reconciler", buckets: []string{bus.BucketInstances}, streams: []string{bus.StreamWork}},
 	// providers keep no state
 	"provider-hetzner": {micro: "provider-" + hetzner.ProviderID},
