@@ -36,7 +36,7 @@ type client struct {
 func connectAdmin(s *stack) *client {
 	s.t.Helper()
 	nc, err := bus.Connect(bus.ConnectOptions{URL: hostNATSURLs, Name: "composetest",
-		User: "admin", Password: s.env["COMPUTE_ADMIN_PASSWORD"]})
+		User: "admin", Password: s.env["COMPUTE_ADMIN_PASSWORD"], CAFile: s.caFile()})
 	if err != nil {
 		s.t.Fatal(err)
 	}

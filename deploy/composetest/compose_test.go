@@ -28,6 +28,7 @@ func TestCompose(t *testing.T) {
 	s.waitHealthy(3*time.Minute, s.serviceIDs(allServices...)...)
 	s.logf("every container is healthy")
 	c := connectAdmin(s)
+	checkTLSAndMonitoring(s)
 
 	s.logf("README walkthrough with bin/compute from the host")
 	walkthrough(s, c)

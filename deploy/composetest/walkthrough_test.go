@@ -48,7 +48,7 @@ func walkthrough(s *stack, c *client) {
 		}
 	}
 	// the same flags as the image build, so the go build step hits the cache
-	cmd.Env = append(cmd.Env, "COMPUTE_NATS_USER=admin", "COMPUTE_NATS_PASSWORD="+s.env["COMPUTE_ADMIN_PASSWORD"],
+	cmd.Env = append(cmd.Env, "COMPUTE_NATS_USER=admin", "COMPUTE_NATS_PASSWORD="+s.env["COMPUTE_ADMIN_PASSWORD"], "COMPUTE_NATS_CA="+s.caFile(),
 		"CGO_ENABLED=0", "GOFLAGS=-trimpath")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
