@@ -122,11 +122,11 @@ type Reconciler struct {
 	svc *bus.Service
 	// passes is the context of every pass; cancel ends it (Stop, after
 	// the drain allowance).
-	passes context.Context //nolint:containedctx // the replica's lifetime, handed to every pass it starts
+	passes context.Context
 	cancel context.CancelFunc
 	// stopping ends when Stop is called (stop): pullers, waits and the
 	// resync loop end, running passes get the drain allowance.
-	stopping context.Context //nolint:containedctx // the replica's lifetime, see above
+	stopping context.Context
 	stop     context.CancelFunc
 	// turns bounds the passes running (ReconcileWorkers), granted in FIFO
 	// order (work.go).
