@@ -49,9 +49,9 @@ func (r *Reconciler) requeue(inst *api.Instance) {
 }
 
 // publishWork publishes one work message (after making sure its tenant's
-// work consumer exists and this replica pulls it: serveTenant), retrying (with backoff, until
-// ctx ends) while JetStream cannot take it, e.g. during the leader election
-// after a NATS node is lost. The message id deduplicates retries whose
+// work consumer exists and this replica pulls it: serveTenant), retrying
+// (with backoff, until ctx ends) while JetStream cannot take it, e.g.
+// during the leader election after a NATS node is lost. The message id deduplicates retries whose
 // first attempt did land.
 func (r *Reconciler) publishWork(ctx context.Context, tenant, id, msgID string) {
 	b := backoff.WithContext(backoff.NewExponentialBackOff(

@@ -21,7 +21,8 @@ type Options struct {
 	// Workers bounds concurrent API requests (default 64).
 	Workers int
 	// ReconcileWorkers bounds instances reconciled at once (default 64; a
-	// reconcile mostly waits on the provider and the state store).
+	// reconcile mostly waits on the provider and the state store), granted
+	// to tenants in turns (work.go).
 	ReconcileWorkers int
 	// PollInterval is how long to wait before the first look at a converging
 	// machine (default 2 s); it doubles with each look (see pollDelay).
