@@ -7,7 +7,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/semaphore"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -129,9 +128,9 @@ type Reconciler struct {
 	// resync loop end, running passes get the drain allowance.
 	stopping context.Context
 	stop     context.CancelFunc
-	// turns bounds the passes running (ReconcileWorkers), granted in FIFO
-	// order (work.go).
-	turns *semaphore.Weighted
+	// queue holds the fetched work no worker has started, handed out
+	// fairly across tenants (work.go).
+	queue *fairQueue
 	// workMu guards pulled: the tenants whose work this replica pulls
 	// (nil: it consumes no work).
 	workMu  sync.Mutex
@@ -157,6 +156,10 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	r.svc = svc
 	ctx, cancel := context.WithTimeout(r.stopping, streamCallTimeout)
 	defer cancel()
+	for range o.ReconcileWorkers {
+		r.wg.Add(1)
+		go r.work()
+	}
 	if err := r.startWork(ctx); err != nil {
 		r.Stop()
 		return nil, err
@@ -173,7 +176,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 func newReconciler(nc *nats.Conn, st *bus.Stores, o Options) *Reconciler {
 	o.defaults()
 	r := &Reconciler{nc: nc, st: st, tables: tablesOf(st), o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
-		turns: semaphore.NewWeighted(int64(o.ReconcileWorkers)), budgets: newBudgets(o.RateReserve, o.Clock)}
+		queue: newFairQueue(), budgets: newBudgets(o.RateReserve, o.Clock)}
 	r.passes, r.cancel = context.WithCancel(context.Background())
 	r.stopping, r.stop = context.WithCancel(context.Background())
 	return r
@@ -188,6 +191,7 @@ func (r *Reconciler) Stop() {
 		_ = r.svc.Stop()
 	}
 	r.stop()
+	r.queue.close()
 	drained := make(chan struct{})
 	go func() { r.wg.Wait(); close(drained) }()
 	select {

@@ -121,8 +121,8 @@ func TestOneTenantsFloodDoesNotHoldBackAnother(t *testing.T) {
 		}
 		before[id] = true
 	}
-	// acme's held pass, then the message acme's puller held waiting for its
-	// turn before globex's: two, whatever the flood.
+	// acme's held pass, then the oldest of acme's messages waiting in the
+	// fair queue (acme's turn came first): two, whatever the flood.
 	if len(before) > 2 {
 		t.Fatalf("%d of acme's %d instances had a pass before globex's first (want at most 2)", len(before), n)
 	}

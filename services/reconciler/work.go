@@ -16,17 +16,15 @@ import (
 
 // Work scheduling, fair across tenants. Every tenant's work has a durable
 // consumer of its own on the work stream (WorkConsumer, filter
-// compute.work.<tenant>.*), and each replica pulls each of them one message
-// at a time: a tenant's puller fetches a message, waits for a turn, hands
-// the message to a pass, and only then fetches the next one. Turns are a
-// FIFO semaphore of ReconcileWorkers, and each tenant waits for at most one
-// turn at a time, so the tenants with work take turns round-robin: behind
-// one tenant's flood of 5,000 passes another tenant's pass waits for about
-// one pass to end, not for the flood. A message is acknowledged only when
-// its pass ends (reconcile.go); a replica that dies leaves it to
-// redelivery after AckWait. A replica holds at most ReconcileWorkers
-// running messages and one waiting message per tenant, each with progress
-// heartbeats.
+// compute.work.<tenant>.*). Each replica pulls every tenant's consumer
+// into a fair queue (fairqueue.go), at most tenantBuffer messages of one
+// tenant waiting at a time, and ReconcileWorkers workers take messages from it one
+// tenant at a time in turn: behind one tenant's flood of 5,000 passes
+// another tenant's pass waits for about one pass to end, not for the
+// flood. A message is acknowledged only when its pass ends (reconcile.go);
+// a replica that dies leaves it to redelivery after AckWait. Every message
+// a replica holds (running, or waiting in the queue) sends progress
+// heartbeats; a stopping replica hands the waiting ones back at once.
 
 // workConsumerPrefix prefixes the durable work consumer of every tenant.
 const workConsumerPrefix = "reconciler-"
@@ -186,15 +184,21 @@ func (r *Reconciler) ensureConsumer(ctx context.Context, tenant string) (jetstre
 	return cons, nil
 }
 
-// pull runs the tenant's work until the replica stops: fetch one message,
-// start its heartbeats, wait for a turn, run its pass, fetch the next. A
-// failed fetch (a lost connection, a consumer deleted or lost with a
+// pull fetches the tenant's work until the replica stops, into the fair
+// queue, holding at most tenantBuffer of the tenant's messages there at
+// once: it fetches as many as there is room for in one request (a long
+// poll of pullWait), and each message's heartbeats start when it arrives.
+// A failed fetch (a lost connection, a consumer deleted or lost with a
 // cluster's store) sets the consumer up afresh, with backoff.
 func (r *Reconciler) pull(tenant string, cons jetstream.Consumer) {
 	defer r.wg.Done()
 	log := r.log.With().Str("tenant", tenant).Logger()
 	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(250*time.Millisecond),
 		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
+	room := make(chan struct{}, r.tenantBuffer())
+	for range cap(room) {
+		room <- struct{}{}
+	}
 	for r.stopping.Err() == nil {
 		if cons == nil {
 			ctx, cancel := context.WithTimeout(r.stopping, streamCallTimeout)
@@ -207,46 +211,86 @@ func (r *Reconciler) pull(tenant string, cons jetstream.Consumer) {
 				continue
 			}
 		}
-		msg, err := r.next(cons)
+		n := r.takeRoom(room)
+		if n == 0 {
+			return // stopping
+		}
+		got, err := r.fetch(cons, tenant, n, room)
+		for range n - got {
+			room <- struct{}{}
+		}
 		switch {
 		case r.stopping.Err() != nil:
-			if msg != nil {
-				_ = msg.Nak()
-			}
 			return
-		case errors.Is(err, nats.ErrTimeout):
-			continue // nothing to do for pullWait
 		case err != nil:
 			log.Warn().Err(err).Msg("work fetch failed; setting the consumer up afresh")
 			cons = nil
 			r.pause(b.NextBackOff())
-			continue
+		default:
+			b.Reset()
 		}
-		b.Reset()
-		stopHeartbeat := heartbeat(msg, r.o.AckWait/3)
-		if err := r.turns.Acquire(r.stopping, 1); err != nil {
-			stopHeartbeat()
-			_ = msg.Nak() // stopping: another replica takes it now, not after AckWait
-			return
-		}
-		r.wg.Add(1)
-		go func() {
-			defer func() { r.turns.Release(1); stopHeartbeat(); r.wg.Done() }()
-			r.handle(r.passes, msg)
-		}()
 	}
 }
 
-// next fetches one message of cons, waiting up to pullWait (nats.ErrTimeout
-// when none came) or until the replica stops.
-func (r *Reconciler) next(cons jetstream.Consumer) (jetstream.Msg, error) {
+// tenantBuffer is how many fetched messages of one tenant may wait in the
+// fair queue: enough that a busy tenant keeps every worker fed between two
+// fetches, few enough that a waiting message never outlives its
+// heartbeats' purpose.
+func (r *Reconciler) tenantBuffer() int { return max(r.o.ReconcileWorkers/4, 2) }
+
+// takeRoom waits for room for one message and takes all there is; 0 when
+// the replica stops first.
+func (r *Reconciler) takeRoom(room chan struct{}) int {
+	select {
+	case <-room:
+	case <-r.stopping.Done():
+		return 0
+	}
+	n := 1
+	for {
+		select {
+		case <-room:
+			n++
+		default:
+			return n
+		}
+	}
+}
+
+// fetch asks cons for up to n messages, waiting up to pullWait (or until
+// the replica stops), and pushes each into the fair queue as it arrives,
+// its room given back when the message is done. It returns how many came;
+// an error only when the fetch failed (not when it ended with fewer).
+func (r *Reconciler) fetch(cons jetstream.Consumer, tenant string, n int, room chan struct{}) (int, error) {
 	ctx, cancel := context.WithTimeout(r.stopping, pullWait)
 	defer cancel()
-	msg, err := cons.Next(jetstream.FetchContext(ctx))
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
-		return nil, nats.ErrTimeout
+	batch, err := cons.Fetch(n, jetstream.FetchContext(ctx))
+	if err != nil {
+		return 0, err
 	}
-	return msg, err
+	got := 0
+	for msg := range batch.Messages() {
+		got++
+		r.queue.push(tenant, held{msg: msg, stopHeartbeat: heartbeat(msg, r.o.AckWait/3), release: func() { room <- struct{}{} }})
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+		return got, err
+	}
+	return got, nil
+}
+
+// work runs passes, one message at a time, from the fair queue until the
+// replica stops; ReconcileWorkers of them run.
+func (r *Reconciler) work() {
+	defer r.wg.Done()
+	for {
+		m, ok := r.queue.next(r.stopping)
+		if !ok {
+			return
+		}
+		r.handle(r.passes, m.msg)
+		m.stopHeartbeat()
+	}
 }
 
 // pause waits d, or less when the replica stops.
