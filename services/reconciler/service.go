@@ -154,7 +154,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 		return nil, err
 	}
 	r.svc = svc
-	ctx, cancel := context.WithTimeout(r.stopping, streamCallTimeout)
+	ctx, cancel := context.WithTimeout(r.stopping, startWorkTimeout)
 	defer cancel()
 	for range o.ReconcileWorkers {
 		r.wg.Add(1)

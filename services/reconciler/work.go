@@ -16,9 +16,9 @@ import (
 
 // Work scheduling, fair across tenants. Every tenant's work has a durable
 // consumer of its own on the work stream (WorkConsumer, filter
-// compute.work.<tenant>.*). Each replica pulls every tenant's consumer
-// into a fair queue (fairqueue.go), at most tenantBuffer messages of one
-// tenant waiting at a time, and ReconcileWorkers workers take messages from it one
+// compute.work.<tenant>.*). Each replica pulls every tenant's consumer into
+// a fair queue (fairqueue.go), at most tenantBuffer messages of one tenant
+// waiting at a time, and ReconcileWorkers workers take messages from it one
 // tenant at a time in turn: behind one tenant's flood of 5,000 passes
 // another tenant's pass waits for about one pass to end, not for the
 // flood. A message is acknowledged only when its pass ends (reconcile.go);
@@ -140,6 +140,10 @@ func (r *Reconciler) discoverTenants(stream jetstream.Stream) {
 
 // streamCallTimeout bounds one JetStream request of the work scheduling.
 const streamCallTimeout = 10 * time.Second
+
+// startWorkTimeout bounds startWork: a consumer set up for every tenant
+// with work.
+const startWorkTimeout = time.Minute
 
 // serveTenant makes sure the tenant's consumer exists and this replica
 // pulls it; once per tenant and replica, and not at all for a reconciler
