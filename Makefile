@@ -84,8 +84,12 @@ images:
 deploy/.env:
 	sh deploy/gen-env.sh $@
 
-## compose-up: start the stack in the background (builds the images if missing; writes deploy/.env once)
-compose-up: deploy/.env
+# the TLS certificates, also for a deploy/.env written before they existed
+deploy/tls/ca.pem:
+	sh deploy/gen-env.sh deploy/.env
+
+## compose-up: start the stack in the background (builds the images if missing; writes deploy/.env and deploy/tls once)
+compose-up: deploy/.env deploy/tls/ca.pem
 	@docker image inspect $(IMAGES) >/dev/null 2>&1 || $(MAKE) images
 	$(COMPOSE) $(COMPOSE_ARGS) up -d
 

@@ -20,27 +20,26 @@ import (
 	"better-compute.io/compute/services/accounts"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 	proxmox "better-compute.io/compute/services/provider-proxmox"
-	"better-compute.io/compute/services/reconciler"
 	"better-compute.io/compute/services/secrets"
 	"better-compute.io/compute/services/tenants"
 )
 
 // healthTarget is what `compute health --service` checks of one service:
 // its micro service answers PING, and the JetStream assets it keeps state
-// in answer (a stream or consumer without a leader does not).
+// in answer (a stream without a leader does not). The reconciler's work
+// consumers are per tenant (reconciler.WorkConsumer), created with the
+// tenant's first work, so none is required.
 type healthTarget struct {
-	micro     string
-	buckets   []string
-	streams   []string
-	consumers [][2]string // stream, durable consumer
+	micro   string
+	buckets []string
+	streams []string
 }
 
 // healthTargets are the services of `compute serve`, by serve name.
 var healthTargets = map[string]healthTarget{
-	"secrets":  {micro: secrets.ServiceName, buckets: []string{bus.BucketSecrets}},
-	"accounts": {micro: accounts.ServiceName, buckets: []string{bus.BucketAccounts, bus.BucketPools}},
-	"reconciler": {micro: "reconciler", buckets: []string{bus.BucketInstances},
-		streams: []string{bus.StreamWork}, consumers: [][2]string{{bus.StreamWork, reconciler.ConsumerName}}},
+	"secrets":    {micro: secrets.ServiceName, buckets: []string{bus.BucketSecrets}},
+	"accounts":   {micro: accounts.ServiceName, buckets: []string{bus.BucketAccounts, bus.BucketPools}},
+	"reconciler": {micro: "reconciler", buckets: []string{bus.BucketInstances}, streams: []string{bus.StreamWork}},
 	// providers keep no state
 	"provider-hetzner": {micro: "provider-" + hetzner.ProviderID},
 	"provider-proxmox": {micro: "provider-" + proxmox.ProviderID},
@@ -147,10 +146,10 @@ func pingService(ctx context.Context, nc *nats.Conn, name string) (*micro.Ping, 
 	return &ping, nil
 }
 
-// checkJetStream asks for the info of every bucket, stream and consumer of
-// t, and returns their names.
+// checkJetStream asks for the info of every bucket and stream of t, and
+// returns their names.
 func checkJetStream(ctx context.Context, nc *nats.Conn, t healthTarget) ([]string, error) {
-	if len(t.buckets)+len(t.streams)+len(t.consumers) == 0 {
+	if len(t.buckets)+len(t.streams) == 0 {
 		return nil, nil
 	}
 	js, err := jetstream.New(nc)
@@ -169,12 +168,6 @@ func checkJetStream(ctx context.Context, nc *nats.Conn, t healthTarget) ([]strin
 			return nil, fmt.Errorf("jetstream stream %s: %w", s, err)
 		}
 		checked = append(checked, s)
-	}
-	for _, c := range t.consumers {
-		if _, err := js.Consumer(ctx, c[0], c[1]); err != nil {
-			return nil, fmt.Errorf("jetstream consumer %s of %s: %w", c[1], c[0], err)
-		}
-		checked = append(checked, c[0]+"/"+c[1])
 	}
 	return checked, nil
 }

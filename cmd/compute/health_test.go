@@ -33,7 +33,7 @@ func TestLookupHealthTarget(t *testing.T) {
 	}
 	for _, tc := range cases {
 		serve, target := lookupHealthTarget(tc.name)
-		hasJS := len(target.buckets)+len(target.streams)+len(target.consumers) > 0
+		hasJS := len(target.buckets)+len(target.streams) > 0
 		if serve != tc.serve || target.micro != tc.micro || hasJS != tc.jetstream {
 			t.Errorf("%s: serve %q micro %q jetstream %v, want %q %q %v", tc.name, serve, target.micro, hasJS, tc.serve, tc.micro, tc.jetstream)
 		}
@@ -74,7 +74,7 @@ func TestHealthOfStatefulService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := regexp.MustCompile(`^healthy: reconciler \S+ \(id \S+\) answers ping; jetstream: compute_instances, COMPUTE_WORK, COMPUTE_WORK/reconciler\n$`)
+	want := regexp.MustCompile(`^healthy: reconciler \S+ \(id \S+\) answers ping; jetstream: compute_instances, COMPUTE_WORK\n$`)
 	if !want.MatchString(out) {
 		t.Fatalf("output %q, want %s", out, want)
 	}

@@ -62,6 +62,9 @@ type stack struct {
 // taken address fails before anything starts (see listenAddr.err); any
 // other failure stops what had started.
 func startStack(o upOptions) (*stack, error) {
+	if err := checkNATSHost(o.natsHost); err != nil {
+		return nil, err
+	}
 	addrs := o.listenAddrs()
 	for _, a := range addrs {
 		if err := a.free(); err != nil {
@@ -187,6 +190,19 @@ func ensureTenant(nc *nats.Conn, tenant, credsFile string) error {
 	return writeCreds(credsFile, reply.Creds)
 }
 
+// checkNATSHost refuses a --nats-host other than a loopback address
+// (127.0.0.0/8, ::1, localhost): the embedded NATS of `compute up` has no
+// authentication, so anyone who reaches it is every tenant and every
+// service. INVALID_INPUT, details.path "--nats-host".
+func checkNATSHost(host string) error {
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return api.Errorf(api.CodeInvalidInput, "--nats-host %q is not a loopback address: the embedded NATS of compute up has no "+
+		"authentication; listen on 127.0.0.1 (the default) or ::1, or run nats-server with deploy/nats.conf beside compute serve", host).
+		WithPath("--nats-host")
+}
+
 // dataLockFile, in the data directory, is locked (flock) while a `compute
 // up` uses the directory.
 const dataLockFile = "compute-up.lock"
@@ -309,7 +325,7 @@ func upCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.dataDir, "data", "./data", "data directory (JetStream store, seal key, Proxmox emulator CA)")
-	cmd.Flags().StringVar(&o.natsHost, "nats-host", "127.0.0.1", "address the embedded NATS listens on")
+	cmd.Flags().StringVar(&o.natsHost, "nats-host", "127.0.0.1", "loopback address the embedded NATS listens on (no auth: others are refused)")
 	cmd.Flags().IntVar(&o.natsPort, "nats-port", 4222, "port the embedded NATS listens on (0: random)")
 	cmd.Flags().StringVar(&o.hetznerAddr, "hetzner-addr", "127.0.0.1:4680", "address of the Hetzner Cloud API emulator")
 	cmd.Flags().StringVar(&o.proxmoxAddr, "proxmox-addr", "127.0.0.1:8006", "address of the Proxmox VE API emulator")

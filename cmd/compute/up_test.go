@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"strings"
 	"testing"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus/bustest"
 )
 
@@ -67,5 +71,54 @@ func TestUpRefusesADataDirectoryInUse(t *testing.T) {
 	want := fmt.Sprintf("error: data directory %s is in use by another `compute up` (--data picks another)\n", dir)
 	if status != 1 || out != want {
 		t.Fatalf("compute up: exit status %d, output:\n%s\nwant exit status 1 and the one line\n%s", status, out, want)
+	}
+}
+
+// The embedded NATS of `compute up` has no authentication, so --nats-host
+// takes loopback addresses only; any other is INVALID_INPUT naming the flag.
+func TestCheckNATSHost(t *testing.T) {
+	cases := []struct {
+		host string
+		ok   bool
+	}{
+		{"127.0.0.1", true},
+		{"127.0.0.2", true},
+		{"::1", true},
+		{"localhost", true},
+		{"0.0.0.0", false},
+		{"::", false},
+		{"", false},
+		{"192.168.1.10", false},
+		{"10.0.0.1", false},
+		{"example.com", false},
+		{"localhost.example.com", false},
+	}
+	for _, tc := range cases {
+		err := checkNATSHost(tc.host)
+		if tc.ok {
+			if err != nil {
+				t.Errorf("%q: %v, want accepted", tc.host, err)
+			}
+			continue
+		}
+		var ce *api.ComputeError
+		if !errors.As(err, &ce) || ce.Code != api.CodeInvalidInput || ce.Path() != "--nats-host" ||
+			!strings.Contains(ce.Message, "no authentication") {
+			t.Errorf("%q: %v, want INVALID_INPUT at --nats-host saying it has no authentication", tc.host, err)
+		}
+	}
+}
+
+// compute up refuses a non-loopback --nats-host before it starts anything.
+func TestUpRefusesANonLoopbackNATSHost(t *testing.T) {
+	dir := t.TempDir()
+	out, status := runCompute(t, "up", "--data", dir, "--nats-host", "0.0.0.0", "--nats-port", "0",
+		"--hetzner-addr", "127.0.0.1:0", "--proxmox-addr", "127.0.0.1:0")
+	want := "error: INVALID_INPUT: --nats-host \"0.0.0.0\" is not a loopback address"
+	if status != 1 || !strings.HasPrefix(out, want) || !strings.Contains(out, "(field: --nats-host)") {
+		t.Fatalf("compute up: exit status %d, output:\n%s\nwant exit status 1 and %s… (field: --nats-host)", status, out, want)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Fatalf("data directory after the refusal: %v %v, want it untouched", entries, err)
 	}
 }

@@ -37,7 +37,7 @@ type client struct {
 func connectAdmin(s *stack) *client {
 	s.t.Helper()
 	nc, err := bus.Connect(bus.ConnectOptions{URL: hostNATSURLs, Name: "composetest",
-		CredsFile: s.adminCreds()})
+		CredsFile: s.adminCreds(), CAFile: s.caFile()})
 	if err != nil {
 		s.t.Fatal(err)
 	}

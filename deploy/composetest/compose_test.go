@@ -28,6 +28,7 @@ func TestCompose(t *testing.T) {
 	s.waitHealthy(3*time.Minute, s.serviceIDs(allServices...)...)
 	s.logf("every container is healthy")
 	c := connectAdmin(s)
+	checkTLSAndMonitoring(s)
 
 	s.logf("tenants acme and globex through the tenants API, each with its own credential")
 	tenancy(s, c)

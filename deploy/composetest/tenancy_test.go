@@ -51,7 +51,7 @@ func tenancy(s *stack, c *client) {
 	call := func(creds, tenant, resource, verb string, in, out any) error {
 		d := &natsauth.Denials{}
 		nc, err := bus.Connect(bus.ConnectOptions{URL: hostNATSURLs, Name: "composetest-" + tenant, CredsFile: creds,
-			InboxPrefix: "_INBOX_" + tenant, FailFast: true, ErrorHandler: d.Handler})
+			CAFile: s.caFile(), InboxPrefix: "_INBOX_" + tenant, FailFast: true, ErrorHandler: d.Handler})
 		if err != nil {
 			s.t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func walkthrough(s *stack, c *client) {
 		}
 	}
 	// the same flags as the image build, so the go build step hits the cache
-	cmd.Env = append(cmd.Env, "CGO_ENABLED=0", "GOFLAGS=-trimpath")
+	cmd.Env = append(cmd.Env, "COMPUTE_NATS_CA="+s.caFile(), "CGO_ENABLED=0", "GOFLAGS=-trimpath")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		s.t.Fatalf("README walkthrough: %v\n%s", err, lastLines(string(out), 60))

@@ -14,6 +14,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	hetzner "better-compute.io/compute/services/provider-hetzner"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 )
 
@@ -91,6 +92,55 @@ func BenchmarkFleetConvergence(b *testing.B) {
 		b.ReportMetric(elapsed.Seconds()/minimum.Seconds(), "x-min")
 		b.Logf("%d instances: all running after %v (creates accepted after %v), %d API calls (%.2f per instance); API minimum %v (ratio %.1f)",
 			n, elapsed.Round(time.Millisecond), created.Round(time.Millisecond), calls, float64(calls)/float64(n), minimum, elapsed.Seconds()/minimum.Seconds())
+		_ = emu.Close()
+	}
+}
+
+// BenchmarkTenantFairness measures how long one instance of a second tenant
+// (globex) takes to run alone, then again right after the first tenant
+// (acme) had a flood of creates accepted, all on the Hetzner emulator with a
+// latency on every API call, and reports the ratio: what one tenant's burst
+// costs everyone else. Run it once: go test -run '^$' -bench TenantFairness
+// -benchtime 1x ./services/reconciler/ with COMPUTE_BENCH_INSTANCES (the
+// flood, default 5000), COMPUTE_BENCH_LATENCY per API call (default 2s),
+// COMPUTE_BENCH_ACTION (default 1s), COMPUTE_BENCH_WORKERS (reconcile
+// workers, default the production default). It does not wait for the flood
+// to converge.
+func BenchmarkTenantFairness(b *testing.B) {
+	n := envInt("COMPUTE_BENCH_INSTANCES", 5000)
+	latency := envDuration("COMPUTE_BENCH_LATENCY", 2*time.Second)
+	action := envDuration("COMPUTE_BENCH_ACTION", time.Second)
+	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: envInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
+	for b.Loop() {
+		h := newHarness(b, o)
+		emu, err := emulator.Start(emulator.Options{RateLimitSize: 10_000_000, RateLimitRefillPerSecond: 1_000_000, ActionDuration: action}, "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, route := range []string{"GET /servers", "POST /servers", "GET /servers/{id}"} {
+			emu.Emulator().SetLatency(route, latency)
+		}
+		h.pool = h.addHetznerPool(emu, nil)
+		other := h.writePool(otherTenant, hetzner.ProviderID, "hz", map[string]any{"token": "secret://globex/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "location": "fsn1"},
+			api.Flavor{Name: "small", OfferID: "cx23", Image: "ubuntu-24.04"})
+		running := h.runningEvents(otherTenant)
+		timeToRun := func() time.Duration {
+			start := time.Now()
+			h.waitRunning(running, h.createAs(otherTenant, other).ID, 15*time.Minute)
+			return time.Since(start)
+		}
+		alone := timeToRun()
+		start := time.Now()
+		h.createMany(n, fmt.Sprintf("flood-%d", time.Now().UnixNano()))
+		accepted := time.Since(start)
+		flooded := timeToRun()
+		b.ReportMetric(alone.Seconds(), "s-alone")
+		b.ReportMetric(flooded.Seconds(), "s-flooded")
+		b.ReportMetric(flooded.Seconds()/alone.Seconds(), "x-alone")
+		b.Logf("%s's instance: running after %v alone, after %v behind %s's %d creates (accepted in %v): ratio %.2f; %v per API call",
+			otherTenant, alone.Round(time.Millisecond), flooded.Round(time.Millisecond), tenant, n, accepted.Round(time.Millisecond),
+			flooded.Seconds()/alone.Seconds(), latency)
+		h.rec.Stop() // before the emulator goes: the flood is not waited for
 		_ = emu.Close()
 	}
 }

@@ -2,8 +2,9 @@
 // and drives every instance through its provider until the real machine is
 // as declared: created once (the instance id is the idempotency key), powered
 // as desired, one-shot operations executed at most once, deleted without
-// leaking. Work arrives on the COMPUTE_WORK stream (one durable consumer
-// shared by every replica); a periodic resync re-queues every instance so a
+// leaking. Work arrives on the COMPUTE_WORK stream (a durable consumer per
+// tenant shared by every replica, run in turns fair across tenants:
+// work.go); a periodic resync re-queues every instance so a
 // lost message never strands one. Every status write is a revision CAS
 // (writeRecord, the one CAS loop).
 //

@@ -48,14 +48,18 @@ func (r *Reconciler) requeue(inst *api.Instance) {
 	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-again-%d", inst.ID, time.Now().UnixNano()))
 }
 
-// publishWork publishes one work message, retrying (with backoff, until
-// ctx ends) while JetStream cannot take it, e.g. during the leader election
-// after a NATS node is lost. The message id deduplicates retries whose
+// publishWork publishes one work message (after making sure its tenant's
+// work consumer exists and this replica pulls it: serveTenant), retrying
+// (with backoff, until ctx ends) while JetStream cannot take it, e.g.
+// during the leader election after a NATS node is lost. The message id deduplicates retries whose
 // first attempt did land.
 func (r *Reconciler) publishWork(ctx context.Context, tenant, id, msgID string) {
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMaxInterval(2*time.Second), backoff.WithMaxElapsedTime(0)), ctx)
 	err := backoff.Retry(func() error {
+		if err := r.serveTenant(ctx, tenant); err != nil {
+			return err
+		}
 		_, err := r.st.JS.Publish(ctx, bus.Work(tenant, id), nil, jetstream.WithMsgID(msgID))
 		return err
 	}, b)

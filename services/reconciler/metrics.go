@@ -2,10 +2,9 @@ package reconciler
 
 import (
 	"context"
-	"errors"
+	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"better-compute.io/compute/pkg/api"
@@ -141,7 +140,7 @@ func (c collector) collectInstances(ctx context.Context, ch chan<- prometheus.Me
 
 // collectQueue reads the work stream (work-queue retention: a message
 // leaves it when acknowledged, so its first message is the oldest
-// unacknowledged one) and the work consumer.
+// unacknowledged one) and the tenants' work consumers.
 func (c collector) collectQueue(ctx context.Context, ch chan<- prometheus.Metric, now time.Time) error {
 	stream, err := c.r.st.JS.Stream(ctx, bus.StreamWork)
 	if err != nil {
@@ -157,18 +156,16 @@ func (c collector) collectQueue(ctx context.Context, ch chan<- prometheus.Metric
 	}
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(info.State.Msgs))
 	ch <- prometheus.MustNewConstMetric(queueAgeDesc, prometheus.GaugeValue, age)
+	// every tenant's work consumer (WorkConsumer): none before a first work
 	unacked := 0
-	switch cons, err := stream.Consumer(ctx, ConsumerName); {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		// No replica consumed yet: nothing was delivered.
-	case err != nil:
-		return err
-	default:
-		ci, err := cons.Info(ctx)
-		if err != nil {
-			return err
+	lister := stream.ListConsumers(ctx)
+	for ci := range lister.Info() {
+		if strings.HasPrefix(ci.Name, workConsumerPrefix) {
+			unacked += ci.NumAckPending
 		}
-		unacked = ci.NumAckPending
+	}
+	if err := lister.Err(); err != nil {
+		return err
 	}
 	ch <- prometheus.MustNewConstMetric(queueUnackedDesc, prometheus.GaugeValue, float64(unacked))
 	return nil

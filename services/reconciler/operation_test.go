@@ -256,13 +256,13 @@ func TestStopOfAnIdleReplicaDoesNotWaitOutTheDrain(t *testing.T) {
 	}
 }
 
-// A replica whose work consumer ends on its own (here: deleted, as nats.go
-// ends a Consume on errors it deems terminal, e.g. after a whole cluster
-// restarted) starts consuming again instead of serving the API only.
+// A replica whose tenant's work consumer goes (here: deleted; also lost
+// with a whole cluster's store) sets it up again and consumes, instead of
+// serving the API only.
 func TestConsumingResumesAfterTheConsumerEnds(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)
-	if err := h.env.Stores.JS.DeleteConsumer(context.Background(), bus.StreamWork, ConsumerName); err != nil {
+	if err := h.env.Stores.JS.DeleteConsumer(context.Background(), bus.StreamWork, WorkConsumer(tenant)); err != nil {
 		t.Fatal(err)
 	}
 	h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)

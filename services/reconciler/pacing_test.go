@@ -45,14 +45,21 @@ func (h *harness) servePool(def *provider.Defined, name string, config map[strin
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { _ = svc.Stop() })
+	return h.writePool(tenant, def.ID(), name, config, flavor)
+}
+
+// writePool writes an account of tenantID on providerID (named name, with
+// config) and a pool of flavor on that account.
+func (h *harness) writePool(tenantID, providerID, name string, config map[string]any, flavor api.Flavor) api.Pool {
+	h.t.Helper()
 	ctx := context.Background()
-	acct := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: tenant, Provider: def.ID(), Name: name, Version: 1, Config: config}
-	if _, err := h.env.Stores.AccountTable().Create(ctx, tenant, acct.ID, acct); err != nil {
+	acct := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: tenantID, Provider: providerID, Name: name, Version: 1, Config: config}
+	if _, err := h.env.Stores.AccountTable().Create(ctx, tenantID, acct.ID, acct); err != nil {
 		h.t.Fatal(err)
 	}
-	pool := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: tenant, Class: api.PoolClassProvider, ProviderAccountID: acct.ID,
+	pool := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: tenantID, Class: api.PoolClassProvider, ProviderAccountID: acct.ID,
 		Agent: api.PoolAgentNone, Version: 1, Flavors: []api.Flavor{flavor}}
-	if _, err := h.env.Stores.PoolTable().Create(ctx, tenant, pool.ID, pool); err != nil {
+	if _, err := h.env.Stores.PoolTable().Create(ctx, tenantID, pool.ID, pool); err != nil {
 		h.t.Fatal(err)
 	}
 	return pool

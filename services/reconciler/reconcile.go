@@ -26,8 +26,8 @@ func after(d time.Duration) outcome { return outcome{requeue: d} }
 
 // handle reconciles the instance a work message names and acknowledges,
 // delays or (when the state store is unreachable) abandons the message, which
-// is then redelivered after AckWait (dispatch keeps a held message's
-// AckWait from running out meanwhile). A pass cancelled by Stop hands its
+// is then redelivered after AckWait (pull keeps a held message's AckWait
+// from running out meanwhile). A pass cancelled by Stop hands its
 // work back at once.
 func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
 	tenant, id, ok := parseWorkSubject(msg.Subject())

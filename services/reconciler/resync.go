@@ -25,7 +25,7 @@ func (r *Reconciler) resyncLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.stopping:
+		case <-r.stopping.Done():
 			return
 		case <-time.After(wait):
 		}

@@ -2,13 +2,10 @@ package reconciler
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
@@ -23,7 +20,8 @@ type Options struct {
 	// Workers bounds concurrent API requests (default 64).
 	Workers int
 	// ReconcileWorkers bounds instances reconciled at once (default 64; a
-	// reconcile mostly waits on the provider and the state store).
+	// reconcile mostly waits on the provider and the state store), granted
+	// to tenants in turns (work.go).
 	ReconcileWorkers int
 	// PollInterval is how long to wait before the first look at a converging
 	// machine (default 2 s); it doubles with each look (see pollDelay).
@@ -67,9 +65,6 @@ type Hooks struct {
 	// before its result is recorded.
 	AfterProviderCreate func(instanceID string)
 }
-
-// ConsumerName is the durable work consumer shared by every replica.
-const ConsumerName = "reconciler"
 
 func (o *Options) defaults() {
 	if o.ReconcileWorkers <= 0 {
@@ -122,46 +117,56 @@ type Reconciler struct {
 	nc *nats.Conn
 	st *bus.Stores
 	tables
-	o      Options
-	log    zerolog.Logger
-	svc    *bus.Service
+	o   Options
+	log zerolog.Logger
+	svc *bus.Service
+	// passes is the context of every pass; cancel ends it (Stop, after
+	// the drain allowance).
+	passes context.Context
 	cancel context.CancelFunc
-	// slots bounds the work messages held (waiting or running, each with
-	// a progress heartbeat); sem bounds the ones running.
-	slots    chan struct{}
-	sem      chan struct{}
-	stopping chan struct{}
-	// consumerTrouble is signalled by the work consumer's error handler.
-	consumerTrouble chan struct{}
-	wg              sync.WaitGroup
-	budgets         *budgets
+	// stopping ends when Stop is called (stop): pullers, waits and the
+	// resync loop end, running passes get the drain allowance.
+	stopping context.Context
+	stop     context.CancelFunc
+	// queue holds the fetched work no worker has started, handed out
+	// fairly across tenants (work.go).
+	queue *fairQueue
+	// workMu guards pulled: the tenants whose work this replica pulls
+	// (nil: it consumes no work).
+	workMu  sync.Mutex
+	pulled  map[string]bool
+	wg      sync.WaitGroup
+	budgets *budgets
 }
 
 // Start serves the instance API on nc and starts consuming work. Stop it
 // with Stop. Errors: the stores or the consumer could not be set up.
 func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
-	ctx, cancel := context.WithCancel(context.Background())
 	r := newReconciler(nc, st, o)
-	r.cancel, o = cancel, r.o
+	o = r.o
+	r.pulled = map[string]bool{}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
 		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),
 	})
 	if err != nil {
-		cancel()
+		r.cancel()
 		return nil, err
 	}
 	r.svc = svc
-	cc, err := r.startConsuming(ctx)
-	if err != nil {
+	ctx, cancel := context.WithTimeout(r.stopping, startWorkTimeout)
+	defer cancel()
+	for range o.ReconcileWorkers {
+		r.wg.Add(1)
+		go r.work()
+	}
+	if err := r.startWork(ctx); err != nil {
 		r.Stop()
 		return nil, err
 	}
-	r.wg.Add(1)
-	go r.keepConsuming(ctx, cc)
 	if o.ResyncInterval > 0 {
 		r.wg.Add(1)
-		go r.resyncLoop(ctx)
+		go r.resyncLoop(r.passes)
 	}
 	return r, nil
 }
@@ -170,9 +175,11 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 // consumes nothing yet.
 func newReconciler(nc *nats.Conn, st *bus.Stores, o Options) *Reconciler {
 	o.defaults()
-	return &Reconciler{nc: nc, st: st, tables: tablesOf(st), o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
-		cancel: func() {}, slots: make(chan struct{}, 2*o.ReconcileWorkers), sem: make(chan struct{}, o.ReconcileWorkers),
-		stopping: make(chan struct{}), consumerTrouble: make(chan struct{}, 1), budgets: newBudgets(o.RateReserve, o.Clock)}
+	r := &Reconciler{nc: nc, st: st, tables: tablesOf(st), o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
+		queue: newFairQueue(), budgets: newBudgets(o.RateReserve, o.Clock)}
+	r.passes, r.cancel = context.WithCancel(context.Background())
+	r.stopping, r.stop = context.WithCancel(context.Background())
+	return r
 }
 
 // Stop stops consuming, serving and resyncing. Work waiting for a worker
@@ -183,11 +190,8 @@ func (r *Reconciler) Stop() {
 	if r.svc != nil {
 		_ = r.svc.Stop()
 	}
-	select {
-	case <-r.stopping:
-	default:
-		close(r.stopping)
-	}
+	r.stop()
+	r.queue.close()
 	drained := make(chan struct{})
 	go func() { r.wg.Wait(); close(drained) }()
 	select {
@@ -196,114 +200,4 @@ func (r *Reconciler) Stop() {
 	}
 	r.cancel()
 	<-drained
-}
-
-// startConsuming creates (or updates) the durable work consumer and starts
-// consuming it. Errors: the consumer could not be set up.
-func (r *Reconciler) startConsuming(ctx context.Context) (jetstream.ConsumeContext, error) {
-	cons, err := r.st.JS.CreateOrUpdateConsumer(ctx, bus.StreamWork, jetstream.ConsumerConfig{
-		Durable: ConsumerName, AckPolicy: jetstream.AckExplicitPolicy, AckWait: r.o.AckWait,
-		MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("work consumer: %w", err)
-	}
-	// A small client-side buffer: messages waiting there get no heartbeat.
-	cc, err := cons.Consume(r.dispatch(ctx), jetstream.PullMaxMessages(max(r.o.ReconcileWorkers/4, 2)),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			r.log.Warn().Err(err).Msg("work consumer error")
-			select {
-			case r.consumerTrouble <- struct{}{}:
-			default:
-			}
-		}))
-	if err != nil {
-		return nil, fmt.Errorf("consume work: %w", err)
-	}
-	return cc, nil
-}
-
-// consumerSettle is how long a troubled work consumer must stay free of
-// errors before it is started afresh.
-const consumerSettle = 2 * time.Second
-
-// keepConsuming stops cc when the replica stops, and starts consuming
-// afresh (with backoff) whenever consuming ends on its own, or reported
-// errors (a lost connection, missed heartbeats) and then settled for
-// consumerSettle. nats.go ends a Consume for good on some errors, and after
-// a whole NATS cluster restarted a Consume was seen to stay open and
-// receive nothing, which leaves a replica serving the API but reconciling
-// nothing; a fresh Consume (new pull requests, no stale client state)
-// recovers from both.
-func (r *Reconciler) keepConsuming(ctx context.Context, cc jetstream.ConsumeContext) {
-	defer r.wg.Done()
-	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(250*time.Millisecond),
-		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
-	for {
-		if cc != nil {
-			if !r.consumeUntilTrouble(cc) {
-				return
-			}
-			cc.Stop()
-		}
-		select {
-		case <-r.stopping:
-			return
-		case <-time.After(b.NextBackOff()):
-		}
-		var err error
-		if cc, err = r.startConsuming(ctx); err != nil {
-			r.log.Warn().Err(err).Msg("work consumer not restarted; retrying")
-		} else {
-			r.log.Info().Msg("work consumer started afresh")
-			b.Reset()
-		}
-	}
-}
-
-// consumeUntilTrouble waits until cc ends on its own or its errors settle
-// (true: start afresh), or the replica stops (false, cc stopped).
-func (r *Reconciler) consumeUntilTrouble(cc jetstream.ConsumeContext) bool {
-	var settled <-chan time.Time // nil until the consumer reports trouble
-	for {
-		select {
-		case <-r.stopping:
-			cc.Stop()
-			return false
-		case <-cc.Closed():
-			r.log.Warn().Msg("work consumer ended")
-			return true
-		case <-r.consumerTrouble:
-			settled = time.After(consumerSettle)
-		case <-settled:
-			return true
-		}
-	}
-}
-
-// dispatch takes a work message from the consumer: it holds a slot (the
-// consumer waits while every slot is taken), sends progress heartbeats
-// from then on, and reconciles when a worker is free.
-func (r *Reconciler) dispatch(ctx context.Context) jetstream.MessageHandler {
-	return func(msg jetstream.Msg) {
-		select {
-		case r.slots <- struct{}{}:
-		case <-r.stopping:
-			_ = msg.Nak()
-			return
-		}
-		stopHeartbeat := heartbeat(msg, r.o.AckWait/3)
-		r.wg.Add(1)
-		go func() {
-			defer func() { stopHeartbeat(); <-r.slots; r.wg.Done() }()
-			select {
-			case r.sem <- struct{}{}:
-			case <-r.stopping:
-				_ = msg.Nak() // stopping: another replica takes it now, not after AckWait
-				return
-			}
-			defer func() { <-r.sem }()
-			r.handle(ctx, msg)
-		}()
-	}
 }
