@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/services/console"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
 )
@@ -27,6 +28,7 @@ type upOptions struct {
 	hetznerAddr string
 	proxmoxAddr string
 	services    serviceConfig
+	console     consoleConfig // console.addr empty: no web console
 }
 
 // stack is everything `compute up` runs in one process.
@@ -36,6 +38,7 @@ type stack struct {
 	proxmox *pveemulator.Server
 	nc      *nats.Conn
 	stop    func()
+	console *console.Server // nil without --console-addr
 	// lock is held on the data directory while the stack runs (dataLock).
 	lock *flock.Flock
 }
@@ -97,7 +100,10 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	if err != nil {
 		return err
 	}
-	s.stop, err = runServices(s.nc, st, &o.services, serviceNames())
+	if s.stop, err = runServices(s.nc, st, &o.services, serviceNames()); err != nil || o.console.addr == "" {
+		return err
+	}
+	s.console, err = startConsole(o.console, s.nats.ClientURL(), "", o.services.log)
 	return err
 }
 
@@ -129,11 +135,15 @@ type listenAddr struct{ what, flag, addr string }
 
 // listenAddrs are the addresses `compute up` listens on, in start order.
 func (o upOptions) listenAddrs() []listenAddr {
-	return []listenAddr{
+	addrs := []listenAddr{
 		{"NATS", "--nats-port", net.JoinHostPort(o.natsHost, strconv.Itoa(o.natsPort))},
 		{"Hetzner Cloud API emulator", "--hetzner-addr", o.hetznerAddr},
 		{"Proxmox VE API emulator", "--proxmox-addr", o.proxmoxAddr},
 	}
+	if o.console.addr != "" {
+		addrs = append(addrs, listenAddr{"web console", "--console-addr", o.console.addr})
+	}
+	return addrs
 }
 
 // free fails (see err) when nothing can listen on a.addr now.
@@ -155,8 +165,11 @@ func (a listenAddr) err(err error) error {
 	return fmt.Errorf("%s on %s: %w", a.what, a.addr, err)
 }
 
-// Close stops the services, the emulator and NATS, in that order.
+// Close stops the console, the services, the emulator and NATS, in that order.
 func (s *stack) Close() {
+	if s.console != nil {
+		s.console.Close()
+	}
 	if s.stop != nil {
 		s.stop()
 	}
@@ -198,6 +211,9 @@ func upCmd(g *globals) *cobra.Command {
 			defer s.Close()
 			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
 				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.nats.ClientURL(), selfName())
+			if s.console != nil {
+				fmt.Fprintf(g.out, consoleBanner, s.console.URL())
+			}
 			sig := waitForSignal()
 			o.services.log.Info().Str("signal", sig.String()).Msg("stopping")
 			return nil
@@ -209,8 +225,13 @@ func upCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.hetznerAddr, "hetzner-addr", "127.0.0.1:4680", "address of the Hetzner Cloud API emulator")
 	cmd.Flags().StringVar(&o.proxmoxAddr, "proxmox-addr", "127.0.0.1:8006", "address of the Proxmox VE API emulator")
 	serviceFlags(cmd, &o.services)
+	consoleFlags(cmd, &o.console, "127.0.0.1:8480", "address of the web console (empty: none)")
 	return cmd
 }
+
+const consoleBanner = `Web console:
+  %s   (sign in with a tenant id, e.g. demo; no NATS auth here)
+`
 
 const upBanner = `
 compute is up.

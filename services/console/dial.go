@@ -17,8 +17,9 @@ import (
 // DialNATS is the Dialer of a console in front of the NATS server(s) at
 // url (comma-separated): one connection per session, as the tenant's
 // user, replies on the tenant's inbox prefix (_INBOX_<tenant>, the only
-// inbox deploy/nats.conf lets a tenant read).
-func DialNATS(url string) Dialer {
+// inbox deploy/nats.conf lets a tenant read); extra options (TLS) are
+// added to every connection.
+func DialNATS(url string, extra ...nats.Option) Dialer {
 	return func(ctx context.Context, c Credentials) (Tenant, error) {
 		opts := []nats.Option{
 			nats.Name("compute-console-" + c.Tenant),
@@ -26,6 +27,7 @@ func DialNATS(url string) Dialer {
 			nats.MaxReconnects(-1),
 			nats.ReconnectWait(250 * time.Millisecond),
 		}
+		opts = append(opts, extra...)
 		switch {
 		case strings.TrimSpace(c.Creds) != "":
 			auth, err := credsAuth(c.Creds)
