@@ -118,7 +118,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if !*update {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG (less is JPEG)
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
