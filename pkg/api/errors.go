@@ -43,6 +43,14 @@ type ErrorDetails struct {
 	// Accounts are the ids of the provider accounts that still reference a
 	// secret secrets.delete refused to delete (INVALID_STATE).
 	Accounts []string `json:"accounts,omitempty"`
+	// Allowed lists the values that exist where one that does not was
+	// named: the config fields of the provider for an unknown field
+	// (INVALID_CONFIG), the flavors of the pool for an unknown flavor
+	// (INVALID_INPUT).
+	Allowed []string `json:"allowed,omitempty"`
+	// Candidates are the ids of the records a name could mean, when a name
+	// used as a handle names several (INVALID_INPUT at path name).
+	Candidates []string `json:"candidates,omitempty"`
 	// Code is the error code a provider API answered (PROVIDER_ERROR; ""
 	// when the API could not be reached). A pointer: ProviderError always
 	// sends it.

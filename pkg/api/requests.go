@@ -110,3 +110,14 @@ type InstanceReinstallRequest struct {
 	ID       string `json:"id"`
 	Image    string `json:"image"`
 }
+
+// ProviderInfo is the tenant view of a provider (providers.list,
+// providers.describe): its id and version, its capabilities, and the
+// config fields an account of it takes (Type "secret" marks a field that
+// holds a secret reference; Default is applied when the field is absent).
+type ProviderInfo struct {
+	ID           string          `json:"id"`
+	Version      string          `json:"version"`
+	Capabilities []string        `json:"capabilities"`
+	Fields       []ManifestField `json:"fields"`
+}

@@ -18,6 +18,8 @@ const (
 	ResourceAccounts  = "accounts"
 	ResourcePools     = "pools"
 	ResourceInstances = "instances"
+	// ResourceProviders is the tenant view of the providers (list, describe).
+	ResourceProviders = "providers"
 )
 
 // Command is the subject of a public command: compute.v1.<tenant>.<resource>.<verb>.
