@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -10,8 +9,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"better-compute.io/compute/client"
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 )
 
 // DialNATS is the Dialer of a console in front of the NATS server(s) at
@@ -23,7 +22,7 @@ func DialNATS(url string, extra ...nats.Option) Dialer {
 	return func(ctx context.Context, c Credentials) (Tenant, error) {
 		opts := []nats.Option{
 			nats.Name("compute-console-" + c.Tenant),
-			nats.CustomInboxPrefix(bus.InboxRoot + "_" + c.Tenant),
+			nats.CustomInboxPrefix(client.TenantInbox(c.Tenant)),
 			nats.MaxReconnects(-1),
 			nats.ReconnectWait(250 * time.Millisecond),
 		}
@@ -48,7 +47,7 @@ func DialNATS(url string, extra ...nats.Option) Dialer {
 		case err != nil:
 			return nil, api.Errorf(api.CodeUnavailable, "no NATS server answers: %v", err)
 		}
-		return &natsTenant{id: c.Tenant, nc: nc}, nil
+		return natsTenant{c: client.New(nc, c.Tenant, 0)}, nil
 	}
 }
 
@@ -66,80 +65,53 @@ func credsAuth(creds string) (nats.Option, error) {
 	return nats.UserJWT(func() (string, error) { return jwt, nil }, kp.Sign), nil
 }
 
-// natsTenant is a Tenant over one NATS connection.
-type natsTenant struct {
-	id string
-	nc *nats.Conn
+// natsTenant is a Tenant over one NATS connection, through the client
+// library.
+type natsTenant struct{ c *client.Client }
+
+func (t natsTenant) ID() string { return t.c.Tenant() }
+
+func (t natsTenant) Pools(ctx context.Context) ([]api.Pool, error) { return t.c.Pools.All(ctx) }
+
+func (t natsTenant) Accounts(ctx context.Context) ([]api.Account, error) {
+	return t.c.Accounts.All(ctx)
 }
 
-func (t *natsTenant) ID() string { return t.id }
-
-func (t *natsTenant) call(ctx context.Context, resource, verb string, in, out any) error {
-	return bus.Call(ctx, t.nc, bus.Command(t.id, resource, verb), in, out)
+func (t natsTenant) Instances(ctx context.Context) ([]api.Instance, error) {
+	return t.c.Instances.All(ctx, api.InstanceListRequest{})
 }
 
-// listAll pages through a list verb with req (whose Cursor it sets).
-func listAll[T any](ctx context.Context, t *natsTenant, resource string, req any, cursor *string) ([]T, error) {
-	var all []T
-	for {
-		var page api.List[T]
-		if err := t.call(ctx, resource, "list", req, &page); err != nil {
-			return nil, err
-		}
-		all = append(all, page.Items...)
-		if page.NextCursor == "" {
-			return all, nil
-		}
-		*cursor = page.NextCursor
-	}
-}
-
-func (t *natsTenant) Pools(ctx context.Context) ([]api.Pool, error) {
-	req := api.ListRequest{Limit: 1000}
-	return listAll[api.Pool](ctx, t, bus.ResourcePools, &req, &req.Cursor)
-}
-
-func (t *natsTenant) Accounts(ctx context.Context) ([]api.Account, error) {
-	req := api.ListRequest{Limit: 1000}
-	return listAll[api.Account](ctx, t, bus.ResourceAccounts, &req, &req.Cursor)
-}
-
-func (t *natsTenant) Instances(ctx context.Context) ([]api.Instance, error) {
-	req := api.InstanceListRequest{ListRequest: api.ListRequest{Limit: 1000}}
-	return listAll[api.Instance](ctx, t, bus.ResourceInstances, &req, &req.Cursor)
-}
-
-func (t *natsTenant) Instance(ctx context.Context, id string) (*api.Instance, error) {
-	var inst api.Instance
-	if err := t.call(ctx, bus.ResourceInstances, "get", api.IDRequest{ID: id}, &inst); err != nil {
+func (t natsTenant) Instance(ctx context.Context, id string) (*api.Instance, error) {
+	inst, err := t.c.Instances.Get(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	return &inst, nil
 }
 
-func (t *natsTenant) Offers(ctx context.Context, accountID string) ([]api.Offer, error) {
-	var offers api.List[api.Offer]
-	if err := t.call(ctx, bus.ResourceAccounts, "offers", api.AccountOffersRequest{ID: accountID}, &offers); err != nil {
-		return nil, err
-	}
-	return offers.Items, nil
+func (t natsTenant) Offers(ctx context.Context, accountID string) ([]api.Offer, error) {
+	return t.c.Accounts.Offers(ctx, accountID, api.OfferQuery{})
 }
 
-func (t *natsTenant) WatchEvents(f func(api.Event)) (func(), error) {
-	sub, err := t.nc.Subscribe(bus.EventsOf(t.id), func(m *nats.Msg) {
-		var ev api.Event
-		if json.Unmarshal(m.Data, &ev) == nil {
+// WatchEvents follows the tenant's instance events (client Watch; the
+// only events the system publishes), subscribed at the server on return.
+func (t natsTenant) WatchEvents(f func(api.Event)) (func(), error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	events, err := t.c.Instances.Watch(ctx, "")
+	if err == nil {
+		err = t.c.Conn().Flush()
+	}
+	if err != nil {
+		cancel()
+		return nil, api.Errorf(api.CodeUnavailable, "follow the events of tenant %s: %v", t.c.Tenant(), err)
+	}
+	go func() {
+		for ev := range events {
 			f(ev)
 		}
-	})
-	if err != nil {
-		return nil, api.Errorf(api.CodeAccessDenied, "subscribe to the events of tenant %s: %v", t.id, err)
-	}
-	if err := t.nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, api.Errorf(api.CodeUnavailable, "subscribe to the events of tenant %s: %v", t.id, err)
-	}
-	return func() { _ = sub.Unsubscribe() }, nil
+	}()
+	return cancel, nil
 }
 
-func (t *natsTenant) Close() { t.nc.Close() }
+// Close closes the session's connection (client.New does not own it).
+func (t natsTenant) Close() { t.c.Conn().Close() }
