@@ -81,22 +81,9 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, sess *sessi
 	s.render(w, r, httpStatus(ce.Code), "error", sess, view{Title: string(ce.Code), Data: ce})
 }
 
-// httpStatus is the HTTP status a page failing with code answers.
-func httpStatus(code api.Code) int {
-	switch code {
-	case api.CodeInvalidInput, api.CodeInvalidConfig:
-		return http.StatusBadRequest
-	case api.CodeNotFound:
-		return http.StatusNotFound
-	case api.CodeAccessDenied:
-		return http.StatusForbidden
-	case api.CodeUnavailable, api.CodeRateLimited:
-		return http.StatusServiceUnavailable
-	case api.CodeInternal:
-		return http.StatusInternalServerError
-	}
-	return http.StatusBadGateway
-}
+// httpStatus is the HTTP status a page failing with code answers: the
+// code's status in the error catalogue (api.Catalogue).
+func httpStatus(code api.Code) int { return code.Info().Status }
 
 // formatMoney prints an amount per currency ("0.0081 EUR"), currencies
 // sorted, with digits decimals; "—" when empty.
