@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/services/console"
 )
 
@@ -31,9 +32,13 @@ func consoleFlags(cmd *cobra.Command, c *consoleConfig, def, usage string) {
 
 // startConsole serves the console on c.addr in front of the NATS server at
 // url; each signed-in session connects there as its tenant's user
-// (caFile, when set, pins the server's CA). Errors: the address is taken
-// or malformed.
+// (caFile, when set, pins the server's CA). Errors: INVALID_CONFIG
+// naming --console-addr when it is empty; the address is taken or
+// malformed.
 func startConsole(c consoleConfig, url, caFile string, log zerolog.Logger) (*console.Server, error) {
+	if c.addr == "" {
+		return nil, api.InvalidConfig("--console-addr", "--console-addr is empty: give the host:port the console listens on")
+	}
 	var opts []nats.Option
 	if caFile != "" {
 		opts = append(opts, nats.RootCAs(caFile))
