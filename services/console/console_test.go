@@ -139,24 +139,40 @@ func newBrowserless(t *testing.T) *browserless {
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-// get fetches path and returns the response and its body.
-func (b *browserless) get(path string) (*http.Response, string) {
+// reply is a response, its body read and closed.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+	cookies    []*http.Cookie
+}
+
+func (r reply) Cookies() []*http.Cookie { return r.cookies }
+
+// do sends req, and reads and closes the response's body.
+func (b *browserless) do(req *http.Request) (reply, string) {
 	b.t.Helper()
-	resp, err := b.http.Get(b.srv.URL + path)
+	resp, err := b.http.Do(req)
 	require.NoError(b.t, err)
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
-	return resp, string(body)
+	return reply{StatusCode: resp.StatusCode, Header: resp.Header, cookies: resp.Cookies()}, string(body)
+}
+
+// get fetches path.
+func (b *browserless) get(path string) (reply, string) {
+	b.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, b.srv.URL+path, nil)
+	require.NoError(b.t, err)
+	return b.do(req)
 }
 
 // post submits form to path.
-func (b *browserless) post(path string, form url.Values) (*http.Response, string) {
+func (b *browserless) post(path string, form url.Values) (reply, string) {
 	b.t.Helper()
-	resp, err := b.http.PostForm(b.srv.URL+path, form)
+	req, err := http.NewRequest(http.MethodPost, b.srv.URL+path, strings.NewReader(form.Encode()))
 	require.NoError(b.t, err)
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	return resp, string(body)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.do(req)
 }
 
 // csrf is the CSRF token of the form on path.
@@ -168,7 +184,7 @@ func (b *browserless) csrf(path string) string {
 	return m[1]
 }
 
-func (b *browserless) signIn(tenant string) *http.Response {
+func (b *browserless) signIn(tenant string) reply {
 	b.t.Helper()
 	resp, _ := b.post("/signin", url.Values{"csrf": {b.csrf("/signin")}, "tenant": {tenant}, "user": {tenant}, "password": {"pw-" + tenant}})
 	return resp

@@ -47,7 +47,8 @@ func (s *Server) renderSignIn(w http.ResponseWriter, r *http.Request, status int
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		s.renderSignIn(w, r, http.StatusBadRequest, signInView{Err: api.InvalidInput("", "the form is unreadable or larger than %d bytes", maxFormBytes)})
+		v := signInView{Err: api.InvalidInput("", "the form is unreadable or larger than %d bytes", maxFormBytes)}
+		s.renderSignIn(w, r, http.StatusBadRequest, v)
 		return
 	}
 	v := signInView{Tenant: strings.TrimSpace(r.PostFormValue("tenant")), User: strings.TrimSpace(r.PostFormValue("user"))}
