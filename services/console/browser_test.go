@@ -127,12 +127,17 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-// The overview counts each pool's instances per phase; the instance list,
-// an instance's page, the offers and the cost show what runs, priced.
+// The overview counts each pool's instances per phase, live; the
+// instance list, an instance's page, the offers and the cost show what
+// runs, priced.
 func TestBrowserOverview(t *testing.T) {
 	f := startFleet(t, reconciler.Hooks{})
 	acme := f.tenant(t, "acme")
 	web, batch := acme.hetznerPool("web"), acme.hetznerPool("batch")
+	ctx, _ := browser(t)
+	do(t, ctx, "sign-in form", chromedp.Navigate(f.console.URL()+"/signin"), chromedp.WaitVisible(chromedp.CSS(`#signin`)))
+	screenshot(t, ctx, "signin")
+	f.signIn(t, ctx, "acme")
 	var running []api.Instance
 	for _, name := range []string{"web-1", "web-2"} {
 		running = append(running, acme.instance(web, name))
@@ -141,9 +146,8 @@ func TestBrowserOverview(t *testing.T) {
 	for _, inst := range running {
 		acme.waitPhase(inst.ID, api.PhaseRunning)
 	}
-	ctx, _ := browser(t)
-	f.signIn(t, ctx, "acme")
-	do(t, ctx, "reload the overview", chromedp.Navigate(f.console.URL()+"/"), chromedp.WaitVisible(chromedp.CSS(`#overview`)))
+	waitFor(t, ctx, "the overview counts 3 running instances, live",
+		`document.querySelector('#totals td[data-phase=Running]').textContent === "3"`)
 	for _, c := range []struct {
 		sel, want string
 	}{
@@ -207,8 +211,10 @@ func TestBrowserInstanceGoesRunningLive(t *testing.T) {
 	gate := make(chan struct{})
 	var release sync.Once
 	open := func() { release.Do(func() { close(gate) }) }
-	t.Cleanup(open)
 	f := startFleet(t, reconciler.Hooks{BeforePass: func(string) { <-gate }})
+	// Registered after the fleet's, so it runs first: the reconciler's
+	// Stop waits for the passes held at the gate.
+	t.Cleanup(open)
 	acme := f.tenant(t, "acme")
 	pool := acme.hetznerPool("web")
 	ctx, _ := browser(t)
