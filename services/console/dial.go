@@ -40,6 +40,15 @@ func DialNATS(url string, extra ...nats.Option) Dialer {
 		if dl, ok := ctx.Deadline(); ok {
 			opts = append(opts, nats.Timeout(time.Until(dl)))
 		}
+		denied := make(chan struct{}, 1)
+		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				select {
+				case denied <- struct{}{}:
+				default:
+				}
+			}
+		}))
 		nc, err := nats.Connect(url, opts...)
 		switch {
 		case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
@@ -47,7 +56,30 @@ func DialNATS(url string, extra ...nats.Option) Dialer {
 		case err != nil:
 			return nil, api.Errorf(api.CodeUnavailable, "no NATS server answers: %v", err)
 		}
-		return natsTenant{c: client.New(nc, c.Tenant, 0)}, nil
+		t := natsTenant{c: client.New(nc, c.Tenant, 0)}
+		if err := probe(ctx, t, denied); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		return t, nil
+	}
+}
+
+// probe lists one pool of the tenant: credentials of another tenant's
+// user connect, but nats-server refuses them the tenant's subjects (a
+// permission violation, reported on denied, while the request waits in
+// vain). Errors: ACCESS_DENIED then, else the list's.
+func probe(ctx context.Context, t natsTenant, denied <-chan struct{}) error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := t.c.Pools.List(ctx, api.ListRequest{Limit: 1})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-denied:
+		return api.Errorf(api.CodeAccessDenied, "these credentials may not act as tenant %s", t.ID())
 	}
 }
 

@@ -20,8 +20,12 @@
 //     does not count as activity); its connection closes with it.
 //   - Every POST carries a CSRF token: the session's, or before sign-in a
 //     random one set as a cookie and echoed by the form (double submit).
-//   - Live updates: the session subscribes to compute.v1.<tenant>.events.>
-//     (bus.EventsOf); /events streams each event to the browser, whose
+//   - Sign-in checks the credentials with one pools list of the tenant:
+//     another tenant's user connects, but nats-server refuses it the
+//     tenant's subjects (ACCESS_DENIED).
+//   - Live updates: the session follows the tenant's instance events
+//     (compute.v1.<tenant>.events.instances.>, client Watch; the only
+//     events published); /events streams each to the browser, whose
 //     script re-reads the page's main section (no reload). The events
 //     timeline of an instance shows the events this session received
 //     (at most EventBufferSize per session): tenants may not read the

@@ -133,11 +133,12 @@ func (s *Server) Close() {
 	})
 }
 
-// janitor ends idle sessions, a quarter of the idle timeout (at most a
-// minute) after they pass it.
+// janitor ends idle sessions, a quarter of the idle timeout (between a
+// second and a minute) after they pass it; a request on an idle session
+// ends it at once.
 func (s *Server) janitor() {
 	defer close(s.done)
-	t := time.NewTicker(min(s.o.IdleTimeout/4, time.Minute))
+	t := time.NewTicker(max(min(s.o.IdleTimeout/4, time.Minute), time.Second))
 	defer t.Stop()
 	for {
 		select {
