@@ -180,7 +180,7 @@ func Problem(inst *api.Instance) string {
 		if c.Problem() {
 			text := string(c.Reason) + ": " + c.Message
 			if c.RetryAt != nil {
-				text += ", retry at " + c.RetryAt.Local().Format(time.TimeOnly)
+				text += ", retry at " + c.RetryAt.Format(time.TimeOnly)
 			}
 			return text
 		}
@@ -196,7 +196,8 @@ const PollInterval = time.Second
 // instance's events and at least every PollInterval; progress, when not
 // nil, sees every get. Errors: the goal's (an instance Failed at its
 // generation is INVALID_STATE), and ctx.Err() when ctx ends first.
-func (i InstanceClient) Wait(ctx context.Context, id string, goal Goal, progress func(inst *api.Instance, getErr error)) (api.Instance, error) {
+func (i InstanceClient) Wait(ctx context.Context, id string, goal Goal,
+	progress func(inst *api.Instance, getErr error)) (api.Instance, error) {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	// Without events (e.g. no permission to subscribe) Wait still polls.

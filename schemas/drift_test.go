@@ -55,6 +55,8 @@ var goTypes = map[string]any{
 	"secrets.resolve.request.json":     api.SecretResolveRequest{},
 	"secrets.resolve.reply.json":       api.SecretResolveReply{},
 	"empty.json":                       api.Empty{},
+	"provider.json":                    api.ProviderInfo{},
+	"provider-list.json":               api.List[api.ProviderInfo]{},
 }
 
 // TestNoDrift checks, for every message schema and every struct reachable

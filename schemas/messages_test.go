@@ -31,7 +31,7 @@ func messages(t testing.TB) map[string][]any {
 	account := api.Account{ID: accountID, TenantID: tenant, Provider: "hetzner-cloud", Name: "main",
 		Config:  map[string]any{"token": ref, "location": "fsn1", "labels": map[string]any{"team": "web"}},
 		Version: 2, CreatedAt: now, UpdatedAt: later}
-	offer := api.Offer{ID: "cx22", Kind: api.KindVPS, Region: "fsn1", Vcpu: 2, MemoryGiB: 4, DiskGiB: 40,
+	offer := api.Offer{ID: "cx22", Kind: api.KindVPS, Region: "fsn1", Vcpu: 2, MemoryGiB: 4, DiskGiB: 40, Architecture: api.ArchAMD64,
 		PricePerHour: &price, Currency: "EUR", Available: true, CapacityType: api.CapacityOnDemand}
 	gpuOffer := api.Offer{ID: "pve1-gpu", Kind: api.KindMetal, Region: "pve1", Vcpu: 16, MemoryGiB: 64, GPUs: 2,
 		CapacityType: api.CapacitySpot, InterruptionProbability: 0.25}
@@ -113,6 +113,10 @@ func messages(t testing.TB) map[string][]any {
 			api.SecretResolveRequest{TenantID: tenant, Ref: "vault://kv/hetzner/prod#token"}},
 		"secrets.resolve.reply.json": {api.SecretResolveReply{Value: "not-a-real-token"}},
 		"empty.json":                 {api.Empty{}},
+		"provider.json": {api.ProviderInfo{ID: "hetzner-cloud", Version: "1.2.0", Capabilities: []string{"power", "reinstall"},
+			Fields: []api.ManifestField{{Name: "token", Type: "secret", Required: true}, {Name: "location", Type: "option", Options: []string{"fsn1"}, Default: "fsn1"}}},
+			api.ProviderInfo{ID: "bare", Version: "0.1.0"}},
+		"provider-list.json": {api.List[api.ProviderInfo]{Items: []api.ProviderInfo{{ID: "bare", Version: "0.1.0"}}}, api.List[api.ProviderInfo]{Items: []api.ProviderInfo{}}},
 	}
 }
 

@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"better-compute.io/compute/client"
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 )
 
 func accountsCmd(g *globals) *cobra.Command {
@@ -30,32 +30,43 @@ func accountsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.request(bus.ResourceAccounts, "create", api.AccountCreateRequest{Provider: provider, Name: name, Config: cfg}, nil)
+			return g.withClient(func(ctx context.Context, c *client.Client) error {
+				a, err := c.Accounts.Create(ctx, api.AccountCreateRequest{Provider: provider, Name: name, Config: cfg})
+				if err != nil {
+					return err
+				}
+				return showOne(g, accountView, a)
+			})
 		},
 	}
 	create.Flags().StringVar(&provider, "provider", "", "provider id (hetzner-cloud, proxmox, …)")
-	create.Flags().StringVar(&name, "name", "", "account name")
+	create.Flags().StringVar(&name, "name", "", "account name (unique in the tenant)")
 	create.Flags().StringVar(&configJSON, "config", "", "config as a JSON object")
 	create.Flags().StringArrayVar(&sets, "set", nil, "config field as key=value (repeatable; merged over --config)")
 
 	var version int64
 	update := &cobra.Command{
-		Use:   "update ID",
+		Use:   "update ID|NAME",
 		Short: "Change an account's name or config fields (--set merges into the current config)",
 		Long: "Reads the account, applies the change and writes it with the version read (optimistic\n" +
 			"concurrency). --set key=value changes that field and keeps the others, as in create;\n" +
 			"--config replaces the whole config (--set then merges over it). With --version the change is\n" +
 			"made only on that version (CONFLICT otherwise); without it, a write that meets another\n" +
 			"change (CONFLICT) reads the account again and re-applies the change, up to " + strconv.Itoa(updateAttempts) + " times.",
-		Example: `  compute accounts update pacct_01… --set location=nbg1`,
+		Example: `  compute accounts update prod --set location=nbg1`,
 		Args:    exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			nc, err := g.connect()
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			return g.updateAccount(nc, args[0], version, name, configJSON, sets)
+			return g.withClient(func(ctx context.Context, c *client.Client) error {
+				id, err := c.Accounts.Resolve(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				a, err := updateAccount(ctx, c, id, version, name, configJSON, sets)
+				if err != nil {
+					return err
+				}
+				return showOne(g, accountView, a)
+			})
 		},
 	}
 	update.Flags().Int64Var(&version, "version", 0, "make the change only on this version (default: the version read)")
@@ -66,11 +77,27 @@ func accountsCmd(g *globals) *cobra.Command {
 
 	var q api.OfferQuery
 	offers := &cobra.Command{
-		Use:   "offers ID",
-		Short: "List the offers (server types, sizes) the account's provider can create",
-		Args:  exactArgs(1),
+		Use:   "offers ID|NAME",
+		Short: "List the offers (server types, sizes) the account's provider can create, cheapest first",
+		Long: "Prints the offers as a table sorted by price per hour (offers without a price last), with the\n" +
+			"price of a 730-hour month (an upper bound: Hetzner caps a month at its monthly price) and the\n" +
+			"CPU architecture. -o json prints the provider's list as it is, in the provider's order.",
+		Args: exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return g.request(bus.ResourceAccounts, "offers", api.AccountOffersRequest{ID: args[0], Query: q}, nil)
+			return g.withClient(func(ctx context.Context, c *client.Client) error {
+				id, err := c.Accounts.Resolve(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				offers, err := c.Accounts.Offers(ctx, id, q)
+				if err != nil {
+					return err
+				}
+				reply := api.List[api.Offer]{Items: offers}
+				sorted := slices.Clone(offers)
+				byPrice(sorted)
+				return show(g, offerView, reply, sorted, "")
+			})
 		},
 	}
 	offers.Flags().StringVar(&q.Region, "region", "", "region (location) to price and filter for")
@@ -79,9 +106,38 @@ func accountsCmd(g *globals) *cobra.Command {
 	offers.Flags().Float64Var(&q.MinMemoryGiB, "min-memory", 0, "at least this much memory, GiB")
 	offers.Flags().IntVar(&q.GPUs, "gpus", 0, "at least this many GPUs")
 
-	c.AddCommand(create, update, offers, listCmd(g, bus.ResourceAccounts),
-		idCmd(g, bus.ResourceAccounts, "get", "Show an account"),
-		idCmd(g, bus.ResourceAccounts, "delete", "Delete an account (refused while pools use it)"))
+	var lreq api.ListRequest
+	list := listCommand(g, &lreq, "accounts", func(ctx context.Context, c *client.Client) error {
+		page, err := c.Accounts.List(ctx, lreq)
+		if err != nil {
+			return err
+		}
+		return show(g, accountView, page, page.Items, page.NextCursor)
+	})
+	get := handleCmd(g, "get", "Show an account", func(ctx context.Context, c *client.Client, handle string) error {
+		id, err := c.Accounts.Resolve(ctx, handle)
+		if err != nil {
+			return err
+		}
+		a, err := c.Accounts.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		return showOne(g, accountView, a)
+	})
+	del := handleCmd(g, "delete", "Delete an account (refused while pools use it)", func(ctx context.Context, c *client.Client,
+		handle string) error {
+		id, err := c.Accounts.Resolve(ctx, handle)
+		if err != nil {
+			return err
+		}
+		d, err := c.Accounts.Delete(ctx, id)
+		if err != nil {
+			return err
+		}
+		return showOne(g, deletedView, d)
+	})
+	c.AddCommand(create, update, offers, list, get, del)
 	return c
 }
 
@@ -93,11 +149,12 @@ const updateAttempts = 3
 // (parseConfig over its config) and writes it with the version read, which
 // must be version when that is not 0. Without version, a CONFLICT reads
 // and applies again, updateAttempts times at most.
-func (g *globals) updateAccount(nc *nats.Conn, id string, version int64, name, configJSON string, sets []string) error {
+func updateAccount(ctx context.Context, c *client.Client, id string, version int64,
+	name, configJSON string, sets []string) (api.Account, error) {
 	for attempt := 1; ; attempt++ {
-		var current api.Account
-		if err := g.call(context.Background(), nc, bus.ResourceAccounts, "get", api.IDRequest{ID: id}, &current); err != nil {
-			return err
+		current, err := c.Accounts.Get(ctx, id)
+		if err != nil {
+			return api.Account{}, err
 		}
 		req := api.AccountUpdateRequest{ID: id, Version: current.Version, Name: name}
 		if version != 0 {
@@ -106,16 +163,16 @@ func (g *globals) updateAccount(nc *nats.Conn, id string, version int64, name, c
 		if configJSON != "" || len(sets) > 0 {
 			cfg, err := parseConfig(current.Config, configJSON, sets)
 			if err != nil {
-				return err
+				return api.Account{}, err
 			}
 			req.Config = cfg
 		}
-		err := g.call(context.Background(), nc, bus.ResourceAccounts, "update", req, nil)
+		a, err := c.Accounts.Update(ctx, req)
 		if version != 0 || !api.IsCode(err, api.CodeConflict) {
-			return err
+			return a, err
 		}
 		if attempt == updateAttempts {
-			return api.Errorf(api.CodeConflict, "account %s changed %d times while being updated; run the update again", id, attempt).
+			return api.Account{}, api.Errorf(api.CodeConflict, "account %s changed %d times while being updated; run the update again", id, attempt).
 				WithPath("version")
 		}
 	}

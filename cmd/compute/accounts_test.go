@@ -54,12 +54,13 @@ func TestAccountsUpdateRetriesAConflict(t *testing.T) {
 	var version int64 = 1 // another writer bumps it after every read
 	var updates []api.AccountUpdateRequest
 	conflicts := 0 // updates still to refuse
+	id := api.NewID(api.PrefixAccount)
 	_, err := bus.StartService(env.Connect(t), bus.ServiceConfig{Name: "accounts", Version: "1.0.0", Logger: zerolog.Nop(), Endpoints: []bus.Endpoint{
 		{Name: "get", Subject: bus.Command("*", bus.ResourceAccounts, "get"), Handler: func(context.Context, *bus.Request) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			version++
-			return api.Account{ID: "pacct_1", Version: version, Config: map[string]any{"token": "secret://acme/sec_1", "seen": float64(version)}}, nil
+			return api.Account{ID: id, Version: version, Config: map[string]any{"token": "secret://acme/sec_1", "seen": float64(version)}}, nil
 		}},
 		{Name: "update", Subject: bus.Command("*", bus.ResourceAccounts, "update"), Handler: func(_ context.Context, req *bus.Request) (any, error) {
 			var in api.AccountUpdateRequest
@@ -71,7 +72,7 @@ func TestAccountsUpdateRetriesAConflict(t *testing.T) {
 			updates = append(updates, in)
 			if conflicts > 0 {
 				conflicts--
-				return nil, api.Errorf(api.CodeConflict, "account pacct_1 is at version %d, not %d: read it again", in.Version+1, in.Version).WithPath("version")
+				return nil, api.Errorf(api.CodeConflict, "account %s is at version %d, not %d: read it again", id, in.Version+1, in.Version).WithPath("version")
 			}
 			return api.Account{ID: in.ID, Version: in.Version + 1, Config: in.Config}, nil
 		}},
@@ -96,7 +97,7 @@ func TestAccountsUpdateRetriesAConflict(t *testing.T) {
 			mu.Lock()
 			conflicts, updates = tc.conflicts, nil
 			mu.Unlock()
-			_, err := c.run("", append([]string{"accounts", "update", "pacct_1", "--set", "location=nbg1"}, tc.args...)...)
+			_, err := c.run("", append([]string{"accounts", "update", id, "--set", "location=nbg1"}, tc.args...)...)
 			mu.Lock()
 			defer mu.Unlock()
 			if ok := tc.code == "" && err == nil || tc.code != "" && api.IsCode(err, tc.code); !ok {

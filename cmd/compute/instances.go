@@ -3,17 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"better-compute.io/compute/client"
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
 )
 
 func instancesCmd(g *globals) *cobra.Command {
@@ -24,7 +24,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	create := &cobra.Command{
 		Use:     "create",
 		Short:   "Create an instance in a pool",
-		Example: `  compute instances create --pool pool_01… --flavor small --name web-1 --wait`,
+		Example: `  compute instances create --pool web --flavor small --name web-1 --wait`,
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if userDataFile != "" {
@@ -34,25 +34,30 @@ func instancesCmd(g *globals) *cobra.Command {
 				}
 				req.UserData = string(data)
 			}
-			if !wait {
-				return g.request(bus.ResourceInstances, "create", req, nil)
-			}
-			var inst api.Instance
-			if err := g.request(bus.ResourceInstances, "create", req, &inst); err != nil {
-				return err
-			}
-			goal := "running"
-			if inst.Desired.Power == api.PowerOff {
-				goal = "stopped"
-			}
-			return g.wait(inst.ID, goal, 15*time.Minute)
+			return g.withClient(func(ctx context.Context, c *client.Client) error {
+				if err := resolveFlag(ctx, c.Pools.Resolve, &req.PoolID); err != nil {
+					return err
+				}
+				inst, err := c.Instances.Create(ctx, req)
+				if err != nil {
+					return err
+				}
+				if !wait {
+					return showOne(g, instanceView, inst)
+				}
+				goal := "running"
+				if inst.Desired.Power == api.PowerOff {
+					goal = "stopped"
+				}
+				return g.wait(c, inst.ID, goal, 15*time.Minute)
+			})
 		},
 	}
 	fl := create.Flags()
-	fl.StringVar(&req.PoolID, "pool", "", "pool id")
+	fl.StringVar(&req.PoolID, "pool", "", "pool id or name")
 	fl.StringVar(&req.Flavor, "flavor", "", "flavor name of the pool")
 	fl.StringVar(&req.Image, "image", "", "image (default: the flavor's)")
-	fl.StringVar(&req.Name, "name", "", "name (hostname; default: the instance id)")
+	fl.StringVar(&req.Name, "name", "", "name (hostname; unique in the pool; default: the instance id)")
 	fl.StringVar(&userDataFile, "user-data-file", "", "cloud-init user data file")
 	fl.StringArrayVar(&req.SSHKeys, "ssh-key", nil, "OpenSSH public key (repeatable)")
 	fl.StringVar((*string)(&req.Power), "power", "", "on (default) or off")
@@ -64,43 +69,69 @@ func instancesCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List instances (one page), optionally of one pool or phase",
 		Args:  cobra.NoArgs,
-		RunE:  func(*cobra.Command, []string) error { return g.request(bus.ResourceInstances, "list", lreq, nil) },
+		RunE: func(*cobra.Command, []string) error {
+			return g.withClient(func(ctx context.Context, c *client.Client) error {
+				if err := resolveFlag(ctx, c.Pools.Resolve, &lreq.PoolID); err != nil {
+					return err
+				}
+				page, err := c.Instances.List(ctx, lreq)
+				if err != nil {
+					return err
+				}
+				return show(g, instanceView, page, page.Items, page.NextCursor)
+			})
+		},
 	}
-	list.Flags().StringVar(&lreq.PoolID, "pool", "", "only this pool")
+	list.Flags().StringVar(&lreq.PoolID, "pool", "", "only this pool (id or name)")
 	list.Flags().StringVar((*string)(&lreq.Phase), "phase", "",
 		"only this phase (Pending, Provisioning, Running, Stopped, Reinstalling, Deleting, Failed)")
 	list.Flags().IntVar(&lreq.Limit, "limit", 0, "page size (default 100, max 1000)")
 	list.Flags().StringVar(&lreq.Cursor, "cursor", "", "nextCursor of the previous page")
 
 	power := &cobra.Command{
-		Use:   "power ID ACTION",
+		Use:   "power ID|NAME ACTION",
 		Short: "Power action: on, off, graceful-off, reset, cycle, graceful-restart, nmi",
 		Args:  exactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return g.request(bus.ResourceInstances, "power", api.InstancePowerRequest{ID: args[0], Action: api.PowerAction(args[1])}, nil)
+			return g.onInstance(args[0], func(ctx context.Context, c *client.Client, id string) error {
+				inst, err := c.Instances.Power(ctx, id, api.PowerAction(args[1]))
+				if err != nil {
+					return err
+				}
+				return showOne(g, instanceView, inst)
+			})
 		},
 	}
 	reinstall := &cobra.Command{
-		Use:   "reinstall ID IMAGE",
+		Use:   "reinstall ID|NAME IMAGE",
 		Short: "Reinstall an instance with another image (keeps its id)",
 		Args:  exactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return g.request(bus.ResourceInstances, "reinstall", api.InstanceReinstallRequest{ID: args[0], Image: args[1]}, nil)
+			return g.onInstance(args[0], func(ctx context.Context, c *client.Client, id string) error {
+				inst, err := c.Instances.Reinstall(ctx, id, args[1])
+				if err != nil {
+					return err
+				}
+				return showOne(g, instanceView, inst)
+			})
 		},
 	}
 	var waitDelete bool
 	del := &cobra.Command{
-		Use:   "delete ID",
+		Use:   "delete ID|NAME",
 		Short: "Delete an instance: its machine, then its record",
 		Args:  exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if !waitDelete {
-				return g.request(bus.ResourceInstances, "delete", api.IDRequest{ID: args[0]}, nil)
-			}
-			if err := g.request(bus.ResourceInstances, "delete", api.IDRequest{ID: args[0]}, &api.Instance{}); err != nil {
-				return err
-			}
-			return g.wait(args[0], "deleted", 15*time.Minute)
+			return g.onInstance(args[0], func(ctx context.Context, c *client.Client, id string) error {
+				inst, err := c.Instances.Delete(ctx, id)
+				if err != nil {
+					return err
+				}
+				if !waitDelete {
+					return showOne(g, instanceView, inst)
+				}
+				return g.wait(c, id, "deleted", 15*time.Minute)
+			})
 		},
 	}
 	del.Flags().BoolVar(&waitDelete, "wait", false,
@@ -109,7 +140,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	var until string
 	var maxWait time.Duration
 	waitCmd := &cobra.Command{
-		Use:   "wait ID",
+		Use:   "wait ID|NAME",
 		Short: "Wait until an instance is running (or --for stopped|deleted), showing progress",
 		Long: "Waits until the instance is running (or --for stopped|deleted), printing a progress line per\n" +
 			"change on stderr and the instance on stdout at the end. Ctrl-C stops only the waiting (exit\n" +
@@ -119,119 +150,93 @@ func instancesCmd(g *globals) *cobra.Command {
 			if _, ok := waitGoals[until]; !ok {
 				return fmt.Errorf("--for %q: want running, stopped or deleted", until)
 			}
-			return g.wait(args[0], until, maxWait)
+			return g.onInstance(args[0], func(_ context.Context, c *client.Client, id string) error {
+				return g.wait(c, id, until, maxWait)
+			})
 		},
 	}
 	waitCmd.Flags().StringVar(&until, "for", "running", "running, stopped or deleted")
 	waitCmd.Flags().DurationVar(&maxWait, "max", 15*time.Minute, "give up after this long")
 
 	watch := &cobra.Command{
-		Use:   "watch [ID]",
-		Short: "Follow instance events live (all instances of the tenant without ID) until Ctrl-C",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   "watch [ID|NAME]",
+		Short: "Follow instance events live (all instances of the tenant without an instance) until Ctrl-C",
+		Long: "Prints one line per event (time, instance, type, phase, message); -o json prints each event as\n" +
+			"one line of JSON.",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			id := "*"
-			if len(args) == 1 {
-				id = args[0]
+			if len(args) == 0 {
+				return g.withClient(func(ctx context.Context, c *client.Client) error { return g.watch(ctx, c, "") })
 			}
-			return g.watch(id)
+			return g.onInstance(args[0], func(ctx context.Context, c *client.Client, id string) error { return g.watch(ctx, c, id) })
 		},
 	}
-	c.AddCommand(create, list, power, reinstall, del, waitCmd, watch,
-		idCmd(g, bus.ResourceInstances, "get", "Show an instance with its status"))
+	get := &cobra.Command{
+		Use:   "get ID|NAME",
+		Short: "Show an instance with its status",
+		Args:  exactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return g.onInstance(args[0], func(ctx context.Context, c *client.Client, id string) error {
+				inst, err := c.Instances.Get(ctx, id)
+				if err != nil {
+					return err
+				}
+				return showOne(g, instanceView, inst)
+			})
+		},
+	}
+	c.AddCommand(create, list, power, reinstall, del, waitCmd, watch, get)
 	return c
 }
 
-// waitGoal decides from a get whether waiting is over (done) or hopeless (err).
-type waitGoal func(inst *api.Instance, getErr error) (done bool, err error)
-
-// waitGoals are the goals of `instances wait --for`, by name.
-var waitGoals = map[string]waitGoal{
-	"running": phaseGoal(api.PhaseRunning),
-	"stopped": phaseGoal(api.PhaseStopped),
-	"deleted": func(inst *api.Instance, getErr error) (bool, error) {
-		if api.IsCode(getErr, api.CodeNotFound) {
-			return true, nil
-		}
-		return false, failedErr(inst, getErr)
-	},
-}
-
-func phaseGoal(phase api.Phase) waitGoal {
-	return func(inst *api.Instance, getErr error) (bool, error) {
-		if getErr != nil {
-			return false, getErr
-		}
-		if inst.Status.Phase == phase && inst.Status.ObservedGeneration == inst.Generation {
-			return true, nil
-		}
-		return false, failedErr(inst, nil)
-	}
-}
-
-func failedErr(inst *api.Instance, getErr error) error {
-	if getErr != nil && !api.IsCode(getErr, api.CodeUnavailable) {
-		return getErr
-	}
-	if getErr == nil && inst.Status.Phase == api.PhaseFailed && inst.Status.ObservedGeneration == inst.Generation {
-		return fmt.Errorf("instance %s failed: %s", inst.ID, conditionText(inst))
-	}
-	return nil
-}
-
-// wait polls the instance every second (events wake it sooner) until the
-// goal named until (a waitGoals key) is reached, and prints one progress
-// line per change of phase, machine state or condition. Ctrl-C ends it with
-// an exitError (status 130) saying how to wait again.
-func (g *globals) wait(id, until string, maxWait time.Duration) error {
-	goal := waitGoals[until]
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	interrupted := func() error {
-		return &exitError{status: 130,
-			msg: fmt.Sprintf("interrupted: instance %s goes on; wait again with: %s instances wait %s --for %s", id, selfName(), id, until)}
-	}
-	nc, err := g.connect()
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	wake := make(chan *nats.Msg, 16)
-	sub, err := nc.ChanSubscribe(bus.Event(g.tenant, bus.ResourceInstances, id, "*"), wake)
-	if err == nil {
-		defer func() { _ = sub.Unsubscribe() }()
-	}
-	start, last := time.Now(), ""
-	deadline := time.After(maxWait)
-	for {
-		var inst api.Instance
-		getErr := g.call(ctx, nc, bus.ResourceInstances, "get", api.IDRequest{ID: id}, &inst)
-		if ctx.Err() != nil {
-			return interrupted()
-		}
-		if line := progressLine(&inst, getErr); line != last {
-			fmt.Fprintf(os.Stderr, "%6.1fs  %s\n", time.Since(start).Seconds(), line)
-			last = line
-		}
-		done, err := goal(&inst, getErr)
+// onInstance runs fn with a client and the id of the instance handle
+// names (an id, or the name of one instance of the tenant).
+func (g *globals) onInstance(handle string, fn func(ctx context.Context, c *client.Client, id string) error) error {
+	return g.withClient(func(ctx context.Context, c *client.Client) error {
+		id, err := c.Instances.Resolve(ctx, handle)
 		if err != nil {
 			return err
 		}
-		if done {
-			if getErr == nil {
-				return g.print(&inst)
-			}
-			return nil
+		return fn(ctx, c, id)
+	})
+}
+
+// waitGoals are the goals of `instances wait --for`, by name.
+var waitGoals = map[string]client.Goal{
+	"running": client.Running,
+	"stopped": client.Stopped,
+	"deleted": client.Deleted,
+}
+
+// wait waits (client Wait) until the instance reaches the goal named until
+// (a waitGoals key), printing one progress line per change of phase,
+// machine state or condition on stderr and the instance at the end (none
+// for deleted). Ctrl-C ends it with an exitError (status 130) saying how
+// to wait again; maxWait with an error naming the last progress line.
+func (g *globals) wait(c *client.Client, id, until string, maxWait time.Duration) error {
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sig, maxWait)
+	defer cancel()
+	start, last := time.Now(), ""
+	inst, err := c.Instances.Wait(ctx, id, waitGoals[until], func(inst *api.Instance, getErr error) {
+		if line := progressLine(inst, getErr); line != last {
+			fmt.Fprintf(os.Stderr, "%6.1fs  %s\n", time.Since(start).Seconds(), line)
+			last = line
 		}
-		select {
-		case <-ctx.Done():
-			return interrupted()
-		case <-wake:
-		case <-time.After(time.Second):
-		case <-deadline:
-			return fmt.Errorf("gave up after %s; last: %s", maxWait, last)
-		}
+	})
+	switch {
+	case sig.Err() != nil:
+		return &exitError{status: 130,
+			msg: fmt.Sprintf("interrupted: instance %s goes on; wait again with: %s instances wait %s --for %s", id, selfName(), id, until)}
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("gave up after %s; last: %s", maxWait, last)
+	case err != nil:
+		return err
+	case until == "deleted":
+		return nil
 	}
+	return showOne(g, instanceView, inst)
 }
 
 func progressLine(inst *api.Instance, getErr error) string {
@@ -248,51 +253,40 @@ func progressLine(inst *api.Instance, getErr error) string {
 			parts = append(parts, strings.Join(m.Addresses, ","))
 		}
 	}
-	if c := conditionText(inst); c != "" {
-		parts = append(parts, "("+c+")")
+	if p := client.Problem(inst); p != "" {
+		parts = append(parts, "("+p+")")
 	}
 	return strings.Join(parts, "  ")
 }
 
-func conditionText(inst *api.Instance) string {
-	for _, c := range inst.Status.Conditions {
-		if c.Problem() {
-			text := string(c.Reason) + ": " + c.Message
-			if c.RetryAt != nil {
-				text += ", retry at " + c.RetryAt.Format(time.TimeOnly)
-			}
-			return text
-		}
-	}
-	return ""
-}
-
-// watch prints one line per instance event until interrupted.
-func (g *globals) watch(id string) error {
-	nc, err := g.connect()
+// watch prints the events of instance id ("" for all) until Ctrl-C: one
+// line each, or one line of JSON each with -o json or yaml (a stream of
+// events, not one document).
+func (g *globals) watch(ctx context.Context, c *client.Client, id string) error {
+	format, err := g.format()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	msgs := make(chan *nats.Msg, 256)
-	sub, err := nc.ChanSubscribe(bus.Event(g.tenant, bus.ResourceInstances, id, "*"), msgs)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	events, err := c.Instances.Watch(ctx, id)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt)
-	fmt.Fprintln(os.Stderr, "watching", sub.Subject, "(Ctrl-C to stop)")
-	for {
-		select {
-		case <-stop:
-			return nil
-		case m := <-msgs:
-			var ev api.Event
-			if json.Unmarshal(m.Data, &ev) != nil {
-				continue
-			}
-			fmt.Fprintf(g.out, "%s  %s  %-12s %s %s\n", ev.Time.Local().Format(time.TimeOnly), ev.ResourceID, ev.Type, ev.Phase, ev.Message)
-		}
+	what := "every instance"
+	if id != "" {
+		what = "instance " + id
 	}
+	fmt.Fprintln(os.Stderr, "watching the events of", what, "(Ctrl-C to stop)")
+	enc := json.NewEncoder(g.out)
+	for ev := range events {
+		if format == formatJSON || format == formatYAML {
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(g.out, "%s  %s  %-12s %s %s\n", ev.Time.Local().Format(time.TimeOnly), ev.ResourceID, ev.Type, ev.Phase, ev.Message)
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 // Command compute runs the control plane (`compute up`, `compute serve`,
 // `compute emulator`) and talks to it (`compute secrets|accounts|pools|
-// instances …`, `compute certify`). Every client verb is one NATS request on
-// compute.v1.<tenant>.<resource>.<verb>; replies are printed as JSON.
+// instances|providers …`, `compute certify`). Every client verb is one NATS
+// request on compute.v1.<tenant>.<resource>.<verb>, sent through the client
+// package; replies print as tables on a terminal and as JSON otherwise (-o
+// table|wide|json|yaml|id; docs/user-guide.md, "The CLI's output").
 package main
 
 import (

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"better-compute.io/compute/client"
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 )
@@ -24,7 +25,9 @@ type globals struct {
 	tenant   string
 	timeout  time.Duration
 	logLevel string
-	out      io.Writer
+	// output is the -o format ("" for the default, see format).
+	output string
+	out    io.Writer
 }
 
 func envOr(name, def string) string {
@@ -60,6 +63,7 @@ func newRootWith(out io.Writer) *cobra.Command {
 	f.StringVar(&g.tenant, "tenant", envOr("COMPUTE_TENANT", "demo"), "tenant id (env COMPUTE_TENANT)")
 	f.DurationVar(&g.timeout, "timeout", 15*time.Second, "request timeout")
 	f.StringVar(&g.logLevel, "log-level", envOr("COMPUTE_LOG_LEVEL", "info"), "log level for services: debug, info, warn, error")
+	addOutputFlag(root, g)
 	root.PersistentPreRun = func(*cobra.Command, []string) {
 		if g.conn.Password == "" {
 			g.conn.Password = os.Getenv("COMPUTE_NATS_PASSWORD")
@@ -69,7 +73,7 @@ func newRootWith(out io.Writer) *cobra.Command {
 		}
 	}
 	root.AddCommand(upCmd(g), serveCmd(g), emulatorCmd(g), healthCmd(g),
-		secretsCmd(g), accountsCmd(g), poolsCmd(g), instancesCmd(g), certifyCmd(g))
+		secretsCmd(g), accountsCmd(g), poolsCmd(g), instancesCmd(g), certifyCmd(g), providersCmd(g))
 	for _, c := range root.Commands() {
 		refuseUnknownSubcommands(c)
 	}
@@ -137,30 +141,16 @@ func (g *globals) connect() (*nats.Conn, error) {
 	return nc, nil
 }
 
-// request sends one command of the tenant and prints the reply as JSON
-// (into out when out is not nil).
-func (g *globals) request(resource, verb string, in, out any) error {
+// withClient connects (g.connect) and runs fn with a client of the tenant
+// on that connection, closed when fn returns. Every request of the tenant
+// verbs goes through the client package.
+func (g *globals) withClient(fn func(ctx context.Context, c *client.Client) error) error {
 	nc, err := g.connect()
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	return g.call(context.Background(), nc, resource, verb, in, out)
-}
-
-// call sends one command of the tenant (ending at --timeout or with ctx)
-// and decodes the reply into out, or prints it as JSON when out is nil.
-func (g *globals) call(ctx context.Context, nc *nats.Conn, resource, verb string, in, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	var raw json.RawMessage
-	if err := bus.Call(ctx, nc, bus.Command(g.tenant, resource, verb), in, &raw); err != nil {
-		return err
-	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
-	}
-	return g.print(raw)
+	return fn(context.Background(), client.New(nc, g.tenant, g.timeout))
 }
 
 func (g *globals) print(v any) error {

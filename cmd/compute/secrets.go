@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"better-compute.io/compute/client"
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/services/secrets"
@@ -30,13 +32,45 @@ func secretsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.request(bus.ResourceSecrets, "put", api.SecretPutRequest{Name: args[0], Value: value, IdempotencyKey: key}, nil)
+			return g.withClient(func(ctx context.Context, c *client.Client) error {
+				s, err := c.Secrets.Put(ctx, api.SecretPutRequest{Name: args[0], Value: value, IdempotencyKey: key})
+				if err != nil {
+					return err
+				}
+				return showOne(g, secretView, s)
+			})
 		},
 	}
 	put.Flags().StringVar(&fromEnv, "from-env", "", "read the value from this environment variable")
 	put.Flags().StringVar(&key, "idempotency-key", "", "a repeated put with this key and value answers the same reference")
-	c.AddCommand(put, listCmd(g, bus.ResourceSecrets),
-		idCmd(g, bus.ResourceSecrets, "delete", "Delete a secret (refused while an account uses it)"), rekeyCmd(g))
+
+	var req api.ListRequest
+	list := listCommand(g, &req, "secrets", func(ctx context.Context, c *client.Client) error {
+		page, err := c.Secrets.List(ctx, req)
+		if err != nil {
+			return err
+		}
+		return show(g, secretView, page, page.Items, page.NextCursor)
+	})
+	del := &cobra.Command{
+		Use:   "delete ID|NAME",
+		Short: "Delete a secret (refused while an account uses it)",
+		Args:  exactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return g.withClient(func(ctx context.Context, c *client.Client) error {
+				id, err := c.Secrets.Resolve(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				d, err := c.Secrets.Delete(ctx, id)
+				if err != nil {
+					return err
+				}
+				return showOne(g, deletedView, d)
+			})
+		},
+	}
+	c.AddCommand(put, list, del, rekeyCmd(g))
 	return c
 }
 
@@ -70,13 +104,28 @@ func rekeyCmd(g *globals) *cobra.Command {
 				}
 				pass.Merge(out)
 				if pass.NextCursor == "" {
-					return g.print(pass)
+					return showOne(g, rekeyView, pass)
 				}
 			}
 		},
 	}
 	c.Flags().IntVar(&batch, "batch", 0, "records per request (default: as many as --timeout allows)")
 	return c
+}
+
+// rekeyView is the table of a rekey pass's report.
+var rekeyView = view[secrets.RekeyReply]{
+	id: func(r *secrets.RekeyReply) string { return r.KeyID },
+	columns: []column[secrets.RekeyReply]{
+		{name: "KEY", value: func(r *secrets.RekeyReply) string { return r.KeyID }},
+		{name: "VISITED", value: func(r *secrets.RekeyReply) string { return strconv.Itoa(r.Visited) }},
+		{name: "RESEALED", value: func(r *secrets.RekeyReply) string { return strconv.Itoa(r.Resealed) }},
+		{name: "CURRENT", value: func(r *secrets.RekeyReply) string { return strconv.Itoa(r.Current) }},
+		{name: "VANISHED", value: func(r *secrets.RekeyReply) string { return strconv.Itoa(r.Vanished) }},
+		{name: "FAILED", value: func(r *secrets.RekeyReply) string { return strings.Join(r.Failed, ",") }},
+		{name: "REMAINING", value: func(r *secrets.RekeyReply) string { return strconv.Itoa(r.Remaining) }},
+		{name: "RETIRED", value: func(r *secrets.RekeyReply) string { return strings.Join(r.Retired, ",") }},
+	},
 }
 
 // readSecretValue reads a value from env var name, or from r: a terminal
@@ -110,28 +159,16 @@ func readSecretValue(r io.Reader, name, secret string) (string, error) {
 	return v, nil
 }
 
-// listCmd is `<resource> list` with paging flags.
-func listCmd(g *globals, resource string) *cobra.Command {
-	var req api.ListRequest
+// listCommand is `<resource> list` with the paging flags into req,
+// running run with a client (g.withClient).
+func listCommand(g *globals, req *api.ListRequest, resource string, run func(ctx context.Context, c *client.Client) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List " + resource + " (one page; pass --cursor for the next)",
 		Args:  cobra.NoArgs,
-		RunE:  func(*cobra.Command, []string) error { return g.request(resource, "list", req, nil) },
+		RunE:  func(*cobra.Command, []string) error { return g.withClient(run) },
 	}
 	c.Flags().IntVar(&req.Limit, "limit", 0, "page size (default 100, max 1000)")
 	c.Flags().StringVar(&req.Cursor, "cursor", "", "nextCursor of the previous page")
 	return c
-}
-
-// idCmd is a verb that takes one id: get, delete.
-func idCmd(g *globals, resource, verb, short string) *cobra.Command {
-	return &cobra.Command{
-		Use:   verb + " ID",
-		Short: short,
-		Args:  exactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return g.request(resource, verb, api.IDRequest{ID: args[0]}, nil)
-		},
-	}
 }

@@ -55,6 +55,17 @@ func TestTenantIsolation(t *testing.T) {
 		})
 	})
 
+	t.Run("the tenant view of providers", func(t *testing.T) {
+		var info api.ProviderInfo
+		acme.must(bus.ResourceProviders, "describe", api.IDRequest{ID: hetzner.ProviderID}, &info)
+		if info.ID != hetzner.ProviderID || len(info.Fields) == 0 {
+			t.Fatalf("providers.describe as acme: %+v", info)
+		}
+		assertRefused(t, acme, []refusal{
+			{"globex's providers", bus.Command("globex", bus.ResourceProviders, "list"), api.ListRequest{}},
+		})
+	})
+
 	t.Run("publishes nats-server refuses", func(t *testing.T) {
 		forged := api.Event{ID: api.NewID(api.PrefixEvent), TenantID: "acme", Resource: bus.ResourceInstances, ResourceID: a.instance.ID,
 			Type: "deleted", Phase: api.PhaseFailed, Time: time.Now().UTC()}

@@ -38,6 +38,12 @@ const (
 	KindMetal = "metal"
 )
 
+// CPU architectures of an offer (Offer.Architecture), in Go's naming.
+const (
+	ArchAMD64 = "amd64" // x86-64 (Intel, AMD)
+	ArchARM64 = "arm64" // 64-bit ARM (e.g. Hetzner's cax types, Ampere Altra)
+)
+
 // CapacityType says how an offer's machines are held: for as long as the
 // caller keeps them, or on spare capacity the provider may take back.
 type CapacityType string
@@ -65,8 +71,11 @@ type Offer struct {
 	DiskGiB      float64  `json:"diskGiB,omitempty"`
 	GPUs         int      `json:"gpus,omitempty"`
 	PricePerHour *float64 `json:"pricePerHour,omitempty"`
-	Currency     string   `json:"currency,omitempty"`
-	Available    bool     `json:"available"`
+	// Architecture is the CPU architecture of the offer's machines
+	// (ArchAMD64, ArchARM64); empty when the provider does not say.
+	Architecture string `json:"architecture,omitempty"`
+	Currency     string `json:"currency,omitempty"`
+	Available    bool   `json:"available"`
 
 	CapacityType            CapacityType `json:"capacityType"`
 	InterruptionProbability float64      `json:"interruptionProbability"`

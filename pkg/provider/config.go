@@ -32,7 +32,13 @@ func validateObject(path string, fields []api.ManifestField, in map[string]any) 
 	out := make(map[string]any, len(fields))
 	for _, name := range sortedKeys(in) {
 		if !slices.ContainsFunc(fields, func(f api.ManifestField) bool { return f.Name == name }) {
-			return nil, api.InvalidConfig(path+"."+name, "unknown field %q", name)
+			names := make([]string, len(fields))
+			for i, f := range fields {
+				names[i] = f.Name
+			}
+			ce := api.InvalidConfig(path+"."+name, "unknown field %q (fields: %s)", name, strings.Join(names, ", "))
+			ce.Details.Allowed = names
+			return nil, ce
 		}
 	}
 	for _, f := range fields {

@@ -17,8 +17,10 @@ import (
 //
 // Errors: INVALID_INPUT (provider, name, a plain value where a secret
 // reference belongs, no provider service answering: path provider),
-// INVALID_CONFIG (path of the config field), the secrets service's code for
-// a reference that does not resolve (path of the field), UNAVAILABLE.
+// ALREADY_EXISTS (path name) when the tenant has an account of that name,
+// INVALID_CONFIG (path of the config field; details.allowed the fields
+// that exist for an unknown one), the secrets service's code for a
+// reference that does not resolve (path of the field), UNAVAILABLE.
 func (s *service) createAccount(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.AccountCreateRequest
 	if err := req.Decode(&in); err != nil {
@@ -28,6 +30,9 @@ func (s *service) createAccount(ctx context.Context, req *bus.Request) (any, err
 		return nil, err
 	}
 	if err := checkName("name", in.Name, true); err != nil {
+		return nil, err
+	}
+	if err := refuseTakenName(ctx, s.accounts, req.Tenant, in.Name, "", accountIDName); err != nil {
 		return nil, err
 	}
 	config, err := s.validConfig(ctx, req.Tenant, in.Provider, in.Config)
@@ -50,8 +55,9 @@ func (s *service) createAccount(ctx context.Context, req *bus.Request) (any, err
 // replaces the config; the version increments.
 //
 // Errors: INVALID_INPUT (id, version, name, plain secrets), NOT_FOUND,
-// CONFLICT (path version) when version is not the stored version, and those
-// of validConfig.
+// CONFLICT (path version) when version is not the stored version,
+// ALREADY_EXISTS (path name) when another account of the tenant has the
+// new name, and those of validConfig.
 func (s *service) updateAccount(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.AccountUpdateRequest
 	if err := req.Decode(&in); err != nil {
@@ -68,6 +74,9 @@ func (s *service) updateAccount(ctx context.Context, req *bus.Request) (any, err
 		return nil, err
 	}
 	if err := checkName("name", in.Name, false); err != nil {
+		return nil, err
+	}
+	if err := refuseTakenName(ctx, s.accounts, req.Tenant, in.Name, in.ID, accountIDName); err != nil {
 		return nil, err
 	}
 	var config map[string]any

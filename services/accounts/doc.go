@@ -14,6 +14,14 @@
 //	pools.get        api.IDRequest             → api.Pool
 //	pools.list       api.ListRequest           → api.List[api.Pool]
 //	pools.delete     api.IDRequest             → api.Deleted
+//	providers.list     api.ListRequest         → api.List[api.ProviderInfo]
+//	providers.describe api.IDRequest           → api.ProviderInfo
+//
+// Account names and pool names are unique per tenant (ALREADY_EXISTS at
+// create, and at an account rename); records that already share a name
+// keep working. providers.list and providers.describe are the tenant view
+// of compute.internal.provider.<id>.describe: config fields (Type "secret"
+// for a secret reference, defaults) and capabilities.
 //
 // An account config is checked against the provider's manifest, fetched with
 // compute.internal.provider.<id>.describe and cached for Options.DescribeTTL,

@@ -107,7 +107,7 @@ func start(t *testing.T, describeTTL time.Duration) *env {
 			t.Fatalf("flush: %v", err)
 		}
 	}
-	svc, err := accounts.Start(e.NC, e.Stores, accounts.Options{Logger: log, DescribeTTL: describeTTL})
+	svc, err := accounts.Start(e.NC, e.Stores, accounts.Options{Logger: log, DescribeTTL: describeTTL, Providers: []string{fakeProviderID, "absent"}})
 	if err != nil {
 		t.Fatalf("start accounts: %v", err)
 	}

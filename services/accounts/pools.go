@@ -21,7 +21,8 @@ const rollbackTimeout = 5 * time.Second
 //
 // Errors: INVALID_INPUT naming the field (see checkPoolRequest; path
 // providerAccountId for an account that does not exist in this tenant,
-// flavors[i].offerId for an offer the account does not have), the provider's
+// flavors[i].offerId for an offer the account does not have), ALREADY_EXISTS
+// (path name) when the tenant has a pool of that name, the provider's
 // errors (UNAVAILABLE when it does not answer), UNAVAILABLE.
 func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.PoolCreateRequest
@@ -29,6 +30,9 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 		return nil, err
 	}
 	if err := checkPoolRequest(&in); err != nil {
+		return nil, err
+	}
+	if err := refuseTakenName(ctx, s.pools, req.Tenant, in.Name, "", poolIDName); err != nil {
 		return nil, err
 	}
 	acct, _, err := s.accounts.get(ctx, req.Tenant, "providerAccountId", in.ProviderAccountID)

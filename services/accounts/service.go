@@ -31,6 +31,10 @@ type Options struct {
 	// DescribeTTL is how long a provider's manifest is reused before it is
 	// fetched again with describe (zero or negative: DefaultDescribeTTL).
 	DescribeTTL time.Duration
+	// Providers are the provider ids providers.list asks for their
+	// description (empty: DefaultProviders); providers.describe answers for
+	// any provider that serves.
+	Providers []string
 }
 
 // service holds what every handler needs.
@@ -40,6 +44,8 @@ type service struct {
 	pools     table[api.Pool]
 	instances bus.Reader[api.Instance]
 	manifests *manifestCache
+	// providers are the ids providers.list describes.
+	providers []string
 }
 
 // Start serves the accounts and pools subjects (see the package doc) on nc
@@ -56,12 +62,16 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if o.DescribeTTL <= 0 {
 		o.DescribeTTL = DefaultDescribeTTL
 	}
+	if len(o.Providers) == 0 {
+		o.Providers = DefaultProviders
+	}
 	s := &service{
 		nc:        nc,
 		accounts:  table[api.Account]{Table: st.AccountTable(), prefix: api.PrefixAccount},
 		pools:     table[api.Pool]{Table: st.PoolTable(), prefix: api.PrefixPool},
 		instances: st.InstanceTable().Reader(),
-		manifests: newManifestCache(nc, o.DescribeTTL),
+		manifests: newManifestCache(nc, o.DescribeTTL, o.Providers),
+		providers: o.Providers,
 	}
 	return bus.StartService(nc, bus.ServiceConfig{
 		Name:        ServiceName,
@@ -86,5 +96,7 @@ func (s *service) endpoints() []bus.Endpoint {
 		ep(bus.ResourcePools, "get", getHandler[api.Pool](s.pools)),
 		ep(bus.ResourcePools, "list", listHandler[api.Pool](s.pools)),
 		ep(bus.ResourcePools, "delete", s.deletePool),
+		ep(bus.ResourceProviders, "list", s.listProviders),
+		ep(bus.ResourceProviders, "describe", s.describeProvider),
 	}
 }

@@ -69,6 +69,7 @@ func offerIn(t *hcloud.ServerType, region string) (api.Offer, bool) {
 			MemoryGiB:    math.Round(float64(t.Memory)*1000) / 1000,
 			DiskGiB:      float64(t.Disk),
 			PricePerHour: hourlyPrice(t, region),
+			Architecture: architecture(t.Architecture),
 			Currency:     currencyEUR,
 			Available:    tl.Available,
 			// Hetzner Cloud sells no spot capacity.
@@ -89,4 +90,16 @@ func hourlyPrice(t *hcloud.ServerType, region string) *float64 {
 		}
 	}
 	return nil
+}
+
+// architecture is Hetzner's server type architecture in api's naming
+// (x86 → amd64, arm → arm64; "" for one this build does not know).
+func architecture(a hcloud.Architecture) string {
+	switch a {
+	case hcloud.ArchitectureX86:
+		return api.ArchAMD64
+	case hcloud.ArchitectureARM:
+		return api.ArchARM64
+	}
+	return ""
 }

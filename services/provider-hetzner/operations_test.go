@@ -206,9 +206,12 @@ func TestOffers(t *testing.T) {
 	}
 	cx23, ok := offerByID(offers, "cx23")
 	if !ok || cx23.Kind != api.KindVPS || cx23.Region != "fsn1" || cx23.Vcpu != 2 || cx23.MemoryGiB != 4 ||
-		cx23.DiskGiB != 40 || cx23.Currency != "EUR" || !cx23.Available || cx23.PricePerHour == nil ||
+		cx23.DiskGiB != 40 || cx23.Currency != "EUR" || !cx23.Available || cx23.PricePerHour == nil || cx23.Architecture != api.ArchAMD64 ||
 		math.Abs(*cx23.PricePerHour-0.006664) > 1e-9 {
 		t.Fatalf("cx23 = %+v", cx23)
+	}
+	if cax, ok := offerByID(offers, "cax11"); !ok || cax.Architecture != api.ArchARM64 {
+		t.Errorf("cax11 = %+v, want an arm64 offer", cax)
 	}
 	if _, ok := offerByID(offers, "cx22"); ok {
 		t.Error("deprecated cx22 is offered")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -60,7 +61,10 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	}
 	flavor, ok := pool.Flavor(in.Flavor)
 	if !ok {
-		return nil, api.InvalidInput("flavor", "pool %s has no flavor %q", pool.ID, in.Flavor)
+		names := flavorNames(&pool)
+		ce := api.InvalidInput("flavor", "pool %s has no flavor %q (its flavors: %s)", pool.ID, in.Flavor, strings.Join(names, ", "))
+		ce.Details.Allowed = names
+		return nil, ce
 	}
 	if in.Image == "" {
 		in.Image = flavor.Image
@@ -79,6 +83,9 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		}
 		id = claimed
 		defer r.markWritten(ctx, req, in.IdempotencyKey, id)
+	}
+	if err := r.refuseTakenName(ctx, req.Tenant, &in, id); err != nil {
+		return nil, err
 	}
 	now := r.now()
 	name := in.Name
@@ -111,6 +118,43 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	r.publishEvent(&inst, api.EventCreated, "")
 	r.enqueue(&inst)
 	return &inst, nil
+}
+
+// refuseTakenName is ALREADY_EXISTS (path name, details.id the holder)
+// when another instance than id in in's pool is called in.Name (an empty
+// name becomes the new id: never taken); an instance being deleted is
+// giving its name up and does not hold it (its machine may, for a while:
+// the provider then refuses, see nameheld.go). It runs after the idempotency
+// claim, so a replay answers its own instance instead. Two creates of one
+// name at the same moment may both pass: the check is a read, not a lock;
+// such duplicates, like those made before the check existed, keep working.
+// Errors: ALREADY_EXISTS, UNAVAILABLE.
+func (r *Reconciler) refuseTakenName(ctx context.Context, tenant string, in *api.InstanceCreateRequest, id string) error {
+	if in.Name == "" {
+		return nil
+	}
+	taken, err := r.instances.List(ctx, tenant, 1, "", func(i *api.Instance) bool {
+		return i.PoolID == in.PoolID && i.Name == in.Name && i.ID != id && i.DeletionRequestedAt == nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(taken.Items) > 0 {
+		ce := api.Errorf(api.CodeAlreadyExists, "pool %s already has an instance called %q (%s)", in.PoolID, in.Name, taken.Items[0].ID).
+			WithPath("name")
+		ce.Details.ID = taken.Items[0].ID
+		return ce
+	}
+	return nil
+}
+
+// flavorNames lists p's flavor names in pool order.
+func flavorNames(p *api.Pool) []string {
+	names := make([]string, len(p.Flavors))
+	for i, f := range p.Flavors {
+		names[i] = f.Name
+	}
+	return names
 }
 
 // claimIdempotency records key → id for a create. If the key was used

@@ -23,7 +23,7 @@ func TestDeleteOfAFailedInstanceNeverCreates(t *testing.T) {
 	emu := h.useHetzner()
 	holder := h.create(api.InstanceCreateRequest{Name: "w1"})
 	h.waitPhase(holder.ID, api.PhaseRunning)
-	refused := h.create(api.InstanceCreateRequest{Name: "w1"})
+	refused := h.create(api.InstanceCreateRequest{Name: "w1", PoolID: h.otherPool()})
 	h.waitPhase(refused.ID, api.PhaseFailed)
 
 	if err := h.call("delete", api.IDRequest{ID: holder.ID}, nil); err != nil {
@@ -97,7 +97,7 @@ func TestDeleteOfALongFailedInstanceDoesNotWait(t *testing.T) {
 	h := newHarness(t, opts)
 	emu := h.useHetzner().Emulator()
 	holder := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "lw"}).ID, api.PhaseRunning)
-	refused := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "lw"}).ID, api.PhaseFailed)
+	refused := h.waitPhase(h.create(api.InstanceCreateRequest{Name: "lw", PoolID: h.otherPool()}).ID, api.PhaseFailed)
 	longAgo := time.Now().Add(-time.Hour).UTC()
 	h.updateRecord(refused.ID, func(i *api.Instance) { i.Status.CreateRequestedAt = &longAgo })
 	emu.ResetCalls()

@@ -137,6 +137,20 @@ func (h *harness) startReconciler(nc *nats.Conn) *Reconciler {
 	return rec
 }
 
+// otherPool writes a second pool on the harness pool's account, with the
+// same flavors: instance names are unique per pool, so a test of a name
+// the provider refuses (its machines share one project) makes the second
+// instance there.
+func (h *harness) otherPool() string {
+	h.t.Helper()
+	p := h.pool
+	p.ID = api.NewID(api.PrefixPool)
+	if _, err := h.env.Stores.PoolTable().Create(context.Background(), tenant, p.ID, p); err != nil {
+		h.t.Fatal(err)
+	}
+	return p.ID
+}
+
 // call sends a command of the test tenant and decodes the reply.
 func (h *harness) call(verb string, in, out any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -171,7 +171,7 @@ func TestHetznerRefusalsFailTheInstance(t *testing.T) {
 	h.waitPhase(first.ID, api.PhaseRunning)
 	posts := emu.Emulator().Calls("POST /servers")
 
-	for _, req := range []api.InstanceCreateRequest{{Name: "web-1"}, {Name: "web-2", Image: "no-such-image"}} {
+	for _, req := range []api.InstanceCreateRequest{{Name: "web-1", PoolID: h.otherPool()}, {Name: "web-2", Image: "no-such-image"}} {
 		inst := h.create(req)
 		failed := h.waitPhase(inst.ID, api.PhaseFailed)
 		c := providerCondition(failed)
