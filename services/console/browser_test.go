@@ -112,9 +112,19 @@ func (f *fleet) signIn(t *testing.T, ctx context.Context, tenant string) {
 	waitFor(t, ctx, "the event stream connects", `document.getElementById("live").dataset.state === "live"`)
 }
 
-// screenshot writes the page as docs/console/name.png under -update.
+// screenshot checks that the page shows no secret value (secretValues)
+// and writes it as docs/console/name.png under -update.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range secretValues {
+		if strings.Contains(html, v) {
+			t.Errorf("page %s shows the secret value %q", name, v)
+		}
+	}
 	if !*update {
 		return
 	}
