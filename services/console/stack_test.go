@@ -49,7 +49,7 @@ type fleet struct {
 }
 
 // startFleet starts a fleet; hooks are the reconciler's test seams.
-func startFleet(t *testing.T, hooks reconciler.Hooks) *fleet {
+func startFleet(t testing.TB, hooks reconciler.Hooks) *fleet {
 	t.Helper()
 	f := &fleet{passwords: map[string]string{}, logs: &bustest.LogBuffer{}}
 	for user, env := range users {
@@ -115,7 +115,7 @@ func startFleet(t *testing.T, hooks reconciler.Hooks) *fleet {
 	return f
 }
 
-func stopAtCleanup(t *testing.T, name string, svc *bus.Service, err error) {
+func stopAtCleanup(t testing.TB, name string, svc *bus.Service, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -124,7 +124,7 @@ func stopAtCleanup(t *testing.T, name string, svc *bus.Service, err error) {
 }
 
 // serviceConn connects as a service user with its inbox prefix.
-func (f *fleet) serviceConn(t *testing.T, user string) *nats.Conn {
+func (f *fleet) serviceConn(t testing.TB, user string) *nats.Conn {
 	t.Helper()
 	nc, err := bus.Connect(bus.ConnectOptions{URL: f.url, Name: user, User: user, Password: f.passwords[user],
 		InboxPrefix: bus.InboxRoot + "_svc_" + user})
@@ -138,7 +138,7 @@ func (f *fleet) serviceConn(t *testing.T, user string) *nats.Conn {
 	return nc
 }
 
-func openStores(t *testing.T, nc *nats.Conn) *bus.Stores {
+func openStores(t testing.TB, nc *nats.Conn) *bus.Stores {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -151,12 +151,12 @@ func openStores(t *testing.T, nc *nats.Conn) *bus.Stores {
 
 // tenant drives the system as one tenant, the way the CLI does.
 type tenant struct {
-	t  *testing.T
+	t  testing.TB
 	id string
 	nc *nats.Conn
 }
 
-func (f *fleet) tenant(t *testing.T, id string) *tenant {
+func (f *fleet) tenant(t testing.TB, id string) *tenant {
 	t.Helper()
 	nc, err := bus.Connect(bus.ConnectOptions{URL: f.url, Name: id, User: id, Password: f.passwords[id], InboxPrefix: bus.InboxRoot + "_" + id})
 	if err != nil {
