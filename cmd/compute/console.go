@@ -33,11 +33,14 @@ func consoleFlags(cmd *cobra.Command, c *consoleConfig, def, usage string) {
 // startConsole serves the console on c.addr in front of the NATS server at
 // url; each signed-in session connects there as its tenant's user
 // (caFile, when set, pins the server's CA). Errors: INVALID_CONFIG
-// naming --console-addr when it is empty; the address is taken or
-// malformed.
+// naming --console-addr when it is empty, or --nats when a URL carries
+// credentials (console.CheckNATSURL); the address is taken or malformed.
 func startConsole(c consoleConfig, url, caFile string, log zerolog.Logger) (*console.Server, error) {
 	if c.addr == "" {
 		return nil, api.InvalidConfig("--console-addr", "--console-addr is empty: give the host:port the console listens on")
+	}
+	if err := console.CheckNATSURL(url); err != nil {
+		return nil, err
 	}
 	var opts []nats.Option
 	if caFile != "" {

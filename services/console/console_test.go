@@ -115,7 +115,7 @@ type browserless struct {
 
 const idle = 10 * time.Minute
 
-func newBrowserless(t *testing.T) *browserless {
+func newBrowserless(t *testing.T, maxSessions ...int) *browserless {
 	t.Helper()
 	b := &browserless{t: t, clock: clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)), tenants: map[string]*fakeTenant{}}
 	dial := func(_ context.Context, c console.Credentials) (console.Tenant, error) {
@@ -127,14 +127,24 @@ func newBrowserless(t *testing.T) *browserless {
 		b.tenants[c.Tenant] = ft
 		return ft, nil
 	}
-	s, err := console.New(console.Options{Dial: dial, IdleTimeout: idle, Clock: b.clock})
+	o := console.Options{Dial: dial, IdleTimeout: idle, Clock: b.clock}
+	if len(maxSessions) > 0 {
+		o.MaxSessions = maxSessions[0]
+	}
+	s, err := console.New(o)
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	b.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(b.srv.Close)
-	jar, _ := cookiejar.New(nil)
-	b.http = &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	b.http = newJarClient()
 	return b
+}
+
+// newJarClient is an HTTP client with cookies of its own (another
+// browser) that does not follow redirects.
+func newJarClient() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
@@ -343,4 +353,35 @@ func TestCredsText(t *testing.T) {
 	assert.Equal(t, api.CodeInvalidInput, ce.Code)
 	assert.Equal(t, "creds", ce.Path())
 	assert.NotContains(t, ce.Message, "SUAGARBAGE")
+}
+
+// Signing in again ends the browser's previous session; past
+// MaxSessions a sign-in is refused with UNAVAILABLE.
+func TestSessionsReplacedAndBounded(t *testing.T) {
+	b := newBrowserless(t, 1)
+	b.signIn("acme")
+	first := b.tenants["acme"]
+	resp := b.signIn("acme")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	assert.True(t, first.isClosed(), "the replaced session's connection is still open")
+	assert.NotSame(t, first, b.tenants["acme"])
+
+	b.http = newJarClient() // another browser
+	resp, body := b.post("/signin", url.Values{"csrf": {b.csrf("/signin")}, "tenant": {"globex"}})
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Contains(t, body, "UNAVAILABLE</code> the console holds its maximum of 1 sessions")
+	assert.True(t, b.tenants["globex"].isClosed(), "the refused session's connection is still open")
+}
+
+// NATS URLs that carry credentials would give every session one shared
+// identity: refused, naming --nats, without the password.
+func TestCheckNATSURL(t *testing.T) {
+	require.NoError(t, console.CheckNATSURL("nats://127.0.0.1:4222,tls://nats.example:4222"))
+	err := console.CheckNATSURL("nats://127.0.0.1:4222,nats://admin:hunter2@nats.example:4222")
+	ce := api.AsComputeError(err)
+	assert.Equal(t, api.CodeInvalidConfig, ce.Code)
+	assert.Equal(t, "--nats", ce.Path())
+	assert.NotContains(t, ce.Message, "hunter2")
+	_, err = console.DialNATS("nats://admin:hunter2@127.0.0.1:1")(context.Background(), console.Credentials{Tenant: "acme"})
+	assert.Equal(t, api.CodeInvalidConfig, api.CodeOf(err))
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"time"
 
@@ -14,12 +15,17 @@ import (
 )
 
 // DialNATS is the Dialer of a console in front of the NATS server(s) at
-// url (comma-separated): one connection per session, as the tenant's
+// servers (comma-separated URLs): one connection per session, as the tenant's
 // user, replies on the tenant's inbox prefix (_INBOX_<tenant>, the only
 // inbox deploy/nats.conf lets a tenant read); extra options (TLS) are
-// added to every connection.
-func DialNATS(url string, extra ...nats.Option) Dialer {
+// added to every connection. Servers that CheckNATSURL refuses fails every
+// dial with its error.
+func DialNATS(servers string, extra ...nats.Option) Dialer {
+	urlErr := CheckNATSURL(servers)
 	return func(ctx context.Context, c Credentials) (Tenant, error) {
+		if urlErr != nil {
+			return nil, urlErr
+		}
 		opts := []nats.Option{
 			nats.Name("compute-console-" + c.Tenant),
 			nats.CustomInboxPrefix(client.TenantInbox(c.Tenant)),
@@ -49,7 +55,7 @@ func DialNATS(url string, extra ...nats.Option) Dialer {
 				}
 			}
 		}))
-		nc, err := nats.Connect(url, opts...)
+		nc, err := nats.Connect(servers, opts...)
 		switch {
 		case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
 			return nil, api.Errorf(api.CodeAccessDenied, "the NATS server refused these credentials")
@@ -81,6 +87,24 @@ func probe(ctx context.Context, t natsTenant, denied <-chan struct{}) error {
 	case <-denied:
 		return api.Errorf(api.CodeAccessDenied, "these credentials may not act as tenant %s", t.ID())
 	}
+}
+
+// CheckNATSURL refuses NATS URLs (comma-separated) that carry credentials
+// (nats://user:password@host): every session would connect as that user,
+// a shared identity for every tenant's data. Errors: INVALID_CONFIG
+// naming --nats, without the credentials.
+func CheckNATSURL(urls string) error {
+	for _, raw := range strings.Split(urls, ",") {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil {
+			return api.InvalidConfig("--nats", "--nats: a URL does not parse")
+		}
+		if u.User != nil {
+			return api.InvalidConfig("--nats", "--nats: the console connects as each signed-in tenant, "+
+				"so its NATS URLs must carry no credentials (%s)", u.Redacted())
+		}
+	}
+	return nil
 }
 
 // credsAuth reads the user JWT and nkey seed of a .creds text. Errors:

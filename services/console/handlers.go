@@ -97,7 +97,8 @@ func checkCredentials(c Credentials) *api.ComputeError {
 }
 
 // startSession subscribes to the tenant's events and sets the session
-// cookie. Errors: WatchEvents' (the tenant's connection is closed).
+// cookie. Errors: WatchEvents', UNAVAILABLE when Options.MaxSessions are
+// held (the tenant's connection is closed then).
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, t Tenant) error {
 	sess := &session{token: newToken(), csrf: newToken(), tenant: t, lastSeen: s.o.Clock.Now(),
 		subs: map[chan api.Event]struct{}{}}
@@ -107,7 +108,14 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, t Tenant) 
 		return err
 	}
 	sess.stop = stop
-	s.sessions.add(sess)
+	// A sign-in over a live session ends that one: one browser, one session.
+	if old, err := r.Cookie(SessionCookie); err == nil {
+		s.sessions.remove(old.Value)
+	}
+	if err := s.sessions.add(sess, s.o.MaxSessions); err != nil {
+		sess.close()
+		return err
+	}
 	http.SetCookie(w, s.cookie(r, SessionCookie, sess.token, "/"))
 	return nil
 }

@@ -33,6 +33,7 @@ const (
 const (
 	DefaultIdleTimeout    = 30 * time.Minute
 	DefaultRequestTimeout = 10 * time.Second
+	DefaultMaxSessions    = 1000
 )
 
 // maxFormBytes bounds a POST body (a creds file is about 1 KiB).
@@ -48,6 +49,10 @@ type Options struct {
 	// RequestTimeout bounds each call a page makes; zero means
 	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// MaxSessions bounds the sessions held at once (each holds a NATS
+	// connection); a sign-in past it is refused with UNAVAILABLE. Zero
+	// means DefaultMaxSessions.
+	MaxSessions int
 	// Clock measures idleness; nil means the wall clock.
 	Clock clock.Clock
 	// Logger receives one line per sign-in, sign-out and failed page
@@ -80,6 +85,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}

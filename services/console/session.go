@@ -148,10 +148,16 @@ func (ss *sessions) get(token string) *session {
 	return ss.m[token]
 }
 
-func (ss *sessions) add(s *session) {
+// add keeps s unless max sessions are held already. Errors:
+// UNAVAILABLE then.
+func (ss *sessions) add(s *session, max int) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if len(ss.m) >= max {
+		return api.Errorf(api.CodeUnavailable, "the console holds its maximum of %d sessions: try again later", max)
+	}
 	ss.m[s.token] = s
+	return nil
 }
 
 // remove forgets and closes the session of token (if any).
