@@ -210,10 +210,7 @@ func upCmd(g *globals) *cobra.Command {
 			}
 			defer s.Close()
 			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
-				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.nats.ClientURL(), selfName())
-			if s.console != nil {
-				fmt.Fprintf(g.out, consoleBanner, s.console.URL())
-			}
+				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), o.dataDir, s.consoleLine(), s.nats.ClientURL(), selfName())
 			sig := waitForSignal()
 			o.services.log.Info().Str("signal", sig.String()).Msg("stopping")
 			return nil
@@ -229,9 +226,13 @@ func upCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-const consoleBanner = `Web console:
-  %s   (sign in with a tenant id, e.g. demo; no NATS auth here)
-`
+// consoleLine is the banner's line of the web console ("" without one).
+func (s *stack) consoleLine() string {
+	if s.console == nil {
+		return ""
+	}
+	return fmt.Sprintf("  console         %s   (web console: sign in with a tenant id, e.g. demo)\n", s.console.URL())
+}
 
 const upBanner = `
 compute is up.
@@ -240,7 +241,7 @@ compute is up.
   Proxmox (emu)   %s   (token id %s, CA in %s)
   data            %s
   services        accounts, provider-hetzner, provider-proxmox, reconciler, secrets
-
+%s
 Talk to it from another terminal (see README.md for the whole walkthrough):
   export COMPUTE_NATS_URL=%s COMPUTE_TENANT=demo
   printf %%s my-hetzner-token | %s secrets put hcloud   # the emulator takes any token
