@@ -73,7 +73,13 @@ var instanceView = view[api.Instance]{
 		{name: "POWER", wide: true, value: func(i *api.Instance) string { return string(i.Desired.Power) }},
 		{name: "MACHINE", wide: true, value: func(i *api.Instance) string {
 			if m := i.Status.Machine; m != nil {
-				return m.ID + " " + string(m.State)
+				return m.ID
+			}
+			return ""
+		}},
+		{name: "STATE", wide: true, value: func(i *api.Instance) string {
+			if m := i.Status.Machine; m != nil {
+				return string(m.State)
 			}
 			return ""
 		}},

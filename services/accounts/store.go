@@ -82,24 +82,21 @@ func (s *service) instancesOf(ctx context.Context, tenant, id string) ([]string,
 // when a record of t of tenant other than self is called name (an empty
 // name is never taken). Names are unique per tenant from now on; records
 // that already share one keep working (they are addressed by id). The
-// check is a read, not a lock: two creates of one name at the same moment
-// may both pass. Errors: ALREADY_EXISTS, UNAVAILABLE, INTERNAL.
+// check is a read (one KV scan, bus.Reader.Find), not a lock: two creates
+// of one name at the same moment may both pass. Errors: ALREADY_EXISTS, UNAVAILABLE, INTERNAL.
 func refuseTakenName[T any](ctx context.Context, t table[T], tenant, name, self string, idName func(*T) (id, name string)) error {
 	if name == "" {
 		return nil
 	}
-	taken, err := t.Reader().List(ctx, tenant, 1, "", func(v *T) bool {
+	found, taken, err := t.Reader().Find(ctx, tenant, func(v *T) bool {
 		id, n := idName(v)
 		return n == name && id != self
 	})
-	if err != nil {
+	if err != nil || !taken {
 		return err
 	}
-	if len(taken.Items) == 0 {
-		return nil
-	}
-	holder, _ := idName(&taken.Items[0])
-	ce := api.Errorf(api.CodeAlreadyExists, "the tenant already has a %s called %q (%s)", t.Kind(), name, holder).WithPath("name")
+	holder, _ := idName(&found)
+	ce := api.Errorf(api.CodeAlreadyExists, "name %q is taken in the tenant: %s %s has it", name, t.Kind(), holder).WithPath("name")
 	ce.Details.ID = holder
 	return ce
 }

@@ -126,26 +126,24 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 // giving its name up and does not hold it (its machine may, for a while:
 // the provider then refuses, see nameheld.go). It runs after the idempotency
 // claim, so a replay answers its own instance instead. Two creates of one
-// name at the same moment may both pass: the check is a read, not a lock;
-// such duplicates, like those made before the check existed, keep working.
+// name at the same moment may both pass: the check is a read (one KV scan,
+// bus.Reader.Find), not a lock; such duplicates, like those made before the
+// check existed, keep working.
 // Errors: ALREADY_EXISTS, UNAVAILABLE.
 func (r *Reconciler) refuseTakenName(ctx context.Context, tenant string, in *api.InstanceCreateRequest, id string) error {
 	if in.Name == "" {
 		return nil
 	}
-	taken, err := r.instances.List(ctx, tenant, 1, "", func(i *api.Instance) bool {
+	holder, taken, err := r.instances.Reader().Find(ctx, tenant, func(i *api.Instance) bool {
 		return i.PoolID == in.PoolID && i.Name == in.Name && i.ID != id && i.DeletionRequestedAt == nil
 	})
-	if err != nil {
+	if err != nil || !taken {
 		return err
 	}
-	if len(taken.Items) > 0 {
-		ce := api.Errorf(api.CodeAlreadyExists, "pool %s already has an instance called %q (%s)", in.PoolID, in.Name, taken.Items[0].ID).
-			WithPath("name")
-		ce.Details.ID = taken.Items[0].ID
-		return ce
-	}
-	return nil
+	ce := api.Errorf(api.CodeAlreadyExists, "pool %s already has an instance called %q (%s)", in.PoolID, in.Name, holder.ID).
+		WithPath("name")
+	ce.Details.ID = holder.ID
+	return ce
 }
 
 // flavorNames lists p's flavor names in pool order.

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -62,5 +63,37 @@ func TestUnknownFlavorListsTheFlavors(t *testing.T) {
 	ce := api.AsComputeError(err)
 	if ce == nil || ce.Code != api.CodeInvalidInput || ce.Path() != "flavor" || !slices.Equal(ce.Details.Allowed, []string{"small", "bogus"}) {
 		t.Fatalf("unknown flavor: %v (details %+v), want INVALID_INPUT at flavor allowing small, bogus", err, ce)
+	}
+}
+
+// BenchmarkCreateNameCheck prints what the name check costs a create: a
+// named and an unnamed create (no check) in a tenant that already has
+// COMPUTE_BENCH_INSTANCES instances (default 1000) in the pool. The check
+// reads the tenant's instances until it finds the name, so it grows with
+// the tenant.
+func BenchmarkCreateNameCheck(b *testing.B) {
+	n := envInt("COMPUTE_BENCH_INSTANCES", 1000)
+	h := newHarness(b, fastOptions(), startAPI)
+	for i := range n {
+		inst := api.Instance{ID: api.NewID(api.PrefixInstance), TenantID: tenant, PoolID: h.pool.ID, Flavor: "small",
+			Image: "debian-12", Name: fmt.Sprintf("old-%d", i), Generation: 1}
+		if _, err := h.env.Stores.InstanceTable().Create(b.Context(), tenant, inst.ID, inst); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, named := range []bool{false, true} {
+		b.Run(fmt.Sprintf("named=%v", named), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				req := api.InstanceCreateRequest{PoolID: h.pool.ID, Flavor: "small"}
+				if named {
+					req.Name = fmt.Sprintf("new-%d", i)
+				}
+				i++
+				if err := h.call("create", req, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
