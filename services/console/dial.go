@@ -71,14 +71,15 @@ func DialNATS(servers string, extra ...nats.Option) Dialer {
 	}
 }
 
-// probe lists one pool of the tenant: credentials of another tenant's
-// user connect, but nats-server refuses them the tenant's subjects (a
-// permission violation, reported on denied, while the request waits in
-// vain). Errors: ACCESS_DENIED then, else the list's.
+// probe lists one instance of the tenant (the least the console reads):
+// credentials of another tenant's user connect, but nats-server refuses
+// them the tenant's subjects (a permission violation, reported on denied,
+// while the request waits in vain). Errors: ACCESS_DENIED then, else the
+// list's.
 func probe(ctx context.Context, t natsTenant, denied <-chan struct{}) error {
 	done := make(chan error, 1)
 	go func() {
-		_, err := t.c.Pools.List(ctx, api.ListRequest{Limit: 1})
+		_, err := t.c.Instances.List(ctx, api.InstanceListRequest{ListRequest: api.ListRequest{Limit: 1}})
 		done <- err
 	}()
 	select {

@@ -20,7 +20,7 @@
 //     does not count as activity); its connection closes with it.
 //   - Every POST carries a CSRF token: the session's, or before sign-in a
 //     random one set as a cookie and echoed by the form (double submit).
-//   - Sign-in checks the credentials with one pools list of the tenant:
+//   - Sign-in checks the credentials with one instances list of the tenant:
 //     another tenant's user connects, but nats-server refuses it the
 //     tenant's subjects (ACCESS_DENIED).
 //   - Live updates: the session follows the tenant's instance events
