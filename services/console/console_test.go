@@ -267,14 +267,21 @@ func TestSignInRefusals(t *testing.T) {
 }
 
 // A session idle past the timeout is over: its pages send to the sign-in
-// form and its tenant's connection is closed.
+// form and its tenant's connection is closed. Live refreshes of an open
+// tab are no activity.
 func TestIdleSessionEnds(t *testing.T) {
 	b := newBrowserless(t)
 	b.signIn("acme")
 	b.clock.Advance(idle - time.Second)
 	resp, _ := b.get("/")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "a session active within the timeout ended")
-	b.clock.Advance(idle + time.Second)
+	b.clock.Advance(idle - time.Second)
+	req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/", nil)
+	req.Header.Set("X-Console-Fragment", "1")
+	resp, body := b.do(req)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a live refresh within the timeout failed")
+	assert.NotContains(t, body, "<html", "a live refresh answers the main section only")
+	b.clock.Advance(2 * time.Second)
 	resp, _ = b.get("/")
 	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	assert.Equal(t, "/signin", resp.Header.Get("Location"))

@@ -17,7 +17,7 @@
 //     and holds a random 256-bit token, never a credential; only the
 //     session's connection keeps the credentials (to reconnect). A session ends at sign-out or
 //     after Options.IdleTimeout without a page request (the event stream
-//     does not count as activity); its connection closes with it.
+//     and the live refreshes do not count as activity); its connection closes with it.
 //   - Every POST carries a CSRF token: the session's, or before sign-in a
 //     random one set as a cookie and echoed by the form (double submit).
 //   - Sign-in checks the credentials with one instances list of the tenant:

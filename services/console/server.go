@@ -227,8 +227,9 @@ func (s *Server) session(r *http.Request) *session {
 	if sess == nil {
 		return nil
 	}
-	// The event stream is no activity: an open tab alone keeps no session.
-	if r.URL.Path == "/events" {
+	// The event stream and the live refreshes it drives are no activity:
+	// an open tab alone keeps no session.
+	if r.URL.Path == "/events" || r.Header.Get(fragmentHeader) != "" {
 		if sess.idleSince(s.o.Clock.Now(), s.o.IdleTimeout) {
 			s.sessions.remove(sess.token)
 			return nil
