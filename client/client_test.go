@@ -57,6 +57,10 @@ func TestWaitEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ready, err := c.Instances.Wait(ctx, ok.ID, client.ConditionGoal(api.ConditionReady, api.ConditionTrue), nil)
+	if err != nil || ready.Status.Phase != api.PhaseRunning {
+		t.Fatalf("wait for Ready True: %v, phase %s; want a running instance", err, ready.Status.Phase)
+	}
 	short, stop := context.WithCancel(ctx)
 	stop()
 	if _, err := c.Instances.Wait(short, ok.ID, client.Stopped, nil); !errors.Is(err, context.Canceled) {

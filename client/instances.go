@@ -158,6 +158,25 @@ func PhaseGoal(phase api.Phase) Goal {
 	}
 }
 
+// ConditionGoal is reached when the instance's status, observed at its
+// generation, has condition typ with status (e.g. Ready True); it is
+// hopeless as PhaseGoal's is.
+func ConditionGoal(typ api.ConditionType, status api.ConditionStatus) Goal {
+	return func(inst *api.Instance, getErr error) (bool, error) {
+		if getErr != nil {
+			return false, hopeless(inst, getErr)
+		}
+		if inst.Status.ObservedGeneration == inst.Generation {
+			for _, c := range inst.Status.Conditions {
+				if c.Type == typ && c.Status == status {
+					return true, nil
+				}
+			}
+		}
+		return false, hopeless(inst, nil)
+	}
+}
+
 // hopeless is the error that ends a wait: a failed get other than
 // UNAVAILABLE, or the instance Failed at its generation.
 func hopeless(inst *api.Instance, getErr error) error {

@@ -283,6 +283,7 @@ func (d ErrorDetails) MapStrings(f func(string) string) ErrorDetails {
 	}
 	out := d
 	out.Accounts, out.Instances, out.Pools = list(d.Accounts), list(d.Instances), list(d.Pools)
+	out.Allowed, out.Candidates = list(d.Allowed), list(d.Candidates)
 	out.Code, out.Path = str(d.Code), str(d.Path)
 	out.ID, out.Reason, out.Scheme = f(d.ID), f(d.Reason), f(d.Scheme)
 	if h := d.NameHolder; h != nil {

@@ -245,6 +245,10 @@ func TestErrorWireBytes(t *testing.T) {
 	scheme.Details.Scheme = "vault"
 	version := Errorf(CodeConflict, "stale").WithPath("version")
 	version.Details.Version = 4
+	allowed := InvalidConfig("config.zone", "unknown")
+	allowed.Details.Allowed = []string{"token", "location"}
+	candidates := InvalidInput("name", "ambiguous")
+	candidates.Details.Candidates = []string{"inst_01", "inst_02"}
 	tests := []struct {
 		name string
 		err  *ComputeError
@@ -276,6 +280,8 @@ func TestErrorWireBytes(t *testing.T) {
 		{"pools", pools, `{"code":"INVALID_STATE","message":"used","details":{"pools":["pool_01","pool_02"]}}`},
 		{"scheme", scheme, `{"code":"INVALID_INPUT","message":"no store","details":{"path":"ref","scheme":"vault"}}`},
 		{"version", version, `{"code":"CONFLICT","message":"stale","details":{"path":"version","version":4}}`},
+		{"allowed", allowed, `{"code":"INVALID_CONFIG","message":"unknown","details":{"allowed":["token","location"],"path":"config.zone"}}`},
+		{"candidates", candidates, `{"code":"INVALID_INPUT","message":"ambiguous","details":{"candidates":["inst_01","inst_02"],"path":"name"}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,7 +305,7 @@ func TestErrorWireBytes(t *testing.T) {
 // input sets every field, so a new field fails here until it is mapped.
 func TestMapStringsCoversEveryString(t *testing.T) {
 	var in ErrorDetails
-	all := `{"accounts":["s"],"code":"s","holderId":"s","holderIdempotencyKey":"s","holderState":"s","id":"s",
+	all := `{"accounts":["s"],"allowed":["s"],"candidates":["s"],"code":"s","holderId":"s","holderIdempotencyKey":"s","holderState":"s","id":"s",
 		"instances":["s"],"notExecuted":true,"path":"s","permanent":true,"pools":["s"],"reason":"s",
 		"retryAfterMs":1,"scheme":"s","status":1,"version":1}`
 	if err := json.Unmarshal([]byte(all), &in); err != nil {
@@ -327,8 +333,8 @@ func TestMapStringsCoversEveryString(t *testing.T) {
 			}
 		}
 	}
-	if len(strs) != 11 {
-		t.Fatalf("%d strings in %s, want 11", len(strs), out)
+	if len(strs) != 13 {
+		t.Fatalf("%d strings in %s, want 13", len(strs), out)
 	}
 	for _, s := range strs {
 		if s != "s-cut" {

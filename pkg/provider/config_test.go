@@ -74,6 +74,7 @@ func TestValidateConfig(t *testing.T) {
 		code    api.Code
 		path    string
 		message string
+		allowed []string // details.allowed
 	}{
 		{name: "defaults applied", config: withToken(), want: defaults("token", secretRef)},
 		{name: "null is absent", config: withToken("count", nil, "label", nil), want: defaults("token", secretRef)},
@@ -91,7 +92,8 @@ func TestValidateConfig(t *testing.T) {
 			want: defaults("token", secretRef, "count", int64(3), "offset", int64(7))},
 
 		{name: "unknown field", config: withToken("bogus", 1), code: api.CodeInvalidConfig, path: "config.bogus",
-			message: `unknown field "bogus"`},
+			message: `unknown field "bogus" (fields: ` + strings.Join(manifestNames(configManifest), ", ") + `)`,
+			allowed: manifestNames(configManifest)},
 		{name: "missing required", config: map[string]any{}, code: api.CodeInvalidConfig, path: "config.token",
 			message: "config.token is required"},
 		{name: "null required", config: map[string]any{"token": nil}, code: api.CodeInvalidConfig, path: "config.token",
@@ -125,7 +127,7 @@ func TestValidateConfig(t *testing.T) {
 		{name: "nested required", config: withToken("net", map[string]any{}), code: api.CodeInvalidConfig, path: "config.net.name",
 			message: "config.net.name is required"},
 		{name: "nested unknown", config: withToken("net", map[string]any{"name": "n", "mtu": float64(1)}), code: api.CodeInvalidConfig,
-			path: "config.net.mtu", message: `unknown field "mtu"`},
+			path: "config.net.mtu", message: `unknown field "mtu" (fields: name, password)`, allowed: []string{"name", "password"}},
 		{name: "required in a list of objects", config: withToken("sizes", []any{map[string]any{"vcpu": float64(1)}, map[string]any{}}),
 			code: api.CodeInvalidConfig, path: "config.sizes[1].vcpu", message: "config.sizes[1].vcpu is required"},
 
@@ -160,6 +162,7 @@ func TestValidateConfig(t *testing.T) {
 				return
 			}
 			want := api.Errorf(tc.code, "%s", tc.message).WithPath(tc.path)
+			want.Details.Allowed = tc.allowed
 			if got != nil || !reflect.DeepEqual(api.AsComputeError(err), want) {
 				t.Fatalf("ValidateConfig = %v, %#v; want %#v", got, err, want)
 			}
@@ -292,4 +295,13 @@ func TestDecodeConfig(t *testing.T) {
 	if !reflect.DeepEqual(api.AsComputeError(err), want) {
 		t.Fatalf("DecodeConfig = %#v, want %#v", err, want)
 	}
+}
+
+// manifestNames lists the names of fields, in order.
+func manifestNames(fields []api.ManifestField) []string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
+	}
+	return names
 }
