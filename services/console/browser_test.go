@@ -75,10 +75,14 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 	}
 }
 
-// text is the text of the first node matching sel.
+// text is the visible text of the first node matching sel, once there is
+// one. It reads by selector in one evaluation, so a live refresh that
+// replaces the page's main section cannot leave it reading a stale node.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	q := fmt.Sprintf("document.querySelector(%q)", sel)
+	waitFor(t, ctx, "a node "+sel, q+" !== null")
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf("(%s || {innerText: ''}).innerText", q)))
 	if err != nil {
 		t.Fatalf("text of %s: %v", sel, err)
 	}
