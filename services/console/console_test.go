@@ -333,8 +333,11 @@ func TestEventStream(t *testing.T) {
 		return got.String()
 	}
 	assert.Contains(t, read("retry:"), "retry: 2000")
-	b.tenants["acme"].emit(api.Event{ID: "evt_1", ResourceID: "inst_1", Type: "running", Phase: api.PhaseRunning})
-	assert.Contains(t, read("\n\n"), `event: compute`+"\n"+`data: {"id":"evt_1"`)
+	b.tenants["acme"].emit(api.Event{ID: "evt_0", TenantID: "globex", ResourceID: "inst_0", Type: "running"})
+	b.tenants["acme"].emit(api.Event{ID: "evt_1", TenantID: "acme", ResourceID: "inst_1", Type: "running", Phase: api.PhaseRunning})
+	got := read("\n\n")
+	assert.Contains(t, got, `event: compute`+"\n"+`data: {"id":"evt_1"`)
+	assert.NotContains(t, got, "evt_0", "another tenant's event reached the stream")
 	b.post("/signout", url.Values{"csrf": {b.csrf("/")}})
 	assert.Contains(t, read("signedout"), "event: signedout")
 }

@@ -45,8 +45,13 @@ func tokensEqual(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// record keeps ev and hands it to every event stream of the session.
+// record keeps ev and hands it to every event stream of the session. An
+// event of another tenant is dropped: the subscription is the tenant's
+// own, so none should come, but a page must never show one.
 func (s *session) record(ev api.Event) {
+	if ev.TenantID != s.tenant.ID() {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
