@@ -181,12 +181,34 @@ func instancesCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return showOne(g, instanceView, inst)
+				return showInstance(g, inst)
 			})
 		},
 	}
 	c.AddCommand(create, list, power, reinstall, del, waitCmd, watch, get)
 	return c
+}
+
+// showInstance prints inst as showOne does; the tables add its conditions
+// and its last operation below its row.
+func showInstance(g *globals, inst api.Instance) error {
+	format, err := g.format()
+	if err != nil {
+		return err
+	}
+	if err := showOne(g, instanceView, inst); err != nil || format != formatTable && format != formatWide {
+		return err
+	}
+	if len(inst.Status.Conditions) > 0 {
+		fmt.Fprintln(g.out)
+		if err := writeTable(g.out, conditionView.columns, inst.Status.Conditions, format == formatWide); err != nil {
+			return err
+		}
+	}
+	if op := inst.Status.LastOperation; op != nil {
+		fmt.Fprintf(g.out, "\nLast operation:  %s %s %s (%s)\n", op.Action, op.State, timestamp(op.StartedAt), cell(op.Message))
+	}
+	return nil
 }
 
 // onInstance runs fn with a client and the id of the instance handle

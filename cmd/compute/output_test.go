@@ -71,7 +71,10 @@ func fixtures() (api.List[api.Secret], api.List[api.Account], api.List[api.Pool]
 		{ID: "inst_01jf0000000000000000000002", TenantID: "demo", PoolID: "pool_01jf0000000000000000000001", Flavor: "small",
 			Image: "ubuntu-24.04", Name: "web-2", Desired: api.DesiredState{Power: api.PowerOn}, Generation: 1, CreatedAt: created,
 			Status: api.InstanceStatus{Phase: api.PhaseProvisioning, Conditions: []api.Condition{{Type: api.ConditionProviderError,
-				Status: api.ConditionTrue, Reason: api.ReasonOf(api.CodeRateLimited), Message: "rate limit spent", RetryAt: &retry}}}},
+				Status: api.ConditionTrue, Reason: api.ReasonOf(api.CodeRateLimited), Message: "rate limit spent", RetryAt: &retry,
+				LastTransitionTime: created}},
+				LastOperation: &api.OperationStatus{ID: "op_01jf0000000000000000000001", Action: api.ActionReset,
+					State: api.OperationSucceeded, StartedAt: created, Message: "done"}}},
 	}}
 	offers := []api.Offer{
 		{ID: "cx33", Kind: api.KindVPS, Region: "fsn1", Vcpu: 4, MemoryGiB: 8, DiskGiB: 80, PricePerHour: perHour(0.0104),
@@ -112,6 +115,7 @@ func TestOutputGolden(t *testing.T) {
 				func() error {
 					return showOne(g, deletedView, api.Deleted{ID: "pool_01jf0000000000000000000001", Deleted: true})
 				},
+				func() error { return showInstance(g, instances.Items[1]) },
 			}
 			for _, step := range steps {
 				if err := step(); err != nil {

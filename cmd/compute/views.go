@@ -88,6 +88,24 @@ var instanceView = view[api.Instance]{
 	},
 }
 
+// conditionView is the table of an instance's conditions (instances get).
+var conditionView = view[api.Condition]{
+	id: func(c *api.Condition) string { return string(c.Type) },
+	columns: []column[api.Condition]{
+		{name: "CONDITION", value: func(c *api.Condition) string { return string(c.Type) }},
+		{name: "STATUS", value: func(c *api.Condition) string { return string(c.Status) }},
+		{name: "REASON", value: func(c *api.Condition) string { return string(c.Reason) }},
+		{name: "SINCE", value: func(c *api.Condition) string { return timestamp(c.LastTransitionTime) }},
+		{name: "RETRY", value: func(c *api.Condition) string {
+			if c.RetryAt == nil {
+				return ""
+			}
+			return timestamp(*c.RetryAt)
+		}},
+		{name: "MESSAGE", value: func(c *api.Condition) string { return c.Message }},
+	},
+}
+
 // hoursPerMonth is the month the offers table prices: 730 h (365 × 24 /
 // 12), the upper bound of a month's hourly billing (Hetzner caps a month
 // lower, at its monthly price).
