@@ -5,7 +5,7 @@ FUZZTIME ?= 10s
 GOLANGCI_VERSION = v2.15.0
 GOLANGCI_LINT = bin/golangci-lint-$(GOLANGCI_VERSION)
 
-.PHONY: run test build lint fuzz certify-memory certify-hetzner certify-proxmox clean images compose-up compose-down test-compose
+.PHONY: run test build lint fuzz certify-memory certify-hetzner certify-proxmox clean images compose-up compose-down test-compose console-screenshots
 
 ## run: embedded NATS, every service and the Hetzner Cloud and Proxmox VE emulators on loopback (Ctrl-C stops)
 run: build
@@ -57,6 +57,10 @@ certify-memory certify-hetzner certify-proxmox: certify-%:
 ## report-<provider>: the same run under the name of BigFleet's page (make report-hetzner PROFILE=core,cloud)
 report-%:
 	$(GO) run ./cmd/compute certify --provider $* --fake $(CERTIFY_FLAGS)
+
+## console-screenshots: rewrite docs/console/*.png from the console's browser tests (needs chromium)
+console-screenshots:
+	$(GO) test -count=1 -run 'TestBrowser' ./services/console -update
 
 clean:
 	rm -rf bin data reports conformance-report

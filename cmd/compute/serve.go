@@ -55,12 +55,27 @@ func serviceFlags(cmd *cobra.Command, c *serviceConfig) {
 func serveCmd(g *globals) *cobra.Command {
 	c := &serviceConfig{sealKeyFile: "./data/seal.key", authDir: "deploy/auth"}
 	var replicas int
+	var cc consoleConfig
 	cmd := &cobra.Command{
 		Use:   "serve SERVICE...",
-		Short: "Run one or more services against a NATS server: " + strings.Join(serviceNames(), ", "),
+		Short: "Run one or more services against a NATS server: " + strings.Join(append(serviceNames(), consoleService), ", "),
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			c.log = g.logger()
+			args, withConsole := withoutConsole(args)
+			if withConsole {
+				cs, err := startConsole(cc, g.conn.URL, g.conn.CAFile, c.log)
+				if err != nil {
+					return err
+				}
+				defer cs.Close()
+				c.log.Info().Str("service", consoleService).Str("url", cs.URL()).Msg("service started")
+				if len(args) == 0 {
+					sig := waitForSignal()
+					c.log.Info().Str("signal", sig.String()).Msg("stopping")
+					return nil
+				}
+			}
 			o := g.conn
 			o.Name = "compute-" + strings.Join(args, "+")
 			if o.InboxPrefix == "" {
@@ -102,5 +117,6 @@ func serveCmd(g *globals) *cobra.Command {
 	serviceFlags(cmd, c)
 	metricsFlag(cmd, c, "")
 	cmd.Flags().IntVar(&replicas, "replicas", 1, "replicas of buckets and streams (3 on a 3-node cluster)")
+	consoleFlags(cmd, &cc, "127.0.0.1:8480", "console: address the web console listens on")
 	return cmd
 }

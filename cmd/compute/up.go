@@ -22,6 +22,7 @@ import (
 	"better-compute.io/compute/pkg/metrics"
 	"better-compute.io/compute/pkg/natsauth"
 	"better-compute.io/compute/pkg/sshemu"
+	"better-compute.io/compute/services/console"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
 	"better-compute.io/compute/services/tenants"
@@ -35,6 +36,7 @@ type upOptions struct {
 	hetznerAddr string
 	proxmoxAddr string
 	services    serviceConfig
+	console     consoleConfig // console.addr empty: no web console
 }
 
 // stack is everything `compute up` runs in one process.
@@ -51,6 +53,7 @@ type stack struct {
 	stop      func()
 	// metrics serves the process's metrics (nil when --metrics-addr is off).
 	metrics *metrics.Server
+	console *console.Server // nil without --console-addr
 	// lock is held on the data directory while the stack runs (dataLock).
 	lock *flock.Flock
 	// ssh is the emulated machines' SSH endpoints (both emulators').
@@ -155,7 +158,11 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 		return addrs[len(addrs)-1].err(err) // on, so listed last
 	}
 	s.demoCreds = filepath.Join(o.dataDir, "creds", demoTenant+".creds")
-	return ensureTenant(s.nc, demoTenant, s.demoCreds)
+	if err = ensureTenant(s.nc, demoTenant, s.demoCreds); err != nil || o.console.addr == "" {
+		return err
+	}
+	s.console, err = startConsole(o.console, s.nats.ClientURL(), "", o.services.log)
+	return err
 }
 
 // upAuthDir is the authority directory (natsauth.Init) in the data directory.
@@ -191,15 +198,15 @@ func ensureTenant(nc *nats.Conn, tenant, credsFile string) error {
 }
 
 // checkNATSHost refuses a --nats-host other than a loopback address
-// (127.0.0.0/8, ::1, localhost): the embedded NATS of `compute up` has no
-// authentication, so anyone who reaches it is every tenant and every
-// service. INVALID_INPUT, details.path "--nats-host".
+// (127.0.0.0/8, ::1, localhost): the embedded NATS of `compute up` has no TLS,
+// so its traffic (secret values the services resolve, tenants' replies)
+// would cross the network in clear; compose has TLS. INVALID_INPUT, details.path "--nats-host".
 func checkNATSHost(host string) error {
 	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
 		return nil
 	}
 	return api.Errorf(api.CodeInvalidInput, "--nats-host %q is not a loopback address: the embedded NATS of compute up has no "+
-		"authentication; listen on 127.0.0.1 (the default) or ::1, or run nats-server with deploy/nats.conf beside compute serve", host).
+		"TLS; listen on 127.0.0.1 (the default) or ::1, or run the compose stack (TLS) for remote clients", host).
 		WithPath("--nats-host")
 }
 
@@ -229,13 +236,17 @@ func dataLock(dir string) (*flock.Flock, error) {
 // and the flag that moves it.
 type listenAddr struct{ what, flag, addr string }
 
-// listenAddrs are the addresses `compute up` listens on, in start order
-// (the metrics endpoint's last, when it is on).
+// listenAddrs are the addresses `compute up` listens on, each checked free
+// before anything starts (the metrics endpoint's last, when it is on: its
+// start failure names it by that place).
 func (o upOptions) listenAddrs() []listenAddr {
 	addrs := []listenAddr{
 		{"NATS", "--nats-port", net.JoinHostPort(o.natsHost, strconv.Itoa(o.natsPort))},
 		{"Hetzner Cloud API emulator", "--hetzner-addr", o.hetznerAddr},
 		{"Proxmox VE API emulator", "--proxmox-addr", o.proxmoxAddr},
+	}
+	if o.console.addr != "" {
+		addrs = append(addrs, listenAddr{"web console", "--console-addr", o.console.addr})
 	}
 	if o.services.metricsOn() {
 		addrs = append(addrs, listenAddr{"metrics endpoint", "--metrics-addr", o.services.metricsAddr})
@@ -262,9 +273,12 @@ func (a listenAddr) err(err error) error {
 	return fmt.Errorf("%s on %s: %w", a.what, a.addr, err)
 }
 
-// Close stops the metrics endpoint, the services, the emulator and NATS,
-// in that order.
+// Close stops the console, the metrics endpoint, the services, the
+// emulator and NATS, in that order.
 func (s *stack) Close() {
+	if s.console != nil {
+		s.console.Close()
+	}
 	if s.metrics != nil {
 		_ = s.metrics.Close()
 	}
@@ -316,7 +330,7 @@ func upCmd(g *globals) *cobra.Command {
 			}
 			defer s.Close()
 			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
-				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), s.metricsURL(), o.dataDir, s.demoCreds,
+				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), s.metricsURL(), o.dataDir, s.consoleLine(), s.demoCreds,
 				filepath.Join(o.dataDir, upAuthDir, natsauth.CredsDir, natsauth.UserAdmin+".creds"),
 				s.nats.ClientURL(), s.demoCreds, selfName())
 			sig := waitForSignal()
@@ -331,6 +345,7 @@ func upCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.proxmoxAddr, "proxmox-addr", "127.0.0.1:8006", "address of the Proxmox VE API emulator")
 	serviceFlags(cmd, &o.services)
 	metricsFlag(cmd, &o.services, defaultUpMetricsAddr)
+	consoleFlags(cmd, &o.console, "127.0.0.1:8480", "address of the web console (empty: none)")
 	return cmd
 }
 
@@ -347,6 +362,14 @@ func (s *stack) metricsURL() string {
 	return s.metrics.URL() + "   (Prometheus)"
 }
 
+// consoleLine is the banner's line of the web console ("" without one).
+func (s *stack) consoleLine() string {
+	if s.console == nil {
+		return ""
+	}
+	return fmt.Sprintf("  console         %s   (sign in as tenant demo with its credential file)\n", s.console.URL())
+}
+
 const upBanner = `
 compute is up.
   NATS            %s   (JetStream; operator mode: one account per tenant)
@@ -355,7 +378,7 @@ compute is up.
   metrics         %s
   data            %s
   services        accounts, provider-hetzner, provider-proxmox, reconciler, secrets, tenants
-  tenant demo     credential %s (scope compute:admin)
+%s  tenant demo     credential %s (scope compute:admin)
   admin           credential %s (operators: compute tenants, secrets rekey)
 
 Talk to it from another terminal (see README.md for the whole walkthrough):

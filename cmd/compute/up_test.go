@@ -53,7 +53,7 @@ func TestUpWithAPortTaken(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			out, status := runCompute(t, "up", "--data", t.TempDir(), "--nats-port", tc.natsPort,
-				"--hetzner-addr", tc.hetzner, "--proxmox-addr", tc.pve)
+				"--hetzner-addr", tc.hetzner, "--proxmox-addr", tc.pve, "--console-addr", free)
 			if status != 1 || out != tc.want+"\n" {
 				t.Fatalf("compute up: exit status %d, output:\n%s\nwant exit status 1 and the one line\n%s", status, out, tc.want)
 			}
@@ -67,7 +67,7 @@ func TestUpWithAPortTaken(t *testing.T) {
 func TestUpRefusesADataDirectoryInUse(t *testing.T) {
 	_, dir := startTestStack(t, &bustest.LogBuffer{})
 	out, status := runCompute(t, "up", "--data", dir, "--nats-port", "0", "--hetzner-addr", "127.0.0.1:0", "--proxmox-addr", "127.0.0.1:0",
-		"--metrics-addr", "127.0.0.1:0")
+		"--metrics-addr", "127.0.0.1:0", "--console-addr", "127.0.0.1:0")
 	want := fmt.Sprintf("error: data directory %s is in use by another `compute up` (--data picks another)\n", dir)
 	if status != 1 || out != want {
 		t.Fatalf("compute up: exit status %d, output:\n%s\nwant exit status 1 and the one line\n%s", status, out, want)

@@ -1,0 +1,45 @@
+package console
+
+import (
+	"context"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// Tenant is what the console reads of the system as one signed-in tenant,
+// over that tenant's own connection. Errors are *api.ComputeError
+// (UNAVAILABLE when no service answers, NOT_FOUND for an unknown id).
+type Tenant interface {
+	// ID is the tenant id the session signed in as.
+	ID() string
+	// Pools lists every pool of the tenant (all pages).
+	Pools(ctx context.Context) ([]api.Pool, error)
+	// Accounts lists every provider account of the tenant (all pages).
+	Accounts(ctx context.Context) ([]api.Account, error)
+	// Instances lists every instance of the tenant (all pages).
+	Instances(ctx context.Context) ([]api.Instance, error)
+	// Instance gets one instance by id.
+	Instance(ctx context.Context, id string) (*api.Instance, error)
+	// Offers lists the offers of one account (accounts.offers, no filter).
+	Offers(ctx context.Context, accountID string) ([]api.Offer, error)
+	// WatchEvents calls f with every event of the tenant
+	// (compute.v1.<tenant>.events.>) until stop is called.
+	WatchEvents(f func(api.Event)) (stop func(), err error)
+	// Close closes the tenant's connection.
+	Close()
+}
+
+// Credentials are what a user signs in with: the tenant id and the NATS
+// credentials of that tenant's user (none on a server without auth).
+// Creds is the text of a .creds file (a user JWT and its nkey seed).
+type Credentials struct {
+	Tenant   string
+	User     string
+	Password string
+	Creds    string
+}
+
+// Dialer connects as the tenant of c. Errors: ACCESS_DENIED when the
+// server refuses the credentials, UNAVAILABLE when no server answers,
+// INVALID_INPUT (details.path "creds") for an unreadable creds text.
+type Dialer func(ctx context.Context, c Credentials) (Tenant, error)
