@@ -213,8 +213,8 @@ func TestTenantIsolation(t *testing.T) {
 	})
 
 	t.Run("services hold least privilege", func(t *testing.T) {
-		acc := s.connect(t, "accounts", s.serviceCreds("accounts"), "_INBOX_svc_accounts")
-		prov := s.connect(t, "provider-hetzner", s.serviceCreds("provider-hetzner"), "_INBOX_svc_provider-hetzner")
+		acc := s.connect(t, "accounts", s.ServiceCreds("accounts"), "_INBOX_svc_accounts")
+		prov := s.connect(t, "provider-hetzner", s.ServiceCreds("provider-hetzner"), "_INBOX_svc_provider-hetzner")
 		body := api.SecretResolveRequest{TenantID: "acme", Ref: a.secret.Ref}
 		// accounts checks references, never holds a value
 		assertRefused(t, acc, []refusal{{"resolve", bus.SecretsResolve, body}})
@@ -238,7 +238,7 @@ func TestTenantIsolation(t *testing.T) {
 	// Both tenants finish their walkthrough: the denials changed nothing.
 	finish(t, acme, a)
 	finish(t, globex, g)
-	if n := len(s.emu.Emulator().Servers()); n != 0 {
+	if n := len(s.Emu.Emulator().Servers()); n != 0 {
 		t.Fatalf("emulator holds %d servers after both deletes", n)
 	}
 }
@@ -272,7 +272,7 @@ func assertRefused(t *testing.T, c *client, cases []refusal) {
 // ($SRV.STATS, as admin).
 func (s *stack) served(t *testing.T, service, endpoint string) int {
 	t.Helper()
-	msg, err := s.admin.Request("$SRV.STATS."+service, nil, 10*time.Second)
+	msg, err := s.Admin.Request("$SRV.STATS."+service, nil, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func (s *stack) lastStored(t *testing.T, subject string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	js, err := jetstream.New(s.admin)
+	js, err := jetstream.New(s.Admin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,6 @@ func BenchmarkRequestThroughImport(b *testing.B) {
 			cancel()
 		}
 	}
-	b.Run("direct", func(b *testing.B) { run(b, s.admin) })
+	b.Run("direct", func(b *testing.B) { run(b, s.Admin) })
 	b.Run("import", func(b *testing.B) { run(b, acme.nc) })
 }

@@ -61,6 +61,6 @@ func TestNoPlainValueAnywhere(t *testing.T) {
 	finish(t, globex, g)
 
 	replies := append(append([]string{}, acme.replies...), globex.replies...)
-	bustest.AssertNowhere(t, bustest.Scan{NC: s.admin, Dirs: []string{s.storeDir}, Logs: s.logs.String(), Replies: replies},
+	bustest.AssertNowhere(t, bustest.Scan{NC: s.Admin, Dirs: []string{s.StoreDir}, Logs: s.Logs.String(), Replies: replies},
 		acmeToken, globexToken, acmeSpare, globexDB, conflicting, badName, key.pem, key.seed, key.body)
 }

@@ -20,12 +20,12 @@ import (
 // closes every connection and refuses every credential.
 func TestTenantCreatedAtRuntimeAndRevoked(t *testing.T) {
 	s := startStack(t)
-	tenant := s.createTenant(t, api.TenantCreateRequest{ID: "initech"})
+	tenant := s.CreateTenant(t, api.TenantCreateRequest{ID: "initech"})
 	if tenant.State != api.TenantActive || tenant.Account == "" || tenant.Limits != api.DefaultTenantLimits {
 		t.Fatalf("created tenant: %+v", tenant)
 	}
-	first := s.mintCreds(t, "initech", "first", api.ScopeAdmin)
-	second := s.mintCreds(t, "initech", "second", api.ScopeSecretsManage)
+	first := s.MintCreds(t, "initech", "first", api.ScopeAdmin)
+	second := s.MintCreds(t, "initech", "second", api.ScopeSecretsManage)
 	c1 := s.connect(t, "initech", first, "_INBOX_initech")
 	c2 := s.connect(t, "initech", second, "_INBOX_initech")
 	c1.must(bus.ResourceSecrets, "put", api.SecretPutRequest{Name: "db", Value: "initech-db-1"}, nil)
@@ -36,7 +36,7 @@ func TestTenantCreatedAtRuntimeAndRevoked(t *testing.T) {
 	}
 
 	var got api.Tenant
-	if err := s.adminCall(tenants.Subject("get"), api.IDRequest{ID: "initech"}, &got); err != nil {
+	if err := s.AdminCall(tenants.Subject("get"), api.IDRequest{ID: "initech"}, &got); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Credentials) != 2 || got.Credentials[1].Name != "second" ||
@@ -44,7 +44,7 @@ func TestTenantCreatedAtRuntimeAndRevoked(t *testing.T) {
 		t.Fatalf("credentials on record: %+v", got.Credentials)
 	}
 	secondID := got.Credentials[1].ID
-	if err := s.adminCall(tenants.Subject("revoke"), api.TenantRevokeRequest{ID: "initech", Credential: secondID}, &got); err != nil {
+	if err := s.AdminCall(tenants.Subject("revoke"), api.TenantRevokeRequest{ID: "initech", Credential: secondID}, &got); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the revoked credential's connection to close", c2.nc.IsClosed)
@@ -53,7 +53,7 @@ func TestTenantCreatedAtRuntimeAndRevoked(t *testing.T) {
 	}
 	c1.must(bus.ResourceSecrets, "list", api.ListRequest{}, &list)
 
-	if err := s.adminCall(tenants.Subject("revoke"), api.TenantRevokeRequest{ID: "initech"}, &got); err != nil {
+	if err := s.AdminCall(tenants.Subject("revoke"), api.TenantRevokeRequest{ID: "initech"}, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.State != api.TenantRevoked || got.RevokedAt == nil {
@@ -63,10 +63,10 @@ func TestTenantCreatedAtRuntimeAndRevoked(t *testing.T) {
 	if _, err := s.dial(t, "initech", first, "_INBOX_initech"); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("connect to a revoked tenant: %v, want an authorization violation", err)
 	}
-	err := s.adminCall(tenants.Subject("credentials"), api.TenantCredentialsRequest{ID: "initech", Name: "third",
+	err := s.AdminCall(tenants.Subject("credentials"), api.TenantCredentialsRequest{ID: "initech", Name: "third",
 		Scopes: []string{string(api.ScopeAdmin)}}, nil)
 	wantCode(t, "a credential of a revoked tenant", err, api.CodeInvalidState, "")
-	wantCode(t, "the id of a revoked tenant again", s.adminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "initech"}, nil),
+	wantCode(t, "the id of a revoked tenant again", s.AdminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "initech"}, nil),
 		api.CodeAlreadyExists, "id")
 }
 
@@ -75,9 +75,9 @@ func TestTenantCreatedAtRuntimeAndRevoked(t *testing.T) {
 // are refused.
 func TestTenantLimitsRefuseTheExcess(t *testing.T) {
 	s := startStack(t)
-	s.createTenant(t, api.TenantCreateRequest{ID: "small", Limits: &api.TenantLimits{Connections: 2, Subscriptions: 3,
+	s.CreateTenant(t, api.TenantCreateRequest{ID: "small", Limits: &api.TenantLimits{Connections: 2, Subscriptions: 3,
 		PayloadBytes: 4096}})
-	creds := s.mintCreds(t, "small", "cli", api.ScopeAdmin)
+	creds := s.MintCreds(t, "small", "cli", api.ScopeAdmin)
 	c := s.connect(t, "small", creds, "_INBOX_small")
 	s.connect(t, "small", creds, "_INBOX_small")
 	if _, err := s.dial(t, "small", creds, "_INBOX_small"); !errors.Is(err, nats.ErrMaxAccountConnectionsExceeded) {
@@ -108,13 +108,13 @@ func TestTenantLimitsRefuseTheExcess(t *testing.T) {
 		{api.TenantLimits{Connections: 1, Subscriptions: 1, PayloadBytes: 1 << 30}, "limits.payloadBytes"},
 		{api.TenantLimits{Connections: 1, Subscriptions: 1, PayloadBytes: 1, JetStreamBytes: -1}, "limits.jetStreamBytes"},
 	} {
-		err := s.adminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "bad", Limits: &tc.limits}, nil)
+		err := s.AdminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "bad", Limits: &tc.limits}, nil)
 		wantCode(t, tc.path, err, api.CodeInvalidInput, tc.path)
 	}
-	err := s.adminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "bad", Quotas: &api.TenantQuotas{CreatesPerSecond: -1}}, nil)
+	err := s.AdminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "bad", Quotas: &api.TenantQuotas{CreatesPerSecond: -1}}, nil)
 	wantCode(t, "quotas", err, api.CodeInvalidInput, "quotas.createsPerSecond")
-	wantCode(t, "id", s.adminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "Bad.Id"}, nil), api.CodeInvalidInput, "id")
-	err = s.adminCall(tenants.Subject("credentials"), api.TenantCredentialsRequest{ID: "small", Name: "x", Scopes: []string{"compute:root"}}, nil)
+	wantCode(t, "id", s.AdminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "Bad.Id"}, nil), api.CodeInvalidInput, "id")
+	err = s.AdminCall(tenants.Subject("credentials"), api.TenantCredentialsRequest{ID: "small", Name: "x", Scopes: []string{"compute:root"}}, nil)
 	wantCode(t, "scope", err, api.CodeInvalidInput, "scopes[0]")
 }
 
@@ -125,7 +125,7 @@ func TestScopesAreEnforcedByNATS(t *testing.T) {
 	s := startStack(t)
 	call := func(creds, verb string, in any) error {
 		d := &natsauth.Denials{}
-		nc, err := bus.Connect(bus.ConnectOptions{URL: s.url, CredsFile: creds, InboxPrefix: "_INBOX_acme", FailFast: true,
+		nc, err := bus.Connect(bus.ConnectOptions{URL: s.URL, CredsFile: creds, InboxPrefix: "_INBOX_acme", FailFast: true,
 			ErrorHandler: d.Handler})
 		if err != nil {
 			t.Fatal(err)
@@ -136,13 +136,13 @@ func TestScopesAreEnforcedByNATS(t *testing.T) {
 		return d.Call(ctx, nc, bus.Command("acme", bus.ResourceSecrets, verb), in, nil)
 	}
 	put := api.SecretPutRequest{Name: "scoped", Value: "acme-scoped-value"}
-	reader := s.mintCreds(t, "acme", "reader", api.ScopeInstancesRead, api.ScopeAccountsManage)
+	reader := s.MintCreds(t, "acme", "reader", api.ScopeInstancesRead, api.ScopeAccountsManage)
 	err := call(reader, "put", put)
 	ce := api.AsComputeError(err)
 	if ce == nil || ce.Code != api.CodeAccessDenied || ce.Details.Scope != string(api.ScopeSecretsManage) {
 		t.Fatalf("put without the scope: %v (details %+v), want ACCESS_DENIED naming %s", err, ce, api.ScopeSecretsManage)
 	}
-	writer := s.mintCreds(t, "acme", "writer", api.ScopeSecretsManage)
+	writer := s.MintCreds(t, "acme", "writer", api.ScopeSecretsManage)
 	if err := call(writer, "put", put); err != nil {
 		t.Fatalf("put with the scope: %v", err)
 	}

@@ -21,8 +21,8 @@ func TestServicesKeepOnlyTheirOwnMarks(t *testing.T) {
 		"tenants":    {bus.BucketTenants},
 	}
 	for user, buckets := range own {
-		nc := s.serviceConn(t, user, "_INBOX_svc_"+user)
-		st := s.openStores(t, nc)
+		nc := s.ServiceConn(t, user, "_INBOX_svc_"+user)
+		st := s.OpenStores(t, nc)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if _, err := bus.NewGuard(st, buckets...).Check(ctx, false); err != nil {
 			t.Errorf("%s checking its own marks: %v", user, err)
