@@ -38,7 +38,7 @@ func BenchmarkOverview(b *testing.B) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	tenant, err := console.DialNATS(f.url)(ctx, console.Credentials{Tenant: "acme", User: "acme", Password: f.passwords["acme"]})
+	tenant, err := console.DialNATS(f.URL)(ctx, console.Credentials{Tenant: "acme", Creds: f.CredsText(b, "acme")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +70,8 @@ func BenchmarkOverview(b *testing.B) {
 	})
 }
 
-// signedInClient is an HTTP client signed in to f's console as tenant.
+// signedInClient is an HTTP client signed in to f's console as tenant
+// with the text of its credential.
 func signedInClient(tb testing.TB, f *fleet, tenant string) *http.Client {
 	tb.Helper()
 	jar, _ := cookiejar.New(nil)
@@ -85,8 +86,8 @@ func signedInClient(tb testing.TB, f *fleet, tenant string) *http.Client {
 	if m == nil {
 		tb.Fatalf("no csrf field:\n%s", body)
 	}
-	resp, err = c.PostForm(f.console.URL()+"/signin", url.Values{"csrf": {m[1]}, "tenant": {tenant}, "user": {tenant},
-		"password": {f.passwords[tenant]}})
+	resp, err = c.PostForm(f.console.URL()+"/signin", url.Values{"csrf": {m[1]}, "tenant": {tenant},
+		"creds": {f.CredsText(tb, tenant)}})
 	if err != nil {
 		tb.Fatal(err)
 	}

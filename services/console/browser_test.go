@@ -98,15 +98,14 @@ func waitFor(t *testing.T, ctx context.Context, what, js string) {
 	}
 }
 
-// signIn signs in as tenant with its NATS password and waits for the
-// overview.
+// signIn signs in as tenant with its credential, pasted as the text of its
+// .creds file, and waits for the overview.
 func (f *fleet) signIn(t *testing.T, ctx context.Context, tenant string) {
 	t.Helper()
 	do(t, ctx, "sign in as "+tenant,
 		chromedp.Navigate(f.console.URL()+"/signin"),
 		chromedp.SetValue(chromedp.CSS(`input[name=tenant]`), tenant),
-		chromedp.SetValue(chromedp.CSS(`input[name=user]`), tenant),
-		chromedp.SetValue(chromedp.CSS(`input[name=password]`), f.passwords[tenant]),
+		chromedp.SetValue(chromedp.CSS(`textarea[name=creds]`), f.CredsText(t, tenant)),
 		chromedp.Click(chromedp.CSS(`#signin`)),
 		chromedp.WaitVisible(chromedp.CSS(`#overview`)),
 	)
@@ -262,7 +261,7 @@ func TestBrowserInstanceGoesRunningLive(t *testing.T) {
 
 // Signed in as globex, the console shows nothing of acme: no pool, no
 // instance, no event, and acme's instance page is NOT_FOUND; globex's
-// NATS user could not read acme's subjects even if the console tried.
+// NATS account could not read acme's subjects even if the console tried.
 func TestBrowserTenantSeesNothingOfAnother(t *testing.T) {
 	f := startFleet(t, reconciler.Hooks{})
 	acme := f.tenant(t, "acme")

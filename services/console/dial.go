@@ -15,8 +15,8 @@ import (
 )
 
 // DialNATS is the Dialer of a console in front of the NATS server(s) at
-// servers (comma-separated URLs): one connection per session, as the tenant's
-// user, replies on the tenant's inbox prefix (_INBOX_<tenant>, the only
+// servers (comma-separated URLs): one connection per session, with the
+// tenant's credential (a user of the tenant's NATS account), replies on the tenant's inbox prefix (_INBOX_<tenant>, the only
 // inbox deploy/nats.conf lets a tenant read); extra options (TLS) are
 // added to every connection. Servers that CheckNATSURL refuses fails every
 // dial with its error.
@@ -33,15 +33,12 @@ func DialNATS(servers string, extra ...nats.Option) Dialer {
 			nats.ReconnectWait(250 * time.Millisecond),
 		}
 		opts = append(opts, extra...)
-		switch {
-		case strings.TrimSpace(c.Creds) != "":
+		if strings.TrimSpace(c.Creds) != "" {
 			auth, err := credsAuth(c.Creds)
 			if err != nil {
 				return nil, err
 			}
 			opts = append(opts, auth)
-		case c.User != "":
-			opts = append(opts, nats.UserInfo(c.User, c.Password))
 		}
 		if dl, ok := ctx.Deadline(); ok {
 			opts = append(opts, nats.Timeout(time.Until(dl)))

@@ -5,13 +5,13 @@
 // Policies this package owns:
 //
 //   - Identity. The console holds no NATS identity of its own for tenant
-//     data. Signing in opens one NATS connection as the tenant's own NATS
-//     user (the user and password, or the creds file, pasted into the
-//     sign-in form) with the tenant's inbox prefix _INBOX_<tenant>; every
-//     page of that session is read over that connection and its subjects
+//     data. Signing in opens one NATS connection with a credential of the
+//     tenant (the text of its .creds file, pasted into the sign-in form
+//     or loaded from the file: a user of the tenant's NATS account) with
+//     the tenant's inbox prefix _INBOX_<tenant>; every page of that
+//     session is read over that connection and its subjects
 //     (compute.v1.<tenant>.…) only, so nats-server keeps enforcing the
-//     isolation of tenants. A deployment without NATS auth (`compute up`)
-//     lets anyone sign in as any tenant, as the CLI's --tenant does.
+//     isolation of tenants.
 //   - Sessions live in memory (a restart signs everyone out). The cookie
 //     (SessionCookie) is HttpOnly and SameSite=Strict (Secure behind TLS)
 //     and holds a random 256-bit token, never a credential; only the
@@ -21,7 +21,7 @@
 //   - Every POST carries a CSRF token: the session's, or before sign-in a
 //     random one set as a cookie and echoed by the form (double submit).
 //   - Sign-in checks the credentials with one instances list of the tenant:
-//     another tenant's user connects, but nats-server refuses it the
+//     another tenant's credential connects, but nats-server refuses it the
 //     tenant's subjects (ACCESS_DENIED).
 //   - Live updates: the session follows the tenant's instance events
 //     (compute.v1.<tenant>.events.instances.>, client Watch; the only

@@ -16,10 +16,9 @@ import (
 const maxCredsBytes = 16 << 10
 
 // signInView is the sign-in form's data: what the user typed that may be
-// shown again (never the password or the creds) and the last failure.
+// shown again (never the creds) and the last failure.
 type signInView struct {
 	Tenant string
-	User   string
 	Token  string
 	Err    *api.ComputeError
 }
@@ -51,14 +50,14 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		s.renderSignIn(w, r, http.StatusBadRequest, v)
 		return
 	}
-	v := signInView{Tenant: strings.TrimSpace(r.PostFormValue("tenant")), User: strings.TrimSpace(r.PostFormValue("user"))}
+	v := signInView{Tenant: strings.TrimSpace(r.PostFormValue("tenant"))}
 	c, err := r.Cookie(signInCSRFCookie)
 	if err != nil || !tokensEqual(r.PostFormValue("csrf"), c.Value) {
 		v.Err = api.Errorf(api.CodeAccessDenied, "the form's CSRF token is missing or stale: submit the form again")
 		s.renderSignIn(w, r, http.StatusForbidden, v)
 		return
 	}
-	creds := Credentials{Tenant: v.Tenant, User: v.User, Password: r.PostFormValue("password"), Creds: r.PostFormValue("creds")}
+	creds := Credentials{Tenant: v.Tenant, Creds: r.PostFormValue("creds")}
 	if v.Err = checkCredentials(creds); v.Err != nil {
 		s.renderSignIn(w, r, http.StatusBadRequest, v)
 		return
@@ -80,18 +79,16 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkCredentials refuses a form the Dialer cannot use. Errors:
-// INVALID_INPUT with details.path tenant, password or creds.
+// INVALID_INPUT with details.path tenant or creds.
 func checkCredentials(c Credentials) *api.ComputeError {
 	switch {
 	case !api.ValidTenant(c.Tenant):
 		return api.InvalidInput("tenant", "tenant %q is not a tenant id: 1 to 63 lower-case letters, digits and '-', "+
 			"starting with a letter or digit", c.Tenant)
-	case c.Password != "" && c.User == "":
-		return api.InvalidInput("password", "a password needs a user")
+	case strings.TrimSpace(c.Creds) == "":
+		return api.InvalidInput("creds", "creds: paste the text of the tenant's .creds file or load it from a file")
 	case len(c.Creds) > maxCredsBytes:
 		return api.InvalidInput("creds", "creds: %d bytes, more than a creds file's %d", len(c.Creds), maxCredsBytes)
-	case strings.TrimSpace(c.Creds) != "" && c.User != "":
-		return api.InvalidInput("creds", "give a creds file or a user and password, not both")
 	}
 	return nil
 }

@@ -2,151 +2,37 @@ package console_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/rs/zerolog"
 
+	"better-compute.io/compute/deploy/stacktest"
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
-	"better-compute.io/compute/pkg/bus/bustest"
-	"better-compute.io/compute/pkg/provider"
-	"better-compute.io/compute/services/accounts"
 	"better-compute.io/compute/services/console"
-	hetzner "better-compute.io/compute/services/provider-hetzner"
-	"better-compute.io/compute/services/provider-hetzner/emulator"
 	"better-compute.io/compute/services/reconciler"
-	"better-compute.io/compute/services/secrets"
-	"better-compute.io/compute/services/secrets/seal"
 )
 
-// natsConf is the deployment's nats-server configuration: one user per
-// service and per tenant (acme, globex), so a console session is held to
-// its tenant by nats-server itself.
-const natsConf = "../../deploy/nats.conf"
-
-// users are the users of natsConf, by the variable holding each password.
-var users = map[string]string{
-	"admin": "COMPUTE_ADMIN_PASSWORD", "secrets": "COMPUTE_SECRETS_PASSWORD", "accounts": "COMPUTE_ACCOUNTS_PASSWORD",
-	"reconciler": "COMPUTE_RECONCILER_PASSWORD", "provider-hetzner": "COMPUTE_HETZNER_PASSWORD",
-	"provider-proxmox": "COMPUTE_PROXMOX_PASSWORD", "acme": "COMPUTE_TENANT_ACME_PASSWORD", "globex": "COMPUTE_TENANT_GLOBEX_PASSWORD",
-}
-
-// fleet is nats-server from natsConf with secrets, accounts, reconciler
-// and provider-hetzner (on the Hetzner emulator) each connected as its
-// own user, and a console in front of it.
+// fleet is the operator-mode stack of deploy/stacktest (nats-server from
+// deploy/nats.conf, every service as its own user, tenants acme and globex
+// each a NATS account with a credential) with a console in front of it,
+// so a console session is held to its tenant by nats-server itself.
 type fleet struct {
-	url       string
-	passwords map[string]string
-	logs      *bustest.LogBuffer
-	emu       *emulator.Server
-	console   *console.Server
+	*stacktest.Stack
+	console *console.Server
 }
 
 // startFleet starts a fleet; hooks are the reconciler's test seams.
 func startFleet(t testing.TB, hooks reconciler.Hooks) *fleet {
 	t.Helper()
-	f := &fleet{passwords: map[string]string{}, logs: &bustest.LogBuffer{}}
-	for user, env := range users {
-		b := make([]byte, 24)
-		_, _ = rand.Read(b)
-		f.passwords[user] = hex.EncodeToString(b)
-		t.Setenv(env, f.passwords[user])
-	}
-	opts, err := server.ProcessConfigFile(natsConf)
-	if err != nil {
-		t.Fatalf("load %s: %v", natsConf, err)
-	}
-	opts.Host, opts.Port, opts.StoreDir = "127.0.0.1", server.RANDOM_PORT, t.TempDir()
-	opts.NoLog, opts.NoSigs = true, true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	f.url = srv.ClientURL()
-	log := zerolog.New(f.logs).Level(zerolog.DebugLevel)
-	if f.emu, err = emulator.Start(emulator.Options{ActionDuration: 50 * time.Millisecond}, "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.emu.Close() })
-
-	kr, err := seal.NewKeyring(seal.Key{ID: "k1", Bytes: []byte(strings.Repeat("k", seal.KeySize))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc := f.serviceConn(t, "secrets")
-	sec, err := secrets.Start(nc, openStores(t, nc), secrets.Options{Keyring: kr, Stores: []secrets.StoreConfig{{Scheme: api.SchemeSecret}}, Logger: log})
-	stopAtCleanup(t, "secrets", sec, err)
-	nc = f.serviceConn(t, "provider-hetzner")
-	def := hetzner.Definition(hetzner.WithEndpoint(f.emu.URL()), hetzner.WithPollInterval(10*time.Millisecond))
-	prov, err := provider.Serve(nc, def, provider.ServeOptions{Logger: log})
-	stopAtCleanup(t, "provider-hetzner", prov, err)
-	nc = f.serviceConn(t, "accounts")
-	acc, err := accounts.Start(nc, openStores(t, nc), accounts.Options{Logger: log})
-	stopAtCleanup(t, "accounts", acc, err)
-	nc = f.serviceConn(t, "reconciler")
-	rec, err := reconciler.Start(nc, openStores(t, nc), reconciler.Options{Logger: log, PollInterval: 20 * time.Millisecond,
-		CallTimeout: 5 * time.Second, ResyncInterval: -1, Hooks: hooks,
-		Retry: reconciler.RetryPolicy{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}})
-	if err != nil {
-		t.Fatalf("start reconciler: %v", err)
-	}
-	t.Cleanup(rec.Stop)
-
-	if f.console, err = console.Start(console.Options{Dial: console.DialNATS(f.url), Logger: log}, "127.0.0.1:0"); err != nil {
+	f := &fleet{Stack: stacktest.Start(t, stacktest.Options{ActionDuration: 50 * time.Millisecond, Hooks: hooks})}
+	var err error
+	if f.console, err = console.Start(console.Options{Dial: console.DialNATS(f.URL), Logger: f.Log}, "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.console.Close)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("service logs:\n%s", f.logs.String())
-		}
-	})
 	return f
-}
-
-func stopAtCleanup(t testing.TB, name string, svc *bus.Service, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
-}
-
-// serviceConn connects as a service user with its inbox prefix.
-func (f *fleet) serviceConn(t testing.TB, user string) *nats.Conn {
-	t.Helper()
-	nc, err := bus.Connect(bus.ConnectOptions{URL: f.url, Name: user, User: user, Password: f.passwords[user],
-		InboxPrefix: bus.InboxRoot + "_svc_" + user})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if err := nc.FlushTimeout(10 * time.Second); err != nil {
-		t.Fatalf("connect as %s: %v", user, err)
-	}
-	return nc
-}
-
-func openStores(t testing.TB, nc *nats.Conn) *bus.Stores {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{})
-	if err != nil {
-		t.Fatalf("open stores as %s: %v", nc.Opts.Name, err)
-	}
-	return st
 }
 
 // tenant drives the system as one tenant, the way the CLI does.
@@ -156,14 +42,10 @@ type tenant struct {
 	nc *nats.Conn
 }
 
+// tenant connects with id's credential and inbox prefix.
 func (f *fleet) tenant(t testing.TB, id string) *tenant {
 	t.Helper()
-	nc, err := bus.Connect(bus.ConnectOptions{URL: f.url, Name: id, User: id, Password: f.passwords[id], InboxPrefix: bus.InboxRoot + "_" + id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return &tenant{t: t, id: id, nc: nc}
+	return &tenant{t: t, id: id, nc: f.TenantConn(t, id)}
 }
 
 func (c *tenant) must(resource, verb string, in, out any) {

@@ -29,14 +29,15 @@ type Tenant interface {
 	Close()
 }
 
-// Credentials are what a user signs in with: the tenant id and the NATS
-// credentials of that tenant's user (none on a server without auth).
-// Creds is the text of a .creds file (a user JWT and its nkey seed).
+// Credentials are what a user signs in with: the tenant id and a
+// credential of that tenant (operator mode: the tenant is a NATS account,
+// its users are credentials minted by `compute tenants credentials`).
 type Credentials struct {
-	Tenant   string
-	User     string
-	Password string
-	Creds    string
+	// Tenant is the tenant id.
+	Tenant string
+	// Creds is the text of the tenant's .creds file (a user JWT and its
+	// nkey seed).
+	Creds string
 }
 
 // Dialer connects as the tenant of c. Errors: ACCESS_DENIED when the
