@@ -239,7 +239,8 @@ func (s *Stack) MintCreds(t testing.TB, tenant, name string, scopes ...api.Scope
 		names[i] = string(sc)
 	}
 	var out api.TenantCredentialsReply
-	if err := s.AdminCall(tenants.Subject("credentials"), api.TenantCredentialsRequest{ID: tenant, Name: name, Scopes: names}, &out); err != nil {
+	req := api.TenantCredentialsRequest{ID: tenant, Name: name, Scopes: names}
+	if err := s.AdminCall(tenants.Subject("credentials"), req, &out); err != nil {
 		t.Fatalf("credentials of %s: %v", tenant, err)
 	}
 	file := filepath.Join(s.Dir, tenant+"-"+name+".creds")
