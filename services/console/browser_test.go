@@ -98,14 +98,32 @@ func waitFor(t *testing.T, ctx context.Context, what, js string) {
 	}
 }
 
-// signIn signs in as tenant with its credential, pasted as the text of its
-// .creds file, and waits for the overview.
+// signIn signs in as tenant, pasting the text of its credential (its
+// .creds file) into the form, and waits for the overview.
 func (f *fleet) signIn(t *testing.T, ctx context.Context, tenant string) {
 	t.Helper()
-	do(t, ctx, "sign in as "+tenant,
+	f.signInWith(t, ctx, tenant, chromedp.SetValue(chromedp.CSS(`textarea[name=creds]`), f.CredsText(t, tenant)))
+}
+
+// signInUploading signs in as tenant, loading its .creds file with the
+// form's file picker, and waits for the overview.
+func (f *fleet) signInUploading(t *testing.T, ctx context.Context, tenant string) {
+	t.Helper()
+	f.signInWith(t, ctx, tenant, chromedp.SetUploadFiles(chromedp.CSS(`#creds-file`), []string{f.Creds[tenant]}))
+}
+
+// signInWith signs in as tenant, giving its credential with fill, and
+// waits for the overview.
+func (f *fleet) signInWith(t *testing.T, ctx context.Context, tenant string, fill chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	do(t, ctx, "sign-in form of "+tenant,
 		chromedp.Navigate(f.console.URL()+"/signin"),
 		chromedp.SetValue(chromedp.CSS(`input[name=tenant]`), tenant),
-		chromedp.SetValue(chromedp.CSS(`textarea[name=creds]`), f.CredsText(t, tenant)),
+		fill,
+	)
+	waitFor(t, ctx, "the form holds "+tenant+"'s credential",
+		`document.querySelector("textarea[name=creds]").value.includes("-----BEGIN NATS USER JWT-----")`)
+	do(t, ctx, "sign in as "+tenant,
 		chromedp.Click(chromedp.CSS(`#signin`)),
 		chromedp.WaitVisible(chromedp.CSS(`#overview`)),
 	)
@@ -259,7 +277,8 @@ func TestBrowserInstanceGoesRunningLive(t *testing.T) {
 	}
 }
 
-// Signed in as globex, the console shows nothing of acme: no pool, no
+// Signed in as globex (its .creds file uploaded with the form's file
+// picker), the console shows nothing of acme: no pool, no
 // instance, no event, and acme's instance page is NOT_FOUND; globex's
 // NATS account could not read acme's subjects even if the console tried.
 func TestBrowserTenantSeesNothingOfAnother(t *testing.T) {
@@ -272,7 +291,7 @@ func TestBrowserTenantSeesNothingOfAnother(t *testing.T) {
 	acmeTab, newUser := browser(t)
 	f.signIn(t, acmeTab, "acme")
 	globexTab := newUser()
-	f.signIn(t, globexTab, "globex")
+	f.signInUploading(t, globexTab, "globex")
 	if got := text(t, globexTab, "#overview tbody"); got != "No pools yet." {
 		t.Errorf("globex's overview shows %q, want no pools", got)
 	}
