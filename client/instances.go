@@ -81,9 +81,14 @@ func (i InstanceClient) Resolve(ctx context.Context, handle string) (string, err
 // watchBuffer is how many events a Watch holds for a slow reader.
 const watchBuffer = 256
 
+// watchClosedPoll is how often a watch checks whether its connection has
+// closed (ending the watch).
+const watchClosedPoll = 500 * time.Millisecond
+
 // Watch follows the events of instance id ("" for every instance of the
 // tenant), live from now: core NATS, no replay of older events. The
-// channel is closed when ctx ends; events that find it full (watchBuffer
+// channel is closed when ctx ends or the connection closes (for good: a
+// revoked credential, Close); events that find it full (watchBuffer
 // unread) are dropped by NATS as a slow consumer. Errors: INVALID_INPUT
 // (path tenant), and a subscription failure (a permission violation shows
 // on the connection's error handler).
@@ -103,10 +108,18 @@ func (i InstanceClient) Watch(ctx context.Context, id string) (<-chan api.Event,
 	go func() {
 		defer close(events)
 		defer func() { _ = sub.Unsubscribe() }()
+		// a closed connection (revoked credential, client closed) ends the
+		// watch: no event can come any more
+		closed := time.NewTicker(watchClosedPoll)
+		defer closed.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-closed.C:
+				if i.c.nc.IsClosed() {
+					return
+				}
 			case m := <-msgs:
 				var ev api.Event
 				if json.Unmarshal(m.Data, &ev) != nil {

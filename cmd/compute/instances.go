@@ -311,5 +311,8 @@ func (g *globals) watch(ctx context.Context, c *client.Client, id string) error 
 		}
 		fmt.Fprintf(g.out, "%s  %s  %-12s %s %s\n", ev.Time.Local().Format(time.TimeOnly), ev.ResourceID, ev.Type, ev.Phase, ev.Message)
 	}
+	if ctx.Err() == nil { // not Ctrl-C: the connection closed
+		return api.Errorf(api.CodeUnavailable, "the NATS connection closed (credential revoked?): no more events")
+	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	computeclient "better-compute.io/compute/client"
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/natsauth"
@@ -44,10 +45,28 @@ func TestTenantCreatedAtRuntimeAndRevoked(t *testing.T) {
 		t.Fatalf("credentials on record: %+v", got.Credentials)
 	}
 	secondID := got.Credentials[1].ID
+	// a watch on a reconnecting connection (the CLI's) of the credential
+	watcher, err := bus.Connect(bus.ConnectOptions{URL: s.URL, Name: "watch", CredsFile: second, InboxPrefix: "_INBOX_initech"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(watcher.Close)
+	events, err := computeclient.New(watcher, "initech", 0).Instances.Watch(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.AdminCall(tenants.Subject("revoke"), api.TenantRevokeRequest{ID: "initech", Credential: secondID}, &got); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the revoked credential's connection to close", c2.nc.IsClosed)
+	select { // the watch ends with its connection, not waiting forever
+	case _, open := <-events:
+		if open {
+			t.Fatal("an event reached a revoked credential's watch")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the revoked credential's watch did not end")
+	}
 	if _, err := s.dial(t, "initech", second, "_INBOX_initech"); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("connect with the revoked credential: %v, want an authorization violation", err)
 	}
@@ -63,7 +82,7 @@ func TestTenantCreatedAtRuntimeAndRevoked(t *testing.T) {
 	if _, err := s.dial(t, "initech", first, "_INBOX_initech"); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("connect to a revoked tenant: %v, want an authorization violation", err)
 	}
-	err := s.AdminCall(tenants.Subject("credentials"), api.TenantCredentialsRequest{ID: "initech", Name: "third",
+	err = s.AdminCall(tenants.Subject("credentials"), api.TenantCredentialsRequest{ID: "initech", Name: "third",
 		Scopes: []string{string(api.ScopeAdmin)}}, nil)
 	wantCode(t, "a credential of a revoked tenant", err, api.CodeInvalidState, "")
 	wantCode(t, "the id of a revoked tenant again", s.AdminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "initech"}, nil),
