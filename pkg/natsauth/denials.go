@@ -3,6 +3,7 @@ package natsauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -91,12 +92,16 @@ func (d *Denials) Call(ctx context.Context, nc *nats.Conn, subject string, in, o
 }
 
 // DeniedError is the ACCESS_DENIED of a publish to subject the server
-// refused: naming the verb's scope when subject is a public verb.
+// refused: naming the verb's scope when subject is a public verb (and the
+// tenant: a credential of another tenant is refused alike).
 func DeniedError(subject string) *api.ComputeError {
 	if rest, ok := strings.CutPrefix(subject, bus.PublicRoot+"."); ok {
 		if tok := strings.Split(rest, "."); len(tok) == 3 {
 			if scope, ok := api.ScopeOf(tok[1], tok[2]); ok {
-				return api.AccessDeniedScope(tok[1], tok[2], scope)
+				e := api.AccessDeniedScope(tok[1], tok[2], scope)
+				// a credential of another tenant is refused the same way
+				e.Message += fmt.Sprintf(" for tenant %s (or it is a credential of another tenant)", tok[0])
+				return e
 			}
 		}
 	}

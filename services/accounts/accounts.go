@@ -32,11 +32,12 @@ func (s *service) createAccount(ctx context.Context, req *bus.Request) (any, err
 	if err := checkName("name", in.Name, true); err != nil {
 		return nil, err
 	}
-	if err := refuseTakenName(ctx, s.accounts, req.Tenant, in.Name, "", accountIDName); err != nil {
-		return nil, err
-	}
 	config, err := s.validConfig(ctx, req.Tenant, in.Provider, in.Config)
 	if err != nil {
+		return nil, err
+	}
+	// after the input is valid: a bad request is INVALID_INPUT, whatever its name
+	if err := refuseTakenName(ctx, s.accounts, req.Tenant, in.Name, "", accountIDName); err != nil {
 		return nil, err
 	}
 	now := time.Now().UTC()

@@ -32,9 +32,6 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 	if err := checkPoolRequest(&in); err != nil {
 		return nil, err
 	}
-	if err := refuseTakenName(ctx, s.pools, req.Tenant, in.Name, "", poolIDName); err != nil {
-		return nil, err
-	}
 	acct, _, err := s.accounts.get(ctx, req.Tenant, "providerAccountId", in.ProviderAccountID)
 	if api.IsCode(err, api.CodeNotFound) {
 		return nil, unknownAccount(in.ProviderAccountID)
@@ -43,6 +40,10 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 		return nil, err
 	}
 	if err := s.checkOffers(ctx, &acct, in.Flavors); err != nil {
+		return nil, err
+	}
+	// after the input is valid: a bad request is INVALID_INPUT, whatever its name
+	if err := refuseTakenName(ctx, s.pools, req.Tenant, in.Name, "", poolIDName); err != nil {
 		return nil, err
 	}
 	p := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: req.Tenant, Name: in.Name, SiteID: in.SiteID,
