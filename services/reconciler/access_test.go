@@ -467,11 +467,14 @@ func TestConfigureRunsAgainAfterSIGKILL(t *testing.T) {
 	m.SetProgram(api.HookDir+"/join", sshemu.Response{Stdout: "joined\n"})
 	child.start()
 	got := w.waitConfigured(inst.ID)
-	if c := got.Status.Access.Configure; c.Attempts != 2 || c.OutputTail != "joined\n" {
+	// at least once: a run cut off by a slow machine (a loaded host) may
+	// add an attempt, never remove one
+	c := got.Status.Access.Configure
+	if c.Attempts < 2 || c.OutputTail != "joined\n" {
 		t.Fatalf("configure status after the restart: %+v", c)
 	}
-	if runs := m.Runs(); len(runs) != 2 || runs[1].Env["COMPUTE_GENERATION"] != "1" {
-		t.Fatalf("runs %+v", runs)
+	if runs := m.Runs(); len(runs) != int(c.Attempts) || runs[len(runs)-1].Env["COMPUTE_GENERATION"] != "1" {
+		t.Fatalf("%d attempts recorded, runs %+v", c.Attempts, runs)
 	}
 }
 
