@@ -31,8 +31,9 @@ func TestIsInbox(t *testing.T) {
 	}
 }
 
-// A request whose reply subject is not an inbox never reaches the handler:
-// its reply would be published wherever the caller pointed it.
+// A request whose reply subject is not an inbox, or that has none, never
+// reaches the handler: its reply would be published wherever the caller
+// pointed it, and a reply arriving as a request has none.
 func TestServiceAnswersOnlyInboxes(t *testing.T) {
 	env := bustest.Start(t)
 	var calls atomic.Int32
@@ -48,13 +49,18 @@ func TestServiceAnswersOnlyInboxes(t *testing.T) {
 	if err := env.NC.PublishRequest("test.echo", forged, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
+	// No reply subject at all: what arrives when a caller aims a service's
+	// reply at a verb subject (a verb it may not publish itself).
+	if err := env.NC.Publish("test.echo", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
 	// One worker, delivered in order: once this request is answered, the
-	// forged one was seen and dropped.
+	// forged ones were seen and dropped.
 	if err := bus.Call(testCtx(t), env.NC, "test.echo", []byte(`{}`), nil); err != nil {
 		t.Fatalf("request with an inbox: %v", err)
 	}
 	if n := calls.Load(); n != 1 {
-		t.Fatalf("handler ran %d times, want 1 (the forged reply subject must be dropped)", n)
+		t.Fatalf("handler ran %d times, want 1 (the forged and the missing reply subject must be dropped)", n)
 	}
 	if n, _, _ := sub.Pending(); n != 0 {
 		t.Fatalf("%d replies published on %s", n, forged)

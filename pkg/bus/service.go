@@ -296,7 +296,11 @@ func (s *Service) begin() bool {
 func (s *Service) dispatch(ep *endpoint) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		delivered := time.Now()
-		if m.Reply != "" && !IsInbox(m.Reply) {
+		// A request without a reply subject is dropped too: every caller
+		// waits for an answer, and a service's reply that a caller aimed
+		// at a verb subject (its reply subject set to it) arrives as a
+		// request without one: a verb the caller may not publish.
+		if !IsInbox(m.Reply) {
 			s.log.Warn().Str("subject", m.Subject).Str("reply", m.Reply).Msg("request dropped: its reply subject is not an inbox")
 			ep.record(time.Since(delivered), metrics.CodeDropped, "dropped: the reply subject is not an inbox")
 			return
