@@ -42,6 +42,9 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 	if err := s.checkOffers(ctx, &acct, in.Flavors); err != nil {
 		return nil, err
 	}
+	if err := s.checkAccessKey(ctx, req.Tenant, in.Access); err != nil {
+		return nil, err
+	}
 	// after the input is valid: a bad request is INVALID_INPUT, whatever its name
 	if err := refuseTakenName(ctx, s.pools, req.Tenant, in.Name, "", poolIDName); err != nil {
 		return nil, err

@@ -190,7 +190,7 @@ func putInstance(t *testing.T, e *env, tnt string, inst api.Instance) {
 func TestPoolAccess(t *testing.T) {
 	e := start(t, 0)
 	a := createAccount(t, e, "main", "fsn1")
-	access := &api.PoolAccess{User: "root", PrivateKey: "secret://" + tenant + "/sec_01jdzzzzzzzzzzzzzzzzzzzzzz",
+	access := &api.PoolAccess{User: "root", PrivateKey: secretT1,
 		Configure: &api.AccessStep{Hook: "bootstrap", TimeoutMs: 60000}, Drain: &api.AccessStep{Script: "true", OnFailure: api.OnFailureFail}}
 	req := api.PoolCreateRequest{Class: api.PoolClassProvider, ProviderAccountID: a.ID, Agent: api.PoolAgentNone,
 		Flavors: []api.Flavor{{Name: "small", OfferID: "cx22-fsn1", Image: "ubuntu-24.04"}}, Access: access}
@@ -198,10 +198,20 @@ func TestPoolAccess(t *testing.T) {
 	if got := must[api.Pool](t, e.NC, bus.ResourcePools, "get", api.IDRequest{ID: p.ID}); !reflect.DeepEqual(got.Access, access) {
 		t.Fatalf("access kept as %+v, want %+v", got.Access, access)
 	}
+	// checked at create like an account's references: another tenant's
+	// key and a missing secret are refused now, not at the first configure
+	other := *access
+	other.PrivateKey = "secret://other/sec_01jdzzzzzzzzzzzzzzzzzzzzzz"
+	req.Access = &other
+	_, err := call[api.Pool](t, e.NC, tenant, bus.ResourcePools, "create", req)
+	wantErr(t, err, api.CodeAccessDenied, "access.privateKey")
+	other.PrivateKey = "secret://" + tenant + "/sec_01jdzzzzzzzzzzzzzzzzzzzzzz"
+	_, err = call[api.Pool](t, e.NC, tenant, bus.ResourcePools, "create", req)
+	wantErr(t, err, api.CodeNotFound, "access.privateKey")
 	bad := *access
 	bad.PrivateKey = "-----BEGIN OPENSSH PRIVATE KEY-----"
 	req.Access = &bad
-	_, err := call[api.Pool](t, e.NC, tenant, bus.ResourcePools, "create", req)
+	_, err = call[api.Pool](t, e.NC, tenant, bus.ResourcePools, "create", req)
 	wantErr(t, err, api.CodeInvalidInput, "access.privateKey")
 	if strings.Contains(err.Error(), "BEGIN OPENSSH") {
 		t.Fatalf("the refusal quotes the value: %v", err)

@@ -56,6 +56,22 @@ func (s *service) checkSecrets(ctx context.Context, tenant string, config map[st
 	return nil
 }
 
+// checkAccessKey asks the secrets service whether the private key
+// reference of a pool's access resolves for tenant (as checkSecrets does
+// for an account's config), so a pool naming another tenant's key, a
+// missing secret or a scheme without a store is refused at create, not at
+// its first configure. No access: nil. Errors: checkSecrets's, at path
+// access.privateKey.
+func (s *service) checkAccessKey(ctx context.Context, tenant string, access *api.PoolAccess) error {
+	if access == nil {
+		return nil
+	}
+	if err := bus.Call(ctx, s.nc, bus.SecretsCheck, api.SecretResolveRequest{TenantID: tenant, Ref: access.PrivateKey}, nil); err != nil {
+		return atPath(err, "access.privateKey")
+	}
+	return nil
+}
+
 // atPath returns err as a new ComputeError of the same code and details with
 // details.path set to path and the path leading the message.
 func atPath(err error, path string) *api.ComputeError {
