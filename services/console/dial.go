@@ -12,6 +12,7 @@ import (
 
 	"better-compute.io/compute/client"
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/natsauth"
 )
 
 // DialNATS is the Dialer of a console in front of the NATS server(s) at
@@ -44,7 +45,11 @@ func DialNATS(servers string, extra ...nats.Option) Dialer {
 			opts = append(opts, nats.Timeout(time.Until(dl)))
 		}
 		denied := make(chan struct{}, 1)
-		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		// every page's request answers ACCESS_DENIED at once for a verb
+		// the credential's scopes leave out (natsauth.Denials)
+		denials := &natsauth.Denials{}
+		opts = append(opts, nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			denials.Handler(nc, sub, err)
 			if errors.Is(err, nats.ErrPermissionViolation) {
 				select {
 				case denied <- struct{}{}:
@@ -59,7 +64,7 @@ func DialNATS(servers string, extra ...nats.Option) Dialer {
 		case err != nil:
 			return nil, api.Errorf(api.CodeUnavailable, "no NATS server answers: %v", err)
 		}
-		t := natsTenant{c: client.New(nc, c.Tenant, 0)}
+		t := natsTenant{c: client.New(nc, c.Tenant, 0).WithCaller(denials.Call)}
 		if err := probe(ctx, t, denied); err != nil {
 			nc.Close()
 			return nil, err
