@@ -125,7 +125,8 @@ func Manifest() []api.ManifestField {
 		{Name: FieldBridge, Type: provider.TypeString, Default: DefaultBridge,
 			Description: "Bridge of the first network device (net0)"},
 		{Name: FieldTaskPollMs, Type: provider.TypeInt, Min: i(MinTaskPollMs), Max: i(MaxTaskPollMs),
-			Description: "How often a task wait polls the task status, in ms (at most taskTimeoutMs); default: when a task of its type is expected to end"},
+			Description: "How often a task wait polls the task status, in ms (at most taskTimeoutMs); " +
+				"default: when a task of its type is expected to end"},
 		{Name: FieldTaskTimeoutMs, Type: provider.TypeInt, Min: i(MinTaskTimeoutMs), Max: i(MaxTaskTimeoutMs),
 			Description: "How long one task wait may last, in ms; default 600000 (10 min)"},
 	}

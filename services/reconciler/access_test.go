@@ -473,7 +473,7 @@ func TestConfigureRunsAgainAfterSIGKILL(t *testing.T) {
 	if c.Attempts < 2 || c.OutputTail != "joined\n" {
 		t.Fatalf("configure status after the restart: %+v", c)
 	}
-	if runs := m.Runs(); len(runs) != int(c.Attempts) || runs[len(runs)-1].Env["COMPUTE_GENERATION"] != "1" {
+	if runs := m.Runs(); len(runs) != c.Attempts || runs[len(runs)-1].Env["COMPUTE_GENERATION"] != "1" {
 		t.Fatalf("%d attempts recorded, runs %+v", c.Attempts, runs)
 	}
 }
