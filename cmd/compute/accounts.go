@@ -95,7 +95,7 @@ func accountsCmd(g *globals) *cobra.Command {
 				}
 				reply := api.List[api.Offer]{Items: offers}
 				sorted := slices.Clone(offers)
-				byPrice(sorted)
+				api.SortOffersByPrice(sorted)
 				return show(g, offerView, reply, sorted, "")
 			})
 		},

@@ -99,7 +99,7 @@ func fixtures() (api.List[api.Secret], api.List[api.Account], api.List[api.Pool]
 func TestOutputGolden(t *testing.T) {
 	secrets, accounts, pools, instances, offers, prov := fixtures()
 	sorted := append([]api.Offer(nil), offers...)
-	byPrice(sorted)
+	api.SortOffersByPrice(sorted)
 	for _, format := range []string{formatTable, formatWide, formatYAML, formatID} {
 		out := render(t, format, func(g *globals) error {
 			steps := []func() error{
@@ -135,7 +135,7 @@ func TestOutputJSONIsTheReply(t *testing.T) {
 	_, accounts, _, _, offers, _ := fixtures()
 	out := render(t, formatJSON, func(g *globals) error {
 		sorted := append([]api.Offer(nil), offers...)
-		byPrice(sorted)
+		api.SortOffersByPrice(sorted)
 		return show(g, offerView, api.List[api.Offer]{Items: offers}, sorted, "")
 	})
 	golden(t, "offers-json", out)

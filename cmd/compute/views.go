@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -106,11 +105,6 @@ var conditionView = view[api.Condition]{
 	},
 }
 
-// hoursPerMonth is the month the offers table prices: 730 h (365 × 24 /
-// 12), the upper bound of a month's hourly billing (Hetzner caps a month
-// lower, at its monthly price).
-const hoursPerMonth = 730
-
 var offerView = view[api.Offer]{
 	id: func(o *api.Offer) string { return o.ID },
 	columns: []column[api.Offer]{
@@ -120,7 +114,7 @@ var offerView = view[api.Offer]{
 		{name: "MEMORY", value: func(o *api.Offer) string { return gib(o.MemoryGiB) }},
 		{name: "DISK", value: func(o *api.Offer) string { return gib(o.DiskGiB) }},
 		{name: "PRICE/H", value: func(o *api.Offer) string { return price(o, 1, 4) }},
-		{name: "PRICE/MONTH", value: func(o *api.Offer) string { return price(o, hoursPerMonth, 2) }},
+		{name: "PRICE/MONTH", value: func(o *api.Offer) string { return price(o, api.HoursPerMonth, 2) }},
 		{name: "CURRENCY", value: func(o *api.Offer) string { return o.Currency }},
 		{name: "AVAILABLE", value: func(o *api.Offer) string { return yesNo(o.Available) }},
 		{name: "REGION", wide: true, value: func(o *api.Offer) string { return o.Region }},
@@ -128,25 +122,6 @@ var offerView = view[api.Offer]{
 		{name: "GPUS", wide: true, value: func(o *api.Offer) string { return strconv.Itoa(o.GPUs) }},
 		{name: "CAPACITY", wide: true, value: func(o *api.Offer) string { return string(o.CapacityType) }},
 	},
-}
-
-// byPrice sorts offers cheapest first (offers without a price last), then
-// by id.
-func byPrice(offers []api.Offer) {
-	slices.SortStableFunc(offers, func(a, b api.Offer) int {
-		switch {
-		case a.PricePerHour == nil && b.PricePerHour == nil:
-		case a.PricePerHour == nil:
-			return 1
-		case b.PricePerHour == nil:
-			return -1
-		default:
-			if c := cmp.Compare(*a.PricePerHour, *b.PricePerHour); c != 0 {
-				return c
-			}
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 }
 
 var providerView = view[api.ProviderInfo]{

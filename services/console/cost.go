@@ -6,11 +6,6 @@ import (
 	"better-compute.io/compute/pkg/api"
 )
 
-// HoursPerMonth is the hours of a billing month: 365 × 24 / 12 = 730, the
-// figure cloud price lists (Hetzner's included) use. Offers carry no
-// monthly cap, so a month costs HoursPerMonth × the hourly price.
-const HoursPerMonth = 730
-
 // Money is an amount per currency (EUR for Hetzner), so that prices in
 // different currencies are never added up.
 type Money map[string]float64
@@ -18,7 +13,7 @@ type Money map[string]float64
 func (m Money) add(currency string, v float64) { m[currency] += v }
 
 // Line is the cost of one group of instances: per hour and per month
-// (HoursPerMonth × per hour), the instances that cost, and those whose
+// (api.HoursPerMonth × per hour), the instances that cost, and those whose
 // offer carries no price (Unpriced, e.g. Proxmox) or was not found
 // (Unknown: the flavor or offer is gone, or the account's offers could
 // not be read).
@@ -85,7 +80,7 @@ func Cost(pools []api.Pool, instances []api.Instance, offers map[string][]api.Of
 			default:
 				l.Costing++
 				l.Hourly.add(offer.Currency, *offer.PricePerHour)
-				l.Monthly.add(offer.Currency, *offer.PricePerHour*HoursPerMonth)
+				l.Monthly.add(offer.Currency, *offer.PricePerHour*api.HoursPerMonth)
 			}
 		}
 	}

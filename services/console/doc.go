@@ -33,7 +33,7 @@
 //   - Cost (Cost): an instance costs from when its machine exists until it
 //     is gone, on or off (Hetzner Cloud bills stopped servers): the price
 //     per hour of the offer its flavor names, on its pool's account; per
-//     month, HoursPerMonth (730) times that (offers carry no monthly
+//     month, api.HoursPerMonth (730) times that (offers carry no monthly
 //     cap). Instances whose offer has no price (Proxmox) are counted
 //     apart, never as free.
 //   - Errors render the ComputeError's code and message; the console

@@ -323,7 +323,7 @@ func readOffers(ctx context.Context, t Tenant) ([]accountOffers, error) {
 			out[i].Err = api.AsComputeError(err)
 			continue
 		}
-		sortOffers(offers)
+		api.SortOffersByPrice(offers)
 		out[i].Offers = offers
 	}
 	return out, nil
@@ -361,7 +361,7 @@ func (s *Server) cost(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.renderError(w, r, sess, err)
 		return
 	}
-	v := costView{HoursPerMonth: HoursPerMonth}
+	v := costView{HoursPerMonth: api.HoursPerMonth}
 	offers := map[string][]api.Offer{}
 	for _, a := range accounts {
 		if a.Err != nil {

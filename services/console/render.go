@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,7 +26,7 @@ var funcs = template.FuncMap{
 	"time":          formatTime,
 	"phaseClass":    func(p api.Phase) string { return "phase-" + strings.ToLower(string(p)) },
 	"join":          strings.Join,
-	"hoursPerMonth": func() int { return HoursPerMonth },
+	"hoursPerMonth": func() int { return api.HoursPerMonth },
 }
 
 func parsePages() map[string]*page {
@@ -111,12 +110,12 @@ func formatPrice(p *float64, currency string, digits int) string {
 	return strings.TrimSpace(fmt.Sprintf("%.*f %s", digits, *p, currency))
 }
 
-// monthly is HoursPerMonth × an hourly price (nil stays nil).
+// monthly is api.HoursPerMonth × an hourly price (nil stays nil).
 func monthly(p *float64) *float64 {
 	if p == nil {
 		return nil
 	}
-	m := *p * HoursPerMonth
+	m := *p * api.HoursPerMonth
 	return &m
 }
 
@@ -126,24 +125,4 @@ func formatTime(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
-}
-
-// sortOffers orders offers by price per hour (unpriced last), then id.
-func sortOffers(offers []api.Offer) {
-	slices.SortStableFunc(offers, func(a, b api.Offer) int {
-		switch {
-		case a.PricePerHour == nil && b.PricePerHour == nil:
-			return strings.Compare(a.ID, b.ID)
-		case a.PricePerHour == nil:
-			return 1
-		case b.PricePerHour == nil:
-			return -1
-		case *a.PricePerHour != *b.PricePerHour:
-			if *a.PricePerHour < *b.PricePerHour {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 }
