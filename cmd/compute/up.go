@@ -178,7 +178,11 @@ const demoTenant = "demo"
 func ensureTenant(nc *nats.Conn, tenant, credsFile string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := bus.Call(ctx, nc, tenants.Subject("create"), api.TenantCreateRequest{ID: tenant}, nil)
+	// get first: a restart finds it, and logs no refused create
+	err := bus.Call(ctx, nc, tenants.Subject("get"), api.IDRequest{ID: tenant}, nil)
+	if api.IsCode(err, api.CodeNotFound) {
+		err = bus.Call(ctx, nc, tenants.Subject("create"), api.TenantCreateRequest{ID: tenant}, nil)
+	}
 	if err != nil && !api.IsCode(err, api.CodeAlreadyExists) {
 		return fmt.Errorf("create tenant %s: %w", tenant, err)
 	}
