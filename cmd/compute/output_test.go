@@ -116,6 +116,13 @@ func TestOutputGolden(t *testing.T) {
 					return showOne(g, deletedView, api.Deleted{ID: "pool_01jf0000000000000000000001", Deleted: true})
 				},
 				func() error { return showInstance(g, instances.Items[1]) },
+				func() error {
+					revoked := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+					ten := api.Tenant{ID: "acme", Account: "ACCOUNTPUBLICKEYOFACME", State: api.TenantActive,
+						Limits: api.DefaultTenantLimits, CreatedAt: time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC), Version: 3,
+						Credentials: []api.TenantCredential{{ID: "UONE", Name: "cli"}, {ID: "UTWO", Name: "ci", RevokedAt: &revoked}}}
+					return show(g, tenantView, api.List[api.Tenant]{Items: []api.Tenant{ten}}, []api.Tenant{ten}, "")
+				},
 			}
 			for _, step := range steps {
 				if err := step(); err != nil {

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -14,8 +14,7 @@ import (
 )
 
 // adminCall sends one request of the tenants service (operator only: run
-// with the admin user's credentials) and decodes its reply into out, or
-// prints it when out is nil.
+// with the admin user's credentials) and decodes its reply into out.
 func (g *globals) adminCall(verb string, in, out any) error {
 	nc, err := g.connect()
 	if err != nil {
@@ -24,14 +23,38 @@ func (g *globals) adminCall(verb string, in, out any) error {
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
-	var raw json.RawMessage
-	if err := g.denials.Call(ctx, nc, tenants.Subject(verb), in, &raw); err != nil {
+	return g.denials.Call(ctx, nc, tenants.Subject(verb), in, out)
+}
+
+// showTenant sends verb of the tenants service and shows the tenant it
+// answers in g's format (-o).
+func (g *globals) showTenant(verb string, in any) error {
+	var t api.Tenant
+	if err := g.adminCall(verb, in, &t); err != nil {
 		return err
 	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
-	}
-	return g.print(raw)
+	return showOne(g, tenantView, t)
+}
+
+// tenantView is how tenants print: credentials counts those not revoked.
+var tenantView = view[api.Tenant]{
+	id: func(t *api.Tenant) string { return t.ID },
+	columns: []column[api.Tenant]{
+		{name: "ID", value: func(t *api.Tenant) string { return t.ID }},
+		{name: "STATE", value: func(t *api.Tenant) string { return t.State }},
+		{name: "CREDENTIALS", value: func(t *api.Tenant) string {
+			n := 0
+			for _, c := range t.Credentials {
+				if c.RevokedAt == nil {
+					n++
+				}
+			}
+			return strconv.Itoa(n)
+		}},
+		{name: "CONNECTIONS", value: func(t *api.Tenant) string { return strconv.FormatInt(t.Limits.Connections, 10) }},
+		{name: "CREATED", value: func(t *api.Tenant) string { return timestamp(t.CreatedAt) }},
+		{name: "ACCOUNT", wide: true, value: func(t *api.Tenant) string { return t.Account }},
+	},
 }
 
 func tenantsCmd(g *globals) *cobra.Command {
@@ -46,7 +69,7 @@ func tenantsCmd(g *globals) *cobra.Command {
 		Args:    exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			req.ID, req.Limits, req.Quotas = args[0], &limits, &quotas
-			return g.adminCall("create", req, nil)
+			return g.showTenant("create", req)
 		},
 	}
 	f := create.Flags()
@@ -62,13 +85,19 @@ func tenantsCmd(g *globals) *cobra.Command {
 	get := &cobra.Command{
 		Use: "get TENANT", Short: "Show a tenant", Args: exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return g.adminCall("get", api.IDRequest{ID: args[0]}, nil)
+			return g.showTenant("get", api.IDRequest{ID: args[0]})
 		},
 	}
 	var list api.ListRequest
 	ls := &cobra.Command{
 		Use: "list", Short: "List tenants", Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return g.adminCall("list", list, nil) },
+		RunE: func(*cobra.Command, []string) error {
+			var page api.List[api.Tenant]
+			if err := g.adminCall("list", list, &page); err != nil {
+				return err
+			}
+			return show(g, tenantView, page, page.Items, page.NextCursor)
+		},
 	}
 	ls.Flags().IntVar(&list.Limit, "limit", 0, "page size (default 100)")
 	ls.Flags().StringVar(&list.Cursor, "cursor", "", "nextCursor of the previous page")
@@ -79,7 +108,7 @@ func tenantsCmd(g *globals) *cobra.Command {
 		Short: "Revoke a tenant (every credential, for good) or, with --credential, one credential; their connections are closed",
 		Args:  exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return g.adminCall("revoke", api.TenantRevokeRequest{ID: args[0], Credential: credential}, nil)
+			return g.showTenant("revoke", api.TenantRevokeRequest{ID: args[0], Credential: credential})
 		},
 	}
 	revoke.Flags().StringVar(&credential, "credential", "", "the credential's id (its public key, U…) to revoke alone")
