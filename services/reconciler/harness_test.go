@@ -37,6 +37,8 @@ type harness struct {
 	pool  api.Pool
 	opts  Options
 	rec   *Reconciler
+	// api is the service of startAPIOnly (nil without it).
+	api *bus.Service
 }
 
 func fastOptions() Options {
@@ -227,5 +229,6 @@ func (h *harness) startAPIOnly() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.api = svc
 	h.t.Cleanup(func() { _ = svc.Stop() })
 }

@@ -167,6 +167,11 @@ func TestRepeatedDeleteQueuesWorkAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.rec = h.startReconciler(h.env.Connect(t))
+		// the repeated delete reaches the consuming replica: one that
+		// consumes no work queues without a consumer of the tenant's work
+		if err := h.api.Stop(); err != nil {
+			t.Fatal(err)
+		}
 		if err := h.call("delete", api.IDRequest{ID: inst.ID}, nil); err != nil {
 			t.Fatal(err)
 		}

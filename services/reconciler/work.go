@@ -146,19 +146,13 @@ const streamCallTimeout = 10 * time.Second
 const startWorkTimeout = time.Minute
 
 // serveTenant makes sure the tenant's consumer exists and this replica
-// pulls it; once per tenant and replica. A reconciler that consumes no
-// work (startAPIOnly) still makes sure of the consumer, every time, so
-// that the work it queues is found by the replicas that do consume (they
-// discover tenants by their consumers). Errors: the consumer could not be
+// pulls it; once per tenant and replica, and not at all for a reconciler
+// that consumes no work (startAPIOnly). Errors: the consumer could not be
 // set up within ctx.
 func (r *Reconciler) serveTenant(ctx context.Context, tenant string) error {
 	r.workMu.Lock()
 	defer r.workMu.Unlock()
-	if r.pulled == nil {
-		_, err := r.ensureConsumer(ctx, tenant)
-		return err
-	}
-	if r.pulled[tenant] {
+	if r.pulled == nil || r.pulled[tenant] {
 		return nil
 	}
 	cons, err := r.ensureConsumer(ctx, tenant)
