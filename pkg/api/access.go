@@ -247,10 +247,12 @@ type InstanceExecRequest struct {
 	TimeoutMs int64  `json:"timeoutMs,omitempty"`
 }
 
-// Check checks the request. Errors: INVALID_INPUT naming command or
+// Check checks the request. Errors: INVALID_INPUT naming id, command or
 // timeoutMs.
 func (r *InstanceExecRequest) Check() error {
 	switch {
+	case !ValidID(PrefixInstance, r.ID):
+		return notAnInstanceID()
 	case r.Command == "" || len(r.Command) > MaxExecCommand:
 		return InvalidInput("command", "command is required (at most %d bytes)", MaxExecCommand)
 	case r.TimeoutMs < 0 || r.TimeoutMs > MaxExecTimeout.Milliseconds():
@@ -281,9 +283,18 @@ type InstanceLogsRequest struct {
 	Lines    int    `json:"lines,omitempty"`
 }
 
-// Check checks the request. Errors: INVALID_INPUT naming source or lines.
+// notAnInstanceID is the INVALID_INPUT of a machine-access request whose
+// id is not an instance id (a new error each time: callers may amend it).
+func notAnInstanceID() *ComputeError {
+	return InvalidInput("id", "id must be an instance id (inst_…)")
+}
+
+// Check checks the request. Errors: INVALID_INPUT naming id, source or
+// lines.
 func (r *InstanceLogsRequest) Check() error {
 	switch {
+	case !ValidID(PrefixInstance, r.ID):
+		return notAnInstanceID()
 	case !slices.Contains(LogSources(), r.Source):
 		return InvalidInput("source", "source must be one of %v", LogSources())
 	case r.Lines < 0 || r.Lines > MaxLogLines:

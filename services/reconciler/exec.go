@@ -28,9 +28,6 @@ func (r *Reconciler) exec(ctx context.Context, req *bus.Request) (any, error) {
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	if !api.ValidID(api.PrefixInstance, in.ID) {
-		return nil, api.InvalidInput("id", "id must be an instance id (inst_…)")
-	}
 	if err := in.Check(); err != nil {
 		return nil, err
 	}
@@ -61,9 +58,6 @@ func (r *Reconciler) logs(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.InstanceLogsRequest
 	if err := req.Decode(&in); err != nil {
 		return nil, err
-	}
-	if !api.ValidID(api.PrefixInstance, in.ID) {
-		return nil, api.InvalidInput("id", "id must be an instance id (inst_…)")
 	}
 	if err := in.Check(); err != nil {
 		return nil, err

@@ -132,9 +132,11 @@ func (e *Emulator) finish(t *task) {
 	t.exit = cmp.Or(t.warn, "OK")
 }
 
-// statusView is the task's /tasks/{upid}/status reply.
-func (t *task) statusView() map[string]any {
-	out := map[string]any{
+// upidFields are the fields of the task's UPID, as both the task's status
+// and the node's task list give them, with status (each spells a running
+// task its own way).
+func (t *task) upidFields(status string) map[string]any {
+	return map[string]any{
 		"upid":      t.upid,
 		"node":      t.id.node,
 		"pid":       t.id.pid,
@@ -143,8 +145,13 @@ func (t *task) statusView() map[string]any {
 		"type":      t.id.typ,
 		"id":        t.id.id,
 		"user":      t.id.user,
-		"status":    "running",
+		"status":    status,
 	}
+}
+
+// statusView is the task's /tasks/{upid}/status reply.
+func (t *task) statusView() map[string]any {
+	out := t.upidFields("running")
 	if t.done {
 		out["status"] = "stopped"
 		out["exitstatus"] = t.exit
@@ -156,17 +163,7 @@ func (t *task) statusView() map[string]any {
 // fields, and its exit status (status) and endtime once it ended, else
 // status "RUNNING".
 func (t *task) listView() map[string]any {
-	out := map[string]any{
-		"upid":      t.upid,
-		"node":      t.id.node,
-		"pid":       t.id.pid,
-		"pstart":    t.id.pstart,
-		"starttime": t.id.startTime,
-		"type":      t.id.typ,
-		"id":        t.id.id,
-		"user":      t.id.user,
-		"status":    "RUNNING",
-	}
+	out := t.upidFields("RUNNING")
 	if t.done {
 		out["status"] = t.exit
 		out["endtime"] = max(t.deadline.Unix(), t.id.startTime)
