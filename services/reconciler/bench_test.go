@@ -49,14 +49,7 @@ func BenchmarkFleetConvergence(b *testing.B) {
 	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: envInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
 	for b.Loop() {
 		h := newHarness(b, o)
-		emu, err := emulator.Start(emulator.Options{RateLimitSize: 10_000_000, RateLimitRefillPerSecond: 1_000_000, ActionDuration: action}, "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, route := range []string{"GET /servers", "POST /servers", "GET /servers/{id}"} {
-			emu.Emulator().SetLatency(route, latency)
-		}
-		h.pool = h.addHetznerPool(emu, nil)
+		emu := latentHetzner(b, h, latency, action)
 
 		running := make(chan string, n)
 		seen := sync.Map{}
@@ -113,14 +106,7 @@ func BenchmarkTenantFairness(b *testing.B) {
 	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: envInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
 	for b.Loop() {
 		h := newHarness(b, o)
-		emu, err := emulator.Start(emulator.Options{RateLimitSize: 10_000_000, RateLimitRefillPerSecond: 1_000_000, ActionDuration: action}, "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, route := range []string{"GET /servers", "POST /servers", "GET /servers/{id}"} {
-			emu.Emulator().SetLatency(route, latency)
-		}
-		h.pool = h.addHetznerPool(emu, nil)
+		emu := latentHetzner(b, h, latency, action)
 		other := h.writePool(otherTenant, hetzner.ProviderID, "hz", map[string]any{"token": "secret://globex/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "location": "fsn1"},
 			api.Flavor{Name: "small", OfferID: "cx23", Image: "ubuntu-24.04"})
 		running := h.runningEvents(otherTenant)
@@ -143,4 +129,20 @@ func BenchmarkTenantFairness(b *testing.B) {
 		h.rec.Stop() // before the emulator goes: the flood is not waited for
 		_ = emu.Close()
 	}
+}
+
+// latentHetzner starts a Hetzner emulator whose rate limit is lifted, whose
+// actions take action and whose server routes answer after latency, and
+// makes it h's pool's account.
+func latentHetzner(b *testing.B, h *harness, latency, action time.Duration) *emulator.Server {
+	b.Helper()
+	emu, err := emulator.Start(emulator.Options{RateLimitSize: 10_000_000, RateLimitRefillPerSecond: 1_000_000, ActionDuration: action}, "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, route := range []string{"GET /servers", "POST /servers", "GET /servers/{id}"} {
+		emu.Emulator().SetLatency(route, latency)
+	}
+	h.pool = h.addHetznerPool(emu, nil)
+	return emu
 }
