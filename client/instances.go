@@ -81,10 +81,6 @@ func (i InstanceClient) Resolve(ctx context.Context, handle string) (string, err
 // watchBuffer is how many events a Watch holds for a slow reader.
 const watchBuffer = 256
 
-// watchClosedPoll is how often a watch checks whether its connection has
-// closed (ending the watch).
-const watchClosedPoll = 500 * time.Millisecond
-
 // Watch follows the events of instance id ("" for every instance of the
 // tenant), live from now: core NATS, no replay of older events. The
 // channel is closed when ctx ends or the connection closes (for good: a
@@ -104,22 +100,23 @@ func (i InstanceClient) Watch(ctx context.Context, id string) (<-chan api.Event,
 	if err != nil {
 		return nil, fmt.Errorf("watch instance events: %w", err)
 	}
+	// a closed connection (revoked credential, client closed) ends the
+	// watch: no event can come any more
+	closed := i.c.nc.StatusChanged(nats.CLOSED)
+	if i.c.nc.IsClosed() { // closed before the listener was there
+		closed <- nats.CLOSED
+	}
 	events := make(chan api.Event, watchBuffer)
 	go func() {
 		defer close(events)
 		defer func() { _ = sub.Unsubscribe() }()
-		// a closed connection (revoked credential, client closed) ends the
-		// watch: no event can come any more
-		closed := time.NewTicker(watchClosedPoll)
-		defer closed.Stop()
+		defer i.c.nc.RemoveStatusListener(closed)
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-closed.C:
-				if i.c.nc.IsClosed() {
-					return
-				}
+			case <-closed:
+				return
 			case m := <-msgs:
 				var ev api.Event
 				if json.Unmarshal(m.Data, &ev) != nil {
