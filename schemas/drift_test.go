@@ -38,6 +38,7 @@ var goTypes = map[string]any{
 	"instances.list.request.json":      api.InstanceListRequest{},
 	"instances.power.request.json":     api.InstancePowerRequest{},
 	"instances.reinstall.request.json": api.InstanceReinstallRequest{},
+	"instances.update.request.json":    api.InstanceUpdateRequest{},
 	"instance.json":                    api.Instance{},
 	"instance-list.json":               api.List[api.Instance]{},
 	"event.json":                       api.Event{},

@@ -63,6 +63,18 @@ type MachineSpec struct {
 	Region   string   `json:"region,omitempty"`
 	UserData string   `json:"userData,omitempty"`
 	SSHKeys  []string `json:"sshKeys,omitempty"`
+	// Labels are the instance's labels, to propagate to the machine.
+	Labels map[string]string `json:"labels,omitempty"`
+	// PoolID names the pool the machine belongs to (placement groups are
+	// kept per pool).
+	PoolID string `json:"poolId,omitempty"`
+	// Storage is the flavor's storage (Flavor.Storage).
+	Storage string `json:"storage,omitempty"`
+	// Network and Placement are the pool's; Address the static address
+	// allocated to this machine from Network.Addresses.
+	Network   *PoolNetwork   `json:"network,omitempty"`
+	Placement *PoolPlacement `json:"placement,omitempty"`
+	Address   *StaticAddress `json:"address,omitempty"`
 }
 
 // ProviderCreateRequest creates a machine (create). The same IdempotencyKey

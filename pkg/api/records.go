@@ -111,6 +111,9 @@ type Flavor struct {
 	Name    string `json:"name"`
 	OfferID string `json:"offerId"`
 	Image   string `json:"image,omitempty"`
+	// Storage is the Proxmox VE storage the flavor's disk is cloned to
+	// (default: the template's).
+	Storage string `json:"storage,omitempty"`
 }
 
 // Pool groups instances on one provider account; instances pick a flavor of it.
@@ -131,6 +134,10 @@ type Pool struct {
 	// Access, when set, lets the platform reach the pool's machines over
 	// SSH: configure after boot, drain before delete, exec and logs.
 	Access *PoolAccess `json:"access,omitempty"`
+	// Network and Placement declare how and where the pool's machines are
+	// connected and run (see PoolNetwork, PoolPlacement).
+	Network   *PoolNetwork   `json:"network,omitempty"`
+	Placement *PoolPlacement `json:"placement,omitempty"`
 }
 
 // Flavor returns the pool's flavor called name.
@@ -155,21 +162,24 @@ type DesiredState struct {
 // the desired state; Status.ObservedGeneration is the generation the status
 // reflects. Version is the record's optimistic-concurrency version.
 type Instance struct {
-	ID                  string         `json:"id"`
-	TenantID            string         `json:"tenantId"`
-	PoolID              string         `json:"poolId"`
-	Flavor              string         `json:"flavor"`
-	Image               string         `json:"image"`
-	Name                string         `json:"name"`
-	UserData            string         `json:"userData,omitempty"`
-	SSHKeys             []string       `json:"sshKeys,omitempty"`
-	Desired             DesiredState   `json:"desired"`
-	Status              InstanceStatus `json:"status"`
-	Generation          int64          `json:"generation"`
-	Version             int64          `json:"version"`
-	CreatedAt           time.Time      `json:"createdAt"`
-	UpdatedAt           time.Time      `json:"updatedAt"`
-	DeletionRequestedAt *time.Time     `json:"deletionRequestedAt,omitempty"`
+	ID       string   `json:"id"`
+	TenantID string   `json:"tenantId"`
+	PoolID   string   `json:"poolId"`
+	Flavor   string   `json:"flavor"`
+	Image    string   `json:"image"`
+	Name     string   `json:"name"`
+	UserData string   `json:"userData,omitempty"`
+	SSHKeys  []string `json:"sshKeys,omitempty"`
+	// Labels are the instance's Kubernetes-style labels (ValidateLabels),
+	// propagated to the machine (Hetzner labels, Proxmox VE tags).
+	Labels              map[string]string `json:"labels,omitempty"`
+	Desired             DesiredState      `json:"desired"`
+	Status              InstanceStatus    `json:"status"`
+	Generation          int64             `json:"generation"`
+	Version             int64             `json:"version"`
+	CreatedAt           time.Time         `json:"createdAt"`
+	UpdatedAt           time.Time         `json:"updatedAt"`
+	DeletionRequestedAt *time.Time        `json:"deletionRequestedAt,omitempty"`
 }
 
 // InstanceStatus is what the reconciler last observed.
@@ -217,6 +227,9 @@ type ExternalMachine struct {
 	// (Guess: no real provider reports one): the emulators' machines
 	// listen on loopback ports (pkg/sshemu).
 	SSHEndpoint string `json:"sshEndpoint,omitempty"`
+	// Labels are the user labels the machine carries (system labels, such
+	// as the idempotency key's, left out).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Condition is one observed aspect of an instance, Kubernetes style. For
@@ -248,7 +261,10 @@ type Event struct {
 	Phase      Phase     `json:"phase,omitempty"`
 	Message    string    `json:"message,omitempty"`
 	Generation int64     `json:"generation,omitempty"`
-	Time       time.Time `json:"time"`
+	// Labels are the instance's labels when the event was emitted (events
+	// of instances).
+	Labels map[string]string `json:"labels,omitempty"`
+	Time   time.Time         `json:"time"`
 }
 
 // Operation is a one-shot action the caller asked for (reset, cycle,

@@ -75,21 +75,26 @@ type PoolCreateRequest struct {
 	// Access lets the platform reach the pool's machines over SSH (see
 	// PoolAccess).
 	Access *PoolAccess `json:"access,omitempty"`
+	// Network and Placement: see Pool.
+	Network   *PoolNetwork   `json:"network,omitempty"`
+	Placement *PoolPlacement `json:"placement,omitempty"`
 }
 
 // InstanceCreateRequest asks for a machine (instances.create). Image defaults
 // to the flavor's image; Power to "on". A repeated create with the same
 // IdempotencyKey answers the instance the first one made.
 type InstanceCreateRequest struct {
-	TenantID       string   `json:"tenantId,omitempty"`
-	PoolID         string   `json:"poolId"`
-	Flavor         string   `json:"flavor"`
-	Image          string   `json:"image,omitempty"`
-	Name           string   `json:"name,omitempty"`
-	UserData       string   `json:"userData,omitempty"`
-	SSHKeys        []string `json:"sshKeys,omitempty"`
-	Power          Power    `json:"power,omitempty"`
-	IdempotencyKey string   `json:"idempotencyKey,omitempty"`
+	TenantID string   `json:"tenantId,omitempty"`
+	PoolID   string   `json:"poolId"`
+	Flavor   string   `json:"flavor"`
+	Image    string   `json:"image,omitempty"`
+	Name     string   `json:"name,omitempty"`
+	UserData string   `json:"userData,omitempty"`
+	SSHKeys  []string `json:"sshKeys,omitempty"`
+	// Labels are the instance's labels (see Instance.Labels).
+	Labels         map[string]string `json:"labels,omitempty"`
+	Power          Power             `json:"power,omitempty"`
+	IdempotencyKey string            `json:"idempotencyKey,omitempty"`
 }
 
 // InstanceListRequest pages through instances, optionally of one pool or phase.
@@ -97,6 +102,25 @@ type InstanceListRequest struct {
 	ListRequest
 	PoolID string `json:"poolId,omitempty"`
 	Phase  Phase  `json:"phase,omitempty"`
+	// Selector is a label selector (Kubernetes syntax: "a=b,c!=d,e in
+	// (f,g),h notin (i),j,!k"); only instances whose labels match it are
+	// listed.
+	Selector string `json:"selector,omitempty"`
+}
+
+// InstanceUpdateRequest changes an instance's desired spec
+// (instances.update): each change bumps the generation and the reconciler
+// converges. Flavor is a resize, Image a reinstall; an empty Flavor or
+// Image is unchanged. Labels replace the instance's labels whole: absent
+// (null) leaves them unchanged, {} removes them all. Version, when set, is
+// the record version the caller read: another version is CONFLICT.
+type InstanceUpdateRequest struct {
+	TenantID string            `json:"tenantId,omitempty"`
+	ID       string            `json:"id"`
+	Version  int64             `json:"version,omitempty"`
+	Flavor   string            `json:"flavor,omitempty"`
+	Image    string            `json:"image,omitempty"`
+	Labels   map[string]string `json:"labels"`
 }
 
 // InstancePowerRequest asks for a power action (instances.power): on and off
