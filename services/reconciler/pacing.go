@@ -132,7 +132,7 @@ func (b *budgets) take(account string, now time.Time) time.Duration {
 		bg.inflight++
 		return 0
 	}
-	available := bg.estimate(now) - bg.taken
+	available := bg.available(now)
 	floor := b.reserve * bg.limit
 	if available-1 >= floor {
 		bg.taken++
@@ -151,17 +151,42 @@ func (b *budgets) take(account string, now time.Time) time.Duration {
 	return wait + time.Duration(rand.Int64N(int64(max(wait, time.Second))))
 }
 
-// estimate is how many calls the provider's bucket holds at now: the
-// limit from the reported reset on, nothing while it is closed, else the
-// reported remaining count refilled at the reported rate.
-func (bg *budget) estimate(now time.Time) float64 {
-	switch {
-	case !now.Before(bg.resetAt):
-		return bg.limit
-	case bg.closed(now):
+// available is how many calls the provider's bucket holds at now beyond
+// the ones taken since the last report: nothing while it is closed, else
+// the reported remaining count less the calls taken, refilled at the
+// reported rate, at most the limit. The calls taken are refilled too: a
+// pass that took and then made no call, or whose reply carried no budget,
+// must not hold the estimate down until the next report, which then never
+// comes (every pass waits, none calls). From the reported reset on, the
+// bucket counts as reported full at the reset (roll).
+func (bg *budget) available(now time.Time) float64 {
+	if bg.closed(now) {
 		return 0
 	}
-	return min(bg.limit, bg.remaining+bg.refill*now.Sub(bg.at).Seconds())
+	bg.roll(now)
+	return min(bg.limit, bg.remaining-bg.taken+bg.refill*max(now.Sub(bg.at), 0).Seconds())
+}
+
+// rollWithoutRefill is when a bucket that reports no refill rate is
+// assumed to reset again after a reset passed with no report since.
+// Guess: no provider here reports a bucket that never refills.
+const rollWithoutRefill = time.Minute
+
+// roll turns a reset that has passed into a report: the bucket was full
+// (the limit) at the reset, and the calls taken before it are behind it.
+// The next reset is when a bucket emptied then would be full again.
+func (bg *budget) roll(now time.Time) {
+	if now.Before(bg.resetAt) {
+		return
+	}
+	bg.remaining, bg.at, bg.taken, bg.window = bg.limit, bg.resetAt, 0, false
+	next := rollWithoutRefill
+	if bg.refill > 0 {
+		next = time.Duration(bg.limit / bg.refill * float64(time.Second))
+	}
+	for !now.Before(bg.resetAt) {
+		bg.resetAt = bg.resetAt.Add(max(next, time.Second))
+	}
 }
 
 // closed reports whether the last report said the bucket is an empty
@@ -206,7 +231,7 @@ func (b *budgets) samples(now time.Time) []budgetSample {
 	var out []budgetSample
 	for account, bg := range b.byAcct {
 		if bg.reported {
-			out = append(out, budgetSample{account, max(bg.estimate(now)-bg.taken, 0), bg.limit})
+			out = append(out, budgetSample{account, max(bg.available(now), 0), bg.limit})
 		}
 	}
 	return out

@@ -41,8 +41,8 @@ func TestBudgetRules(t *testing.T) {
 	for b.take("paced", now) == 0 {
 		sent++
 	}
-	if sent != 4 { // 15 available, 10 reserved: calls while available-1 >= 10
-		t.Fatalf("sent %d calls from 15 remaining with a reserve of 10, want 4", sent)
+	if sent != 5 { // 15 available, 10 reserved: calls while available-1 >= 10
+		t.Fatalf("sent %d calls from 15 remaining with a reserve of 10, want 5", sent)
 	}
 	// The wait never runs past the reported reset.
 	obs(api.RateLimit{Limit: 100, Remaining: 0, RefillPerSecond: 0.001, ResetAt: now.Add(2 * time.Second)}, true)
@@ -105,5 +105,48 @@ func TestDrainedGradualBucketIsNotAWindow(t *testing.T) {
 				t.Fatalf("wait %v, want a wait of at most %v", w, tc.maxWait)
 			}
 		})
+	}
+}
+
+// Passes that took from the budget and then made no call (or got a reply
+// without a budget) do not starve the account: the calls taken refill at
+// the reported rate like any spent call, so a pass goes out again without
+// waiting for a report that no waiting pass would ever bring.
+func TestTakenCallsRefill(t *testing.T) {
+	now := time.Now()
+	b := newBudgets(0.1, clock.Real{})
+	b.observer("hz")(api.RateLimit{Limit: 10, Remaining: 10, RefillPerSecond: 10, ResetAt: now.Add(time.Second)}, true)
+	taken := 0
+	for b.take("hz", now) == 0 {
+		taken++
+		b.done("hz") // the pass ended without a call, so without a report
+	}
+	if taken != 9 { // 10 available, 1 reserved
+		t.Fatalf("took %d of 10 with a reserve of 1, want 9", taken)
+	}
+	later := now.Add(500 * time.Millisecond) // 5 calls refilled
+	if w := b.take("hz", later); w != 0 {
+		t.Fatalf("half a second after 9 calls on a bucket refilling 10/s: waited %v, want 0", w)
+	}
+}
+
+// A reset that passed with no report since counts as a report of a full
+// bucket: what was taken before it is behind it, and the bucket resets
+// again as a bucket emptied then would.
+func TestPassedResetRolls(t *testing.T) {
+	now := time.Now()
+	b := newBudgets(0.1, clock.Real{})
+	b.observer("w")(api.RateLimit{Limit: 10, Remaining: 10, ResetAt: now.Add(time.Second)}, true) // no refill rate
+	for b.take("w", now) == 0 {
+	}
+	if w := b.take("w", now); w <= 0 {
+		t.Fatal("an account whose budget above the reserve was taken did not wait")
+	}
+	for i, at := range []time.Time{now.Add(time.Second), now.Add(time.Second + rollWithoutRefill)} {
+		if w := b.take("w", at); w != 0 {
+			t.Fatalf("reset %d passed: waited %v, want 0", i, w)
+		}
+		for b.take("w", at) == 0 {
+		}
 	}
 }
