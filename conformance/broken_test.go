@@ -20,6 +20,7 @@ type full interface {
 	provider.Reinstaller
 	provider.Lister
 	provider.KeyDeleter
+	provider.Relabeler
 }
 
 // nonIdempotent makes a new machine on every create, ignoring the key.

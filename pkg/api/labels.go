@@ -126,3 +126,17 @@ func IsSystemLabel(prefix, key string) bool {
 	}
 	return p == prefix || strings.HasSuffix(p, "."+prefix)
 }
+
+// ProviderRelabelRequest replaces a machine's user labels (provider verb
+// relabel, capability labels): Labels (valid by ValidateLabels; empty
+// removes them all) replace every user label of machine ID; the
+// provider's system labels stay.
+type ProviderRelabelRequest struct {
+	Account ProviderAccount   `json:"account"`
+	ID      string            `json:"id"`
+	Labels  map[string]string `json:"labels"`
+	// IdempotencyKey, when set, is the key the caller's machine carries:
+	// a machine with this id carrying another key is not the caller's (its
+	// id was reused) and is treated as absent (NOT_FOUND), never touched.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+}
