@@ -274,3 +274,47 @@ func TestUpdateImageReinstalls(t *testing.T) {
 		t.Errorf("an update to the image it runs queued %+v (%v), want nothing new", again.Desired.Operation, err)
 	}
 }
+
+// On Hetzner (its emulator) an instance's labels are server labels beside
+// the system labels (managed, idempotency key), read back without them;
+// a relabel replaces the user labels and keeps every system label.
+func TestLabelsOnHetzner(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu := h.useHetzner()
+	labels := map[string]string{"env": "prod", "example.com/team": "web"}
+	inst := h.converged(h.create(api.InstanceCreateRequest{Name: "hz-labelled", Labels: labels}).ID)
+	server := func() map[string]string {
+		for _, s := range emu.Emulator().Servers() {
+			if s.Name == "hz-labelled" {
+				return s.Labels
+			}
+		}
+		t.Fatal("the emulator has no server hz-labelled")
+		return nil
+	}
+	system := map[string]string{"better-compute.io/managed": "true", "better-compute.io/idempotency-key": inst.ID}
+	want := maps.Clone(labels)
+	maps.Copy(want, system)
+	if got := server(); !maps.Equal(got, want) {
+		t.Errorf("the server carries %v, want %v", got, want)
+	}
+	if !maps.Equal(inst.Status.Machine.Labels, labels) {
+		t.Errorf("status.machine.labels %v, want the user labels %v", inst.Status.Machine.Labels, labels)
+	}
+	relabelled := map[string]string{"env": "staging"}
+	updated, err := h.update(api.InstanceUpdateRequest{ID: inst.ID, Labels: relabelled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitFor(inst.ID, "relabelled", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.ObservedGeneration == updated.Generation && maps.Equal(i.Status.Machine.Labels, relabelled)
+	})
+	want = maps.Clone(relabelled)
+	maps.Copy(want, system)
+	if s := server(); !maps.Equal(s, want) {
+		t.Errorf("after the relabel the server carries %v, want %v", s, want)
+	}
+	if got.Status.Phase != api.PhaseRunning {
+		t.Errorf("phase %s after the relabel, want Running", got.Status.Phase)
+	}
+}
