@@ -1,15 +1,21 @@
 package reconciler
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
+	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
+	proxmox "better-compute.io/compute/services/provider-proxmox"
+	pveemu "better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
 // machineLabels are the labels the memory cloud's machine of instance id
@@ -316,5 +322,127 @@ func TestLabelsOnHetzner(t *testing.T) {
 	}
 	if got.Status.Phase != api.PhaseRunning {
 		t.Errorf("phase %s after the relabel, want Running", got.Status.Phase)
+	}
+}
+
+// settle runs passes by hand until one finishes the instance (the
+// harness's clock moved over every requested delay).
+func (h *harness) settle(id string) {
+	h.t.Helper()
+	for range 50 {
+		out, err := h.rec.reconcile(context.Background(), h.rec.log, tenant, id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if out.done {
+			return
+		}
+		h.clock.Advance(out.requeue)
+	}
+	h.t.Fatalf("instance %s did not settle in 50 passes", id)
+}
+
+// A pass killed while its relabel is at the provider (the call lands,
+// its outcome is never recorded) leaves status.appliedLabels as they
+// were: the next pass relabels again, which changes nothing more (relabel
+// is idempotent), and the instance converges with the machine labelled
+// once as asked.
+func TestRelabelInterruptedIsRepeated(t *testing.T) {
+	h := newHarness(t, fastOptions(), startAPI) // the passes below are the only ones
+	inst := h.create(api.InstanceCreateRequest{Name: "killed", Labels: map[string]string{"env": "dev"}})
+	h.settle(inst.ID)
+	want := map[string]string{"env": "prod"}
+	updated, err := h.update(api.InstanceUpdateRequest{ID: inst.ID, Labels: want})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	hold := h.cloud.HoldNext(provider.VerbRelabel)
+	ctx, kill := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		_, err := h.rec.reconcile(ctx, h.rec.log, tenant, inst.ID)
+		ended <- err
+	}()
+	<-hold.Held // the relabel reached the cloud
+	kill()      // the pass dies before any reply
+	if err := <-ended; err == nil {
+		t.Fatal("the killed pass ended without an error")
+	}
+	close(hold.Release) // the call lands after all
+	waitFor(t, "the held relabel to land", func() bool { return maps.Equal(h.machineLabels(inst.ID), want) })
+	if rec := h.record(inst.ID); !maps.Equal(rec.Status.AppliedLabels, map[string]string{"env": "dev"}) {
+		t.Fatalf("the killed pass recorded appliedLabels %v", rec.Status.AppliedLabels)
+	}
+
+	h.settle(inst.ID)
+	got := h.record(inst.ID)
+	if got.Status.ObservedGeneration != updated.Generation || !maps.Equal(got.Status.AppliedLabels, want) ||
+		!maps.Equal(h.machineLabels(inst.ID), want) {
+		t.Errorf("after the next pass: observedGeneration %d (want %d), appliedLabels %v, machine %v; want %v",
+			got.Status.ObservedGeneration, updated.Generation, got.Status.AppliedLabels, h.machineLabels(inst.ID), want)
+	}
+	if n := h.cloud.Calls(provider.VerbRelabel); n != 2 {
+		t.Errorf("%d relabel calls, want 2 (the lost one, repeated once)", n)
+	}
+}
+
+// waitFor polls cond (10 s at most).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// On Proxmox VE (its emulator) an instance's labels are tags beside the
+// template's and better-compute (proxmox.LabelTag), read back
+// lower-cased; a relabel replaces only the label tags.
+func TestLabelsOnProxmox(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	srv, err := pveemu.Start(pveemu.Options{Tokens: map[string]string{pveemu.DefaultTokenID: "test-token"},
+		Templates: []pveemu.Template{{VMID: 9000, Name: "ubuntu-24.04", DiskGiB: 10, Cores: 2, MemoryMiB: 2048, Tags: "base"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	h.pool = h.servePool(proxmox.Definition(), "pve", map[string]any{
+		proxmox.FieldURL: srv.URL(), proxmox.FieldTokenID: pveemu.DefaultTokenID,
+		proxmox.FieldTokenSecret: "secret://acme/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", proxmox.FieldCACert: string(srv.CACertPEM()),
+		proxmox.FieldSizes: []any{map[string]any{"name": "small", "vcpu": 1, "memoryGiB": 1, "diskGiB": 10}},
+	}, api.Flavor{Name: "small", OfferID: "small", Image: "ubuntu-24.04"})
+	labels := map[string]string{"env": "Prod", "example.com/team": "web"}
+	inst := h.converged(h.create(api.InstanceCreateRequest{Name: "pve-labelled", Labels: labels}).ID)
+	tags := func() []string {
+		vmid, _ := strconv.Atoi(inst.Status.Machine.ID)
+		vm, ok := srv.Emulator().VM(vmid)
+		if !ok {
+			t.Fatalf("the emulator has no VM %d", vmid)
+		}
+		return vm.Tags
+	}
+	if got := tags(); !slices.Equal(got, []string{"base", "better-compute", "env+prod", "example.com+team+web"}) {
+		t.Errorf("the VM is tagged %v", got)
+	}
+	if want := map[string]string{"env": "prod", "example.com/team": "web"}; !maps.Equal(inst.Status.Machine.Labels, want) {
+		t.Errorf("status.machine.labels %v, want %v (lower-cased)", inst.Status.Machine.Labels, want)
+	}
+	if !maps.Equal(inst.Status.AppliedLabels, labels) {
+		t.Errorf("status.appliedLabels %v, want %v as given", inst.Status.AppliedLabels, labels)
+	}
+	updated, err := h.update(api.InstanceUpdateRequest{ID: inst.ID, Labels: map[string]string{"env": "staging"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(inst.ID, "relabelled", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.ObservedGeneration == updated.Generation && i.Status.Phase == api.PhaseRunning &&
+			maps.Equal(i.Status.Machine.Labels, map[string]string{"env": "staging"})
+	})
+	if got := tags(); !slices.Equal(got, []string{"base", "better-compute", "env+staging"}) {
+		t.Errorf("after the relabel the VM is tagged %v", got)
 	}
 }
