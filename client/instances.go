@@ -19,7 +19,7 @@ type InstanceClient struct{ c *Client }
 // Create asks for a machine. A repeated create with the same
 // IdempotencyKey answers the instance the first one made. Errors:
 // INVALID_INPUT naming the field (poolId, flavor, image, name, userData,
-// sshKeys, power), ALREADY_EXISTS (path name) when the pool has an
+// sshKeys, labels[<key>], power), ALREADY_EXISTS (path name) when the pool has an
 // instance of that name, INVALID_STATE while the pool is being deleted,
 // CONFLICT for a reused idempotency key with another request, UNAVAILABLE.
 func (i InstanceClient) Create(ctx context.Context, req api.InstanceCreateRequest) (api.Instance, error) {
@@ -33,7 +33,8 @@ func (i InstanceClient) Get(ctx context.Context, id string) (api.Instance, error
 }
 
 // List returns one page of the tenant's instances, optionally of one pool
-// or phase. Errors: INVALID_INPUT (path limit, cursor, poolId, phase), UNAVAILABLE.
+// or phase, and matching a label selector (req.Selector). Errors:
+// INVALID_INPUT (path limit, cursor, poolId, phase, selector), UNAVAILABLE.
 func (i InstanceClient) List(ctx context.Context, req api.InstanceListRequest) (api.List[api.Instance], error) {
 	return call[api.List[api.Instance]](ctx, i.c, bus.ResourceInstances, "list", req)
 }
@@ -65,6 +66,18 @@ func (i InstanceClient) Power(ctx context.Context, id string, action api.PowerAc
 // INVALID_INPUT (path image), NOT_FOUND, INVALID_STATE, UNAVAILABLE.
 func (i InstanceClient) Reinstall(ctx context.Context, id, image string) (api.Instance, error) {
 	return call[api.Instance](ctx, i.c, bus.ResourceInstances, "reinstall", api.InstanceReinstallRequest{ID: id, Image: image})
+}
+
+// Update changes instance id's desired spec (instances.update): labels
+// (req.Labels non-nil replaces them whole; {} removes them all), image (a
+// reinstall) and flavor (a resize); req.ID is set to id. Errors:
+// INVALID_INPUT (path id, flavor, image, labels[<key>]), NOT_FOUND,
+// CONFLICT (path version: req.Version is not the record's), INVALID_STATE
+// (deleting, or an image change while an operation is pending),
+// UNAVAILABLE.
+func (i InstanceClient) Update(ctx context.Context, id string, req api.InstanceUpdateRequest) (api.Instance, error) {
+	req.ID = id
+	return call[api.Instance](ctx, i.c, bus.ResourceInstances, "update", req)
 }
 
 // Resolve returns the id of the instance handle names: handle itself when

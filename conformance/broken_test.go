@@ -20,6 +20,7 @@ type full interface {
 	provider.Reinstaller
 	provider.Lister
 	provider.KeyDeleter
+	provider.Relabeler
 }
 
 // nonIdempotent makes a new machine on every create, ignoring the key.
@@ -204,6 +205,15 @@ func (b permanenceLost) Create(ctx context.Context, call *provider.Call, spec ap
 // TestBrokenProvidersFailTheRightBehaviours certifies the memory provider
 // wrapped in each kind of defect and checks that exactly the behaviours
 // meant to catch it fail.
+// labelsDropped makes machines without the labels their create asked
+// for (relabel still works).
+type labelsDropped struct{ full }
+
+func (b labelsDropped) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
+	spec.Labels = nil
+	return b.full.Create(ctx, call, spec)
+}
+
 func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 	t.Parallel()
 	core := []string{conformance.ProfileCore}
@@ -244,6 +254,8 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 			[]string{"offers.capacity-type", "offers.spot-interruption", "offers.on-demand-uninterrupted"}},
 		{"spot claimed, no spot offer", func(c full) provider.Client { return spotless{c} },
 			[]string{conformance.ProfileSpot}, []string{"offers.capacity-type", "offers.spot-interruption"}},
+		{"labels dropped at create", func(c full) provider.Client { return labelsDropped{c} },
+			[]string{conformance.ProfileLabels}, []string{"labels.create.propagated", "labels.list.reported"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -266,6 +266,8 @@ func lifeUnclaimedUnsupported(c *check) {
 			_, err = c.remote().List(ctx, c.acct(), "", 1)
 		case provider.CapabilityDeleteByKey:
 			err = c.remote().DeleteByKey(ctx, c.acct(), m.IdempotencyKey)
+		case provider.CapabilityLabels:
+			_, err = c.remote().Relabel(ctx, c.acct(), m.ID, map[string]string{})
 		}
 		cancel()
 		c.expectCode(capability+" (not claimed)", err, api.CodeUnsupported)

@@ -38,11 +38,14 @@ const (
 	// SSH hook): configure and drain steps run, host keys are pinned. Its
 	// behaviours need provider.CapabilitySSH.
 	ProfileSSH = "ssh"
+	// ProfileLabels gives machines labels at create and by relabel and
+	// reads them back; its behaviours need provider.CapabilityLabels.
+	ProfileLabels = "labels"
 )
 
 // Profiles lists every profile.
 var Profiles = []string{ProfileCore, ProfileCloud, ProfileFaults, ProfileDurable, ProfileTransport, ProfileSecrets, ProfileScale,
-	ProfileSpot, ProfileSSH}
+	ProfileSpot, ProfileSSH, ProfileLabels}
 
 // Areas group behaviours; every id starts with its area's short name.
 const (
@@ -56,6 +59,7 @@ const (
 	AreaSecrets    = "secrets"    // secrets.*
 	AreaScale      = "scale"      // scale.*
 	AreaSSH        = "ssh"        // ssh.*
+	AreaLabels     = "labels"     // labels.*
 )
 
 // hook names a Subject hook a behaviour cannot run without.
@@ -231,6 +235,18 @@ var registry = []Behaviour{
 	{ID: "ssh.host-key-pinning", Area: AreaSSH, Profiles: sshProfile, Capability: provider.CapabilitySSH, needs: needSSH,
 		run: sshHostKeyPinning, Title: "a machine presents one host key across connections and gets; " +
 			"after it changes, a connection pinned to the first is refused and runs nothing"},
+	{ID: "labels.create.propagated", Area: AreaLabels, Profiles: labelsProfile, Capability: provider.CapabilityLabels,
+		run: labelsAtCreate, Title: "labels given at create are on the machine: get reports exactly them, no system label among them"},
+	{ID: "labels.list.reported", Area: AreaLabels, Profiles: labelsProfile, Capability: provider.CapabilityLabels,
+		run: labelsListed, Title: "list reports each machine's labels as get does"},
+	{ID: "labels.relabel.replaces", Area: AreaLabels, Profiles: labelsProfile, Capability: provider.CapabilityLabels,
+		run: labelsRelabel, Title: "relabel replaces the labels whole (also with none) and get agrees; " +
+			"the machine keeps its idempotency key, so a create retried with it answers the same machine"},
+	{ID: "labels.relabel.refusals", Area: AreaLabels, Profiles: labelsProfile, Capability: provider.CapabilityLabels,
+		run: labelsRelabelRefusals, Title: "relabel refuses an invalid label and a system key (INVALID_INPUT at labels[<key>]); " +
+			"a missing machine is NOT_FOUND"},
+	{ID: "labels.list.not-selected", Area: AreaLabels, Profiles: labelsProfile, Capability: provider.CapabilityLabels,
+		run: labelsNotSelected, Title: "selecting by labels is the control plane's: list answers every managed machine whatever its labels"},
 }
 
 // Profile sets of the table above.
@@ -245,6 +261,8 @@ var (
 	spot      = []string{ProfileSpot}
 	// sshProfile is named apart from the package ssh.
 	sshProfile = []string{ProfileSSH}
+	// labelsProfile is named apart from the labels of a machine.
+	labelsProfile = []string{ProfileLabels}
 )
 
 // Registry returns a copy of the behaviour registry, in registry order.
@@ -285,4 +303,4 @@ func RegistryHash() string {
 
 // SuiteVersion is the version of the conformance program reported with
 // every run; it changes when a behaviour's checks change.
-const SuiteVersion = "1.4.0"
+const SuiteVersion = "1.5.0"

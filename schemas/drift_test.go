@@ -51,6 +51,7 @@ var goTypes = map[string]any{
 	"provider.machine.request.json":    api.ProviderMachineRequest{},
 	"provider.power.request.json":      api.ProviderPowerRequest{},
 	"provider.reinstall.request.json":  api.ProviderReinstallRequest{},
+	"provider.relabel.request.json":    api.ProviderRelabelRequest{},
 	"provider.list.request.json":       api.ProviderListRequest{},
 	"machine-list.json":                api.List[api.ExternalMachine]{},
 	"secrets.resolve.request.json":     api.SecretResolveRequest{},

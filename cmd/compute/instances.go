@@ -20,11 +20,12 @@ func instancesCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "instances", Short: "Instances: machines the reconciler keeps as declared"}
 	var req api.InstanceCreateRequest
 	var userDataFile string
+	var labels []string
 	var wait bool
 	create := &cobra.Command{
 		Use:     "create",
 		Short:   "Create an instance in a pool",
-		Example: `  compute instances create --pool web --flavor small --name web-1 --wait`,
+		Example: `  compute instances create --pool web --flavor small --name web-1 --label env=prod --wait`,
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if userDataFile != "" {
@@ -33,6 +34,10 @@ func instancesCmd(g *globals) *cobra.Command {
 					return err
 				}
 				req.UserData = string(data)
+			}
+			var err error
+			if req.Labels, err = parseLabels("label", labels); err != nil {
+				return err
 			}
 			return g.withClient(func(ctx context.Context, c *client.Client) error {
 				if err := resolveFlag(ctx, c.Pools.Resolve, &req.PoolID); err != nil {
@@ -60,6 +65,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	fl.StringVar(&req.Name, "name", "", "name (hostname; unique in the pool; default: the instance id)")
 	fl.StringVar(&userDataFile, "user-data-file", "", "cloud-init user data file")
 	fl.StringArrayVar(&req.SSHKeys, "ssh-key", nil, "OpenSSH public key (repeatable)")
+	fl.StringArrayVar(&labels, "label", nil, "label KEY=VALUE (repeatable)")
 	fl.StringVar((*string)(&req.Power), "power", "", "on (default) or off")
 	fl.StringVar(&req.IdempotencyKey, "idempotency-key", "", "a repeated create with this key answers the same instance")
 	fl.BoolVar(&wait, "wait", false, "wait until the instance runs (or is stopped, with --power off), showing progress (as instances wait)")
@@ -67,7 +73,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	var lreq api.InstanceListRequest
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List instances (one page), optionally of one pool or phase",
+		Short: "List instances (one page), optionally of one pool or phase, or matching a label selector (-l)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.withClient(func(ctx context.Context, c *client.Client) error {
@@ -85,6 +91,8 @@ func instancesCmd(g *globals) *cobra.Command {
 	list.Flags().StringVar(&lreq.PoolID, "pool", "", "only this pool (id or name)")
 	list.Flags().StringVar((*string)(&lreq.Phase), "phase", "",
 		"only this phase (Pending, Provisioning, Running, Stopped, Reinstalling, Deleting, Failed)")
+	list.Flags().StringVarP(&lreq.Selector, "selector", "l", "",
+		"label selector: env=prod, env!=dev, 'tier in (web,db)', 'tier notin (db)', backup, !backup; ',' is AND")
 	list.Flags().IntVar(&lreq.Limit, "limit", 0, "page size (default 100, max 1000)")
 	list.Flags().StringVar(&lreq.Cursor, "cursor", "", "nextCursor of the previous page")
 
@@ -185,7 +193,7 @@ func instancesCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	c.AddCommand(create, list, power, reinstall, del, waitCmd, watch, get)
+	c.AddCommand(create, list, power, reinstall, del, waitCmd, watch, get, updateCmd(g))
 	c.AddCommand(accessCmds(g)...)
 	return c
 }

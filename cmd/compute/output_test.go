@@ -66,6 +66,7 @@ func fixtures() (api.List[api.Secret], api.List[api.Account], api.List[api.Pool]
 	instances := api.List[api.Instance]{Items: []api.Instance{
 		{ID: "inst_01jf0000000000000000000001", TenantID: "demo", PoolID: "pool_01jf0000000000000000000001", Flavor: "small",
 			Image: "ubuntu-24.04", Name: "web-1", Desired: api.DesiredState{Power: api.PowerOn}, Generation: 1, CreatedAt: created,
+			Labels: map[string]string{"tier": "web", "env": "prod"},
 			Status: api.InstanceStatus{Phase: api.PhaseRunning, ObservedGeneration: 1,
 				Machine: &api.ExternalMachine{ID: "4711", State: api.StateRunning, Addresses: []string{"203.0.113.1", "2001:db8::1"}}}},
 		{ID: "inst_01jf0000000000000000000002", TenantID: "demo", PoolID: "pool_01jf0000000000000000000001", Flavor: "small",

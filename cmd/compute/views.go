@@ -83,6 +83,7 @@ var instanceView = view[api.Instance]{
 			return ""
 		}},
 		{name: "PROBLEM", wide: true, value: func(i *api.Instance) string { return client.Problem(i) }},
+		{name: "LABELS", wide: true, value: func(i *api.Instance) string { return labelsText(i.Labels) }},
 		{name: "CREATED", wide: true, value: func(i *api.Instance) string { return timestamp(i.CreatedAt) }},
 	},
 }

@@ -155,6 +155,7 @@ type full interface {
 	provider.Reinstaller
 	provider.Lister
 	provider.KeyDeleter
+	provider.Relabeler
 }
 
 // layered is a client behind the fault layer.
@@ -231,6 +232,15 @@ func (c layered) Reinstall(ctx context.Context, call *provider.Call, id, image s
 		return nil, err
 	}
 	out, err := c.inner.Reinstall(ctx, call, id, image)
+	return lostOr(lost, out, err)
+}
+
+func (c layered) Relabel(ctx context.Context, call *provider.Call, id string, labels map[string]string) (*api.ExternalMachine, error) {
+	lost, err := c.l.enter(ctx, provider.VerbRelabel)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.Relabel(ctx, call, id, labels)
 	return lostOr(lost, out, err)
 }
 

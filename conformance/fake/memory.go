@@ -43,7 +43,7 @@ func memoryBackend(_ string, _ string, log zerolog.Logger) (*backend, error) {
 		def: provider.MustDefine(def), offerID: memory.Offers[0].ID, image: "debian-12",
 		profiles: []string{conformance.ProfileCore, conformance.ProfileFaults, conformance.ProfileDurable,
 			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale, conformance.ProfileSpot,
-			conformance.ProfileSSH},
+			conformance.ProfileSSH, conformance.ProfileLabels},
 		config:    func(ref string) map[string]any { return map[string]any{"token": ref} },
 		faults:    layer,
 		inventory: &memoryInventory{cloud: cloud},

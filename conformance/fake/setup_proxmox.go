@@ -101,7 +101,7 @@ func proxmoxBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 		endpoint: srv.URL(),
 		profiles: []string{conformance.ProfileCore, conformance.ProfileCloud, conformance.ProfileDurable,
 			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale, conformance.ProfileSpot,
-			conformance.ProfileSSH},
+			conformance.ProfileSSH, conformance.ProfileLabels},
 		offerID: proxmoxOffer, image: proxmoxTemplate,
 		config: func(ref string) map[string]any {
 			return map[string]any{

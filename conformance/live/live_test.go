@@ -87,6 +87,7 @@ type full interface {
 	provider.Reinstaller
 	provider.Lister
 	provider.KeyDeleter
+	provider.Relabeler
 }
 
 // rateLimitLost is the hetzner-cloud client with its 429 handling

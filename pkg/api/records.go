@@ -207,6 +207,12 @@ type InstanceStatus struct {
 	// Access is what the platform learnt and did over SSH (pools with
 	// access only): the pinned host key, configure and drain.
 	Access *AccessStatus `json:"access,omitempty"`
+	// AppliedLabels are the labels last given to the machine (at its
+	// create, or by the last relabel): when the instance's labels differ,
+	// the reconciler relabels the machine. Kept apart from Machine.Labels,
+	// which is what the provider reports back and may be lossy (Proxmox VE
+	// tags).
+	AppliedLabels map[string]string `json:"appliedLabels,omitempty"`
 }
 
 // ExternalMachine is a machine as its provider reports it. ID is the

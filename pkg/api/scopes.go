@@ -22,7 +22,7 @@ const (
 	// ScopePoolsManage: every pools verb.
 	ScopePoolsManage Scope = "compute:pools:manage"
 	// ScopeInstancesManage: instances.create, delete, power, reinstall,
-	// exec and logs (a machine's logs may echo what its user data wrote);
+	// update, exec and logs (a machine's logs may echo what its user data wrote);
 	// it implies ScopeInstancesRead.
 	ScopeInstancesManage Scope = "compute:instances:manage"
 	// ScopeInstancesRead: instances.get and instances.list.
@@ -70,6 +70,7 @@ var Verbs = []CommandVerb{
 	{"instances", "reinstall", ScopeInstancesManage},
 	{"instances", "exec", ScopeInstancesManage},
 	{"instances", "logs", ScopeInstancesManage},
+	{"instances", "update", ScopeInstancesManage},
 }
 
 // ScopeOf is the scope resource.verb needs, and whether it is a public verb.

@@ -20,7 +20,7 @@ func TestScopeOfAndImplies(t *testing.T) {
 		verbs = append(verbs, v.Resource+"."+v.Verb)
 	}
 	want := []string{"instances.create", "instances.get", "instances.list", "instances.delete", "instances.power", "instances.reinstall",
-		"instances.exec", "instances.logs"}
+		"instances.exec", "instances.logs", "instances.update"}
 	if !reflect.DeepEqual(verbs, want) {
 		t.Fatalf("instances:manage allows %v, want %v", verbs, want)
 	}

@@ -30,12 +30,19 @@ const (
 	// it is re-made or reinstalled (pkg/access). It needs no interface;
 	// the conformance ssh profile checks it.
 	CapabilitySSH = "ssh"
+	// CapabilityLabels is machines carrying the instance's labels: create
+	// puts MachineSpec.Labels on the machine beside the provider's own
+	// system labels (never replacing them), get and list report them back
+	// (ExternalMachine.Labels, system labels left out; a provider whose
+	// label form is lossy reports what it can parse back), and relabel
+	// replaces them (Relabeler).
+	CapabilityLabels = "labels"
 )
 
 // CallCapabilities are the capabilities that add calls (an optional
 // interface each): a provider not claiming one answers its calls
 // UNSUPPORTED.
-var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey}
+var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey, CapabilityLabels}
 
 // Capabilities lists every capability: the CallCapabilities, spot (a
 // claim about offers) and ssh (a claim about machines).
@@ -229,6 +236,8 @@ func (d *Defined) checkClient(c Client) error {
 			_, ok = c.(Lister)
 		case CapabilityDeleteByKey:
 			_, ok = c.(KeyDeleter)
+		case CapabilityLabels:
+			_, ok = c.(Relabeler)
 		}
 		if !ok {
 			return api.InvalidConfig(fmt.Sprintf("capabilities[%d]", i), "provider %s claims %q but its client does not implement it",

@@ -26,6 +26,8 @@ const (
 	VerbPower     = "power"
 	VerbReinstall = "reinstall"
 	VerbList      = "list"
+	// VerbRelabel replaces a machine's user labels (capability labels).
+	VerbRelabel = "relabel"
 )
 
 // Request limits enforced by Serve before a client sees a request.
@@ -69,7 +71,7 @@ type cachedClient struct {
 }
 
 // Serve answers compute.internal.provider.<id>.{describe,offers,create,get,
-// delete,power,reinstall,list} for d as a micro service named
+// delete,power,reinstall,list,relabel} for d as a micro service named
 // "provider-<id>" with queue group, so replicas share calls.
 //
 // Every call is validated before the client sees it: the account config
@@ -92,7 +94,7 @@ func Serve(nc *nats.Conn, d *Defined, o ServeOptions) (*bus.Service, error) {
 	}
 	for verb, h := range map[string]callHandler{
 		VerbOffers: s.offers, VerbCreate: s.create, VerbGet: s.get, VerbDelete: s.delete,
-		VerbPower: s.power, VerbReinstall: s.reinstall, VerbList: s.list,
+		VerbPower: s.power, VerbReinstall: s.reinstall, VerbList: s.list, VerbRelabel: s.relabel,
 	} {
 		eps = append(eps,
 			bus.Endpoint{Name: bus.EndpointName(bus.ResourceProvider, verb), Subject: bus.ProviderCall(d.ID(), verb), Handler: s.wrap(h)})
@@ -357,6 +359,9 @@ func validateSpec(key string, m api.MachineSpec) error {
 		return api.InvalidInput("machine.userData", "machine.userData is larger than %d bytes", MaxUserDataBytes)
 	case len(m.SSHKeys) > MaxSSHKeys:
 		return api.InvalidInput("machine.sshKeys", "at most %d SSH keys", MaxSSHKeys)
+	}
+	if err := api.ValidateLabels("machine.labels", m.Labels); err != nil {
+		return err
 	}
 	for i, k := range m.SSHKeys {
 		if k == "" || len(k) > MaxSSHKeyBytes {

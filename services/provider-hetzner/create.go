@@ -121,7 +121,7 @@ func (c *client) createOpts(key string, spec api.MachineSpec) hcloud.ServerCreat
 		Location:         &hcloud.Location{Name: location},
 		UserData:         provider.UserDataWithSSHKeys(spec.UserData, spec.SSHKeys),
 		StartAfterCreate: hcloud.Ptr(true),
-		Labels:           c.labels.forKey(key),
+		Labels:           c.labels.withUser(c.labels.forKey(key), spec.Labels),
 	}
 }
 

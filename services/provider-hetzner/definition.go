@@ -42,14 +42,15 @@ func Manifest() []api.ManifestField {
 	}
 }
 
-// capabilities are the provider's: every call capability, and ssh (its
+// capabilities are the provider's: every call capability (labels: server
+// labels beside the system ones, see labels.withUser), and ssh (its
 // machines answer SSH at the address it reports; pkg/access).
 var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
-	provider.CapabilityDeleteByKey, provider.CapabilitySSH}
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels}
 
 // Definition returns the hetzner-cloud provider definition: id ProviderID,
 // version Version, provides vps, capabilities power, reinstall, list,
-// delete.byKey and ssh, the Manifest, and a constructor configured by opts.
+// delete.byKey, ssh and labels, the Manifest, and a constructor configured by opts.
 //
 // The constructor answers INVALID_CONFIG (details.path "options.<name>")
 // when an option is unusable (a malformed endpoint or label prefix, a

@@ -7,6 +7,8 @@
 // Policies this provider owns (hcloud-go's own retries are off):
 //   - every call resolves the account's token (config.token) for itself and
 //     builds an hcloud client for that call only; the token is never cached;
+//   - an instance's labels are server labels beside the system labels,
+//     which no user label replaces and relabel keeps (see labels.go);
 //   - create is idempotent through two server labels (see Labels) and
 //     returns as soon as POST /servers is accepted: the reconciler's next
 //     get sees the machine come up;

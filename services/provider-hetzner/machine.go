@@ -41,7 +41,7 @@ func machineState(status hcloud.ServerStatus) api.MachineState {
 // (labels.reportedKey of the key the call expects, "" for none), name,
 // state, offer (server type), region (location) and addresses (public IPv4,
 // then the first address of the public IPv6 /64, "::1", which Hetzner
-// configures).
+// configures) and user labels (labels.user).
 func (c *client) toMachine(srv *hcloud.Server, key string) *api.ExternalMachine {
 	m := &api.ExternalMachine{
 		ID:             strconv.FormatInt(srv.ID, 10),
@@ -63,6 +63,7 @@ func (c *client) toMachine(srv *hcloud.Server, key string) *api.ExternalMachine 
 		m.Addresses = append(m.Addresses, firstHost(v6.IP).String())
 	}
 	m.SSHEndpoint = api.EmulatorSSHEndpoint(srv.Labels[api.EmulatorSSHPortKey]) // emulator-only
+	m.Labels = c.labels.user(srv.Labels)
 	return m
 }
 

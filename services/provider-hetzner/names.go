@@ -53,11 +53,11 @@ func KeyLabelValue(key string) string {
 
 // labels are the label keys of one label prefix.
 type labels struct {
-	managed, key string
+	prefix, managed, key string
 }
 
 func newLabels(prefix string) labels {
-	return labels{managed: prefix + "/" + labelManaged, key: prefix + "/" + labelIdempotencyKey}
+	return labels{prefix: prefix, managed: prefix + "/" + labelManaged, key: prefix + "/" + labelIdempotencyKey}
 }
 
 // forKey are the labels of a server made for an idempotency key.

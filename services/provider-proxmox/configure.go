@@ -26,6 +26,10 @@ type vmSpec struct {
 	// tags are the tags to keep ("" keeps the clone's, the template's);
 	// the better-compute tag is always added.
 	tags string
+	// labels, when setLabels, replace the label tags of the tags kept
+	// (withLabelTags): a create's; a reinstall keeps the old VM's tags.
+	labels    map[string]string
+	setLabels bool
 }
 
 // maxConfigureRounds bounds how often configure starts over after finding
@@ -149,12 +153,16 @@ func configUpdate(cfg vmConfig, want *vmSpec, bridge string) map[string]any {
 }
 
 // tagUpdate is the tag list that makes cfg's VM one of this system's
-// (want.tags, else cfg's, plus better-compute), and whether it differs
+// (want.tags, else cfg's, with want.labels' tags when want.setLabels,
+// plus better-compute), and whether it differs
 // from cfg's.
 func tagUpdate(cfg vmConfig, want *vmSpec) (string, bool) {
 	tags := cfg["tags"]
 	if want.tags != "" {
 		tags = want.tags
+	}
+	if want.setLabels {
+		tags = withLabelTags(tags, want.labels)
 	}
 	t := withTag(tags, ManagedTag)
 	return t, !slices.Equal(parseTags(t), parseTags(cfg["tags"]))

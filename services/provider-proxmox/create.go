@@ -74,6 +74,7 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		key: call.IdempotencyKey, name: vmName(spec.Name), offer: size.Name,
 		cores: size.Vcpu, memoryMiB: size.MemoryGiB * 1024, diskGiB: size.DiskGiB,
 		userData: provider.UserDataWithSSHKeys(spec.UserData, spec.SSHKeys),
+		labels:   spec.Labels, setLabels: true,
 	}
 	if want.userData != "" && c.set.snippets == nil {
 		return nil, api.InvalidConfig("options.snippetWriter",
@@ -89,7 +90,7 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		return nil, err
 	}
 	return &api.ExternalMachine{ID: strconv.Itoa(vmid), IdempotencyKey: call.IdempotencyKey, Name: want.name, State: api.StatePending,
-		OfferID: size.Name, Region: c.cfg.region(), Addresses: []string{}}, nil
+		OfferID: size.Name, Region: c.cfg.region(), Addresses: []string{}, Labels: TagLabels(withLabelTags("", spec.Labels))}, nil
 }
 
 // create claims the key's VMID (see Create) and configures the VM.

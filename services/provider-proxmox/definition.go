@@ -132,14 +132,15 @@ func Manifest() []api.ManifestField {
 	}
 }
 
-// capabilities are the provider's: every call capability, and ssh (its
-// machines answer SSH at the address it reports; pkg/access).
+// capabilities are the provider's: every call capability (labels: as
+// tags, see LabelTag), and ssh (its machines answer SSH at the address it
+// reports; pkg/access).
 var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
-	provider.CapabilityDeleteByKey, provider.CapabilitySSH}
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels}
 
 // Definition returns the proxmox provider definition: id ProviderID,
 // version Version, provides vps, capabilities power, reinstall, list,
-// delete.byKey and ssh, the Manifest, and a constructor configured by opts.
+// delete.byKey, ssh and labels, the Manifest, and a constructor configured by opts.
 //
 // The constructor makes no API call. It answers INVALID_CONFIG with
 // details.path naming the field ("config.url", "config.caCert",

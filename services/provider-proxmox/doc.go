@@ -14,6 +14,10 @@
 //     Telmate's GET helpers sleep ignoring the context and its DELETE drops
 //     the UPID (see api.go); its task waiting, StatusChangeVm and GetNextID
 //     are never used;
+//   - an instance's labels are tags, one per label ("<key>+<value>"
+//     lower-cased, the key's "/" written "+"; lossy in case only), beside
+//     the template's tags and better-compute, which every write keeps;
+//     reading back, tags holding '+' that parse are labels (see labels.go);
 //   - a machine id is a VMID. Create is idempotent through it: the key
 //     hashes to a slot in [vmidMin, vmidMax], up to MaxProbes slots are
 //     probed, and the clone's description records the key (see Create);

@@ -54,8 +54,8 @@ func machineState(template bool, lock, status string) (state api.MachineState, m
 const statusRunning = "running"
 
 // toMachine renders a VM of this system: id (the VMID), idempotency key,
-// name, state, offer (both from its description) and region (the
-// account's). Addresses are filled by the caller.
+// name, state, offer (both from its description), region (the
+// account's) and labels (from its tags, TagLabels). Addresses are filled by the caller.
 func (c *client) toMachine(vmid int, cfg vmConfig, state api.MachineState) *api.ExternalMachine {
 	key, _ := cfg.key()
 	return &api.ExternalMachine{
@@ -67,6 +67,7 @@ func (c *client) toMachine(vmid int, cfg vmConfig, state api.MachineState) *api.
 		Region:         c.cfg.region(),
 		Addresses:      []string{},
 		SSHEndpoint:    api.EmulatorSSHEndpoint(cfg[api.EmulatorSSHPortKey]), // emulator-only
+		Labels:         TagLabels(cfg["tags"]),
 	}
 }
 

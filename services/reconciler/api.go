@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 
 	"better-compute.io/compute/pkg/api"
@@ -20,6 +19,7 @@ func (r *Reconciler) endpoints() []bus.Endpoint {
 	return []bus.Endpoint{
 		ep("create", r.create), ep("get", r.get), ep("list", r.list), ep("delete", r.delete),
 		ep("power", r.power), ep("reinstall", r.reinstall), ep("exec", r.exec), ep("logs", r.logs),
+		ep("update", r.updateInstance),
 	}
 }
 
@@ -59,12 +59,9 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if err := refuseDeletingPool(&pool); err != nil {
 		return nil, err
 	}
-	flavor, ok := pool.Flavor(in.Flavor)
-	if !ok {
-		names := flavorNames(&pool)
-		ce := api.InvalidInput("flavor", "pool %s has no flavor %q (its flavors: %s)", pool.ID, in.Flavor, strings.Join(names, ", "))
-		ce.Details.Allowed = names
-		return nil, ce
+	flavor, err := poolFlavor(&pool, in.Flavor)
+	if err != nil {
+		return nil, err
 	}
 	if in.Image == "" {
 		in.Image = flavor.Image
@@ -94,7 +91,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	}
 	inst := api.Instance{
 		ID: id, TenantID: req.Tenant, PoolID: in.PoolID, Flavor: in.Flavor, Image: in.Image, Name: name,
-		UserData: in.UserData, SSHKeys: in.SSHKeys, Desired: api.DesiredState{Power: in.Power},
+		UserData: in.UserData, SSHKeys: in.SSHKeys, Labels: appliedLabels(in.Labels), Desired: api.DesiredState{Power: in.Power},
 		Generation: 1, CreatedAt: now,
 	}
 	sealRecord(&inst, now) // version 1
@@ -144,6 +141,19 @@ func (r *Reconciler) refuseTakenName(ctx context.Context, tenant string, in *api
 		WithPath("name")
 	ce.Details.ID = holder.ID
 	return ce
+}
+
+// poolFlavor is p's flavor called name: INVALID_INPUT at flavor (with
+// details.allowed, p's flavors) when p has none of that name.
+func poolFlavor(p *api.Pool, name string) (api.Flavor, error) {
+	flavor, ok := p.Flavor(name)
+	if !ok {
+		names := flavorNames(p)
+		ce := api.InvalidInput("flavor", "pool %s has no flavor %q (its flavors: %s)", p.ID, name, strings.Join(names, ", "))
+		ce.Details.Allowed = names
+		return api.Flavor{}, ce
+	}
+	return flavor, nil
 }
 
 // flavorNames lists p's flavor names in pool order.
@@ -224,21 +234,18 @@ func decodeID(req *bus.Request) (string, error) {
 }
 
 // list answers instances.list: a page of the tenant's instances, optionally
-// of one pool and one phase. Errors: INVALID_INPUT, UNAVAILABLE.
+// of one pool and one phase, and matching a label selector
+// (instanceFilter). Errors: INVALID_INPUT, UNAVAILABLE.
 func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.InstanceListRequest
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	if in.Phase != "" && !slices.Contains(api.Phases(), in.Phase) {
-		return nil, api.InvalidInput("phase", "phase must be one of %v", api.Phases())
+	match, err := instanceFilter(in)
+	if err != nil {
+		return nil, err
 	}
-	if in.PoolID != "" && !api.ValidID(api.PrefixPool, in.PoolID) {
-		return nil, api.InvalidInput("poolId", "poolId must be a pool id (pool_…)")
-	}
-	return r.instances.List(ctx, req.Tenant, in.Limit, in.Cursor, func(i *api.Instance) bool {
-		return (in.PoolID == "" || i.PoolID == in.PoolID) && (in.Phase == "" || i.Status.Phase == in.Phase)
-	})
+	return r.instances.List(ctx, req.Tenant, in.Limit, in.Cursor, match)
 }
 
 // delete answers instances.delete: marks the instance for deletion (phase
@@ -309,14 +316,20 @@ func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, erro
 	case imageErr != nil:
 		return nil, imageErr
 	}
-	return r.mutate(ctx, req, in.ID, func(inst *api.Instance) error {
-		if err := refusePendingOperation(inst); err != nil {
-			return err
-		}
-		inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall,
-			Image: in.Image, RequestedAt: r.now()}
-		return nil
-	}, "reinstall")
+	return r.mutate(ctx, req, in.ID, func(inst *api.Instance) error { return r.queueReinstall(inst, in.Image) }, "reinstall")
+}
+
+// queueReinstall queues a reinstall of inst with image as its one-shot
+// operation (desired.operation): INVALID_STATE while another has not
+// finished (refusePendingOperation). instances.reinstall and an
+// instances.update of the image both go this way.
+func (r *Reconciler) queueReinstall(inst *api.Instance, image string) error {
+	if err := refusePendingOperation(inst); err != nil {
+		return err
+	}
+	inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall,
+		Image: image, RequestedAt: r.now()}
+	return nil
 }
 
 // refusePendingOperation is INVALID_STATE while the instance's last

@@ -48,11 +48,12 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.External
 	} else {
 		reinstall = nil
 	}
+	labels := appliedLabels(s.inst.Labels)
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	m, err := s.remote.CreateRequest(cctx, api.ProviderCreateRequest{Account: s.account, IdempotencyKey: s.inst.ID, FirstAttempt: first,
 		Machine: api.MachineSpec{Name: s.inst.Name, OfferID: s.offerID, Image: image, UserData: s.inst.UserData,
-			SSHKeys: machineSSHKeys(&s.inst, s.access)}})
+			SSHKeys: machineSSHKeys(&s.inst, s.access), Labels: labels}})
 	if r.o.Hooks.AfterProviderCreate != nil {
 		r.o.Hooks.AfterProviderCreate(s.inst.ID)
 	}
@@ -66,6 +67,7 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.External
 	s.log.Info().Str("machine", m.ID).Str("state", string(m.State)).Str("image", image).Msg("provider create answered")
 	if err := r.update(ctx, s, func(i *api.Instance) {
 		i.Status.Machine, i.Status.Retries, i.Status.Polls = m, 0, 0
+		i.Status.AppliedLabels = labels // relabel gives it later changes
 		if op := unclaimedReinstall(i); reinstall != nil && op != nil && op.ID == reinstall.ID {
 			now := r.now()
 			i.Image = reinstall.Image

@@ -18,7 +18,8 @@ import (
 // stream keeps it. Events are best effort: a failure is logged.
 func (r *Reconciler) publishEvent(inst *api.Instance, typ api.EventType, message string) {
 	ev := api.Event{ID: api.NewID(api.PrefixEvent), TenantID: inst.TenantID, Resource: bus.ResourceInstances,
-		ResourceID: inst.ID, Type: typ, Phase: inst.Status.Phase, Message: message, Generation: inst.Generation, Time: r.now()}
+		ResourceID: inst.ID, Type: typ, Phase: inst.Status.Phase, Message: message, Generation: inst.Generation,
+		Labels: inst.Labels, Time: r.now()}
 	data, _ := json.Marshal(ev)
 	if err := r.nc.Publish(bus.Event(inst.TenantID, bus.ResourceInstances, inst.ID, string(typ)), data); err != nil {
 		r.log.Warn().Err(err).Str("tenant", inst.TenantID).Str("instance", inst.ID).Msg("event not published")

@@ -41,6 +41,9 @@ func validateCreate(in *api.InstanceCreateRequest) error {
 	if err := validateUserData(in.UserData); err != nil {
 		return err
 	}
+	if err := api.ValidateLabels("labels", in.Labels); err != nil {
+		return err
+	}
 	return validateSSHKeys(in.SSHKeys)
 }
 

@@ -7,6 +7,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -222,12 +223,12 @@ var Offers = []api.Offer{
 }
 
 // Definition is the memory provider over cloud: provides vps, claims power,
-// reinstall, list, delete.byKey and spot, and ssh when the cloud has an
+// reinstall, list, delete.byKey, labels and spot, and ssh when the cloud has an
 // SSH fleet (SetSSH before Definition); its manifest has a required token
 // (secret) that every call resolves, as a real provider would.
 func Definition(cloud *Cloud) *provider.Defined {
 	capabilities := []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey,
-		provider.CapabilitySpot}
+		provider.CapabilitySpot, provider.CapabilityLabels}
 	cloud.mu.Lock()
 	if cloud.ssh != nil {
 		capabilities = append(capabilities, provider.CapabilitySSH)
@@ -333,6 +334,7 @@ func (cl *client) Create(ctx context.Context, call *provider.Call, spec api.Mach
 	}
 	m := c.addLocked(call.IdempotencyKey, spec.Name, spec.OfferID, api.StatePending)
 	m.SSHEndpoint = endpoint
+	m.Labels = userLabels(spec.Labels)
 	out := m.ExternalMachine
 	return &out, nil
 }
@@ -440,6 +442,28 @@ func (cl *client) Reinstall(ctx context.Context, call *provider.Call, id, image 
 	m.State = api.StateRunning
 	out := m.ExternalMachine
 	return &out, nil
+}
+
+// Relabel replaces the machine's labels (the memory cloud has no system
+// labels: the idempotency key is its own field).
+func (cl *client) Relabel(ctx context.Context, call *provider.Call, id string, labels map[string]string) (*api.ExternalMachine, error) {
+	c, m, err := cl.beginMachine(ctx, call, provider.VerbRelabel, id)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	m.Labels = userLabels(labels)
+	out := m.ExternalMachine
+	return &out, nil
+}
+
+// userLabels is a copy of labels, nil when there are none (a machine
+// without labels reports none).
+func userLabels(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return nil
+	}
+	return maps.Clone(labels)
 }
 
 func (cl *client) List(ctx context.Context, call *provider.Call, cursor string, limit int) ([]api.ExternalMachine, string, error) {
