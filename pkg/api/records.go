@@ -207,6 +207,11 @@ type InstanceStatus struct {
 	// Access is what the platform learnt and did over SSH (pools with
 	// access only): the pinned host key, configure and drain.
 	Access *AccessStatus `json:"access,omitempty"`
+	// Address is the static IPv4 address allocated to the instance from
+	// its pool's network.addresses, recorded before the provider's create
+	// is sent (every retry and re-create uses it) and released only once
+	// no machine of the instance remains (nil: none allocated).
+	Address *StaticAddress `json:"address,omitempty"`
 }
 
 // ExternalMachine is a machine as its provider reports it. ID is the

@@ -70,10 +70,24 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 	if spec.Region != "" && spec.Region != c.cfg.region() {
 		return nil, api.InvalidInput("machine.region", "the account's only region is %q", c.cfg.region())
 	}
+	net, err := machineNet(spec, c.cfg.Bridge)
+	if err != nil {
+		return nil, err
+	}
+	pl := placement{storage: c.cfg.Storage, vcpu: size.Vcpu, memoryMiB: size.MemoryGiB * 1024}
+	if spec.Storage != "" {
+		if !storagePattern.MatchString(spec.Storage) {
+			return nil, api.InvalidInput("machine.storage", "storage must be a storage id such as %s", DefaultStorage)
+		}
+		pl.storage = spec.Storage
+	}
+	if spec.Placement != nil {
+		pl.nodes = spec.Placement.Nodes
+	}
 	want := vmSpec{
 		key: call.IdempotencyKey, name: vmName(spec.Name), offer: size.Name,
 		cores: size.Vcpu, memoryMiB: size.MemoryGiB * 1024, diskGiB: size.DiskGiB,
-		userData: provider.UserDataWithSSHKeys(spec.UserData, spec.SSHKeys),
+		userData: provider.UserDataWithSSHKeys(spec.UserData, spec.SSHKeys), net: net,
 	}
 	if want.userData != "" && c.set.snippets == nil {
 		return nil, api.InvalidConfig("options.snippetWriter",
@@ -84,7 +98,7 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		return nil, err
 	}
 	defer s.end(ctx, &err)
-	vmid, err := s.create(ctx, want, spec.Image)
+	vmid, err := s.create(ctx, want, spec.Image, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +106,9 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		OfferID: size.Name, Region: c.cfg.region(), Addresses: []string{}}, nil
 }
 
-// create claims the key's VMID (see Create) and configures the VM.
-func (s *session) create(ctx context.Context, want vmSpec, image string) (int, error) {
+// create claims the key's VMID (see Create), clones image into it on the
+// node place picks for pl, and configures the VM.
+func (s *session) create(ctx context.Context, want vmSpec, image string, pl placement) (int, error) {
 	cfg := s.c.cfg
 	for range maxClaimRounds {
 		guests, err := s.listGuests(ctx)
@@ -130,9 +145,13 @@ func (s *session) create(ctx context.Context, want vmSpec, image string) (int, e
 		if err != nil {
 			return 0, err
 		}
+		target, err := s.place(ctx, tpl, pl)
+		if err != nil {
+			return 0, err
+		}
 		s.vmid = p.free
 		desc := withCloneOf(ManagedDescription(want.key, want.offer), int(tpl.VMID))
-		node, err := s.clone(ctx, tpl, p.free, want.name, desc, cfg.Node)
+		node, err := s.clone(ctx, tpl, p.free, want.name, desc, target, pl.storage)
 		if isKind(err, kindExists) {
 			continue // another call cloned into the slot first: look again
 		}
@@ -364,13 +383,13 @@ func (s *session) unreportedTemplate(ctx context.Context, guests map[int]vmResou
 const maxUnreportedReads = 16
 
 // clone full-clones template tpl into vmid (called name, with desc as
-// description, disks on the account's storage) and waits for the task.
-// The clone lands on node when it is set and not the template's node (PVE
-// then needs the template on shared storage), else on the template's node,
-// which it returns. Errors: a *pveError of kind vm_exists when another
-// call cloned into vmid first.
-func (s *session) clone(ctx context.Context, tpl vmResource, vmid int, name, desc, node string) (string, error) {
-	params := map[string]any{"newid": vmid, "name": name, "description": desc, "full": 1, "storage": s.c.cfg.Storage}
+// description, disks on storage) and waits for the task. The clone lands
+// on node when it is set and not the template's node (PVE then needs the
+// template on shared storage), else on the template's node, which it
+// returns. Errors: a *pveError of kind vm_exists when another call cloned
+// into vmid first.
+func (s *session) clone(ctx context.Context, tpl vmResource, vmid int, name, desc, node, storage string) (string, error) {
+	params := map[string]any{"newid": vmid, "name": name, "description": desc, "full": 1, "storage": storage}
 	target := tpl.Node
 	if node != "" && node != tpl.Node {
 		params["target"], target = node, node

@@ -1,0 +1,154 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// placement is where a clone may land and what it needs there: the
+// allowed nodes (pool placement.nodes; empty: the account's node when it
+// pins one, else every node), the storage its disks go to, and its vCPUs
+// and memory.
+type placement struct {
+	nodes     []string
+	storage   string
+	vcpu      int
+	memoryMiB int
+}
+
+// storageResource is one storage of one node in GET
+// /cluster/resources?type=storage.
+type storageResource struct {
+	Node    string `json:"node"`
+	Storage string `json:"storage"`
+	Shared  number `json:"shared"`
+}
+
+// place picks the node a clone of tpl lands on: of the allowed nodes,
+// those online whose CPUs and free memory (GET /nodes: maxcpu, maxmem −
+// mem, the memory of running guests) hold the clone, the one with the
+// most free memory (then the most CPUs, then the first by name). A node
+// other than the template's qualifies only when every disk of the
+// template is on shared storage and the clone's storage is on that node
+// (the template's GET …/config and GET /cluster/resources?type=storage,
+// asked only when such a node is a candidate): PVE clones a VM with
+// local disks to its own node only.
+//
+// Errors: CAPACITY_UNAVAILABLE with details.path placement.nodes when no
+// allowed node can hold the clone (the message says what each has free),
+// INVALID_INPUT placement.nodes[i] for an allowed node the cluster does
+// not have; the API's errors.
+func (s *session) place(ctx context.Context, tpl vmResource, pl placement) (string, error) {
+	allowed := pl.nodes
+	if len(allowed) == 0 && s.c.cfg.Node != "" {
+		allowed = []string{s.c.cfg.Node}
+	}
+	var nodes []nodeStatus
+	if err := s.get(ctx, "/nodes", nil, &nodes); err != nil {
+		return "", err
+	}
+	for i, name := range allowed {
+		if !slices.ContainsFunc(nodes, func(n nodeStatus) bool { return n.Node == name }) {
+			return "", api.InvalidInput(fmt.Sprintf("placement.nodes[%d]", i), "the cluster has no node %q", name)
+		}
+	}
+	var fit []nodeStatus
+	var seen []string
+	for _, n := range nodes {
+		if len(allowed) > 0 && !slices.Contains(allowed, n.Node) {
+			continue
+		}
+		seen = append(seen, describeNode(n))
+		if holds(n, pl.vcpu, pl.memoryMiB) {
+			fit = append(fit, n)
+		}
+	}
+	if slices.ContainsFunc(fit, func(n nodeStatus) bool { return n.Node != tpl.Node }) {
+		var err error
+		if fit, err = s.reachable(ctx, tpl, pl.storage, fit); err != nil {
+			return "", err
+		}
+	}
+	if len(fit) == 0 {
+		return "", api.Errorf(api.CodeCapacityUnavailable,
+			"proxmox: no allowed node can hold %d vCPUs and %d MiB from template %d on %s (%s)",
+			pl.vcpu, pl.memoryMiB, int(tpl.VMID), tpl.Node, strings.Join(seen, "; ")).WithPath("placement.nodes")
+	}
+	best := slices.MaxFunc(fit, func(a, b nodeStatus) int {
+		if d := (a.MaxMem - a.Mem) - (b.MaxMem - b.Mem); d != 0 {
+			return sign(int64(d))
+		}
+		if d := a.MaxCPU - b.MaxCPU; d != 0 {
+			return sign(int64(d))
+		}
+		return strings.Compare(b.Node, a.Node) // the first by name wins a tie
+	})
+	return best.Node, nil
+}
+
+// reachable is fit without the nodes a clone of tpl cannot land on:
+// another node than the template's when a disk of the template is on
+// storage that is not shared, or a node without storage.
+func (s *session) reachable(ctx context.Context, tpl vmResource, storage string, fit []nodeStatus) ([]nodeStatus, error) {
+	cfg, err := s.readConfig(ctx, tpl.Node, int(tpl.VMID))
+	if err != nil {
+		return nil, err
+	}
+	var list []storageResource
+	if err := s.get(ctx, "/cluster/resources", url.Values{"type": {"storage"}}, &list); err != nil {
+		return nil, err
+	}
+	shared, on := map[string]bool{}, map[string]bool{}
+	for _, r := range list {
+		shared[r.Storage] = shared[r.Storage] || r.Shared == 1
+		on[r.Node+"/"+r.Storage] = true
+	}
+	movable := true
+	for _, st := range diskStorages(cfg) {
+		movable = movable && shared[st]
+	}
+	return slices.DeleteFunc(fit, func(n nodeStatus) bool {
+		return n.Node != tpl.Node && (!movable || !on[n.Node+"/"+storage])
+	}), nil
+}
+
+// diskStorages are the storages of cfg's disks (CD-ROMs and cloud-init
+// drives left out).
+func diskStorages(cfg vmConfig) []string {
+	var out []string
+	for k, d := range cfg {
+		if diskKeyPattern.MatchString(k) && !isCDROM(d) {
+			st, _, _ := strings.Cut(strings.Split(d, ",")[0], ":")
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// holds reports whether online node n has vcpu CPUs and memoryMiB free.
+func holds(n nodeStatus, vcpu, memoryMiB int) bool {
+	return n.Status == "online" && int(n.MaxCPU) >= vcpu && int64(n.MaxMem-n.Mem) >= int64(memoryMiB)<<20
+}
+
+// describeNode is "pve1: 12 GiB free of 64, 32 CPUs" (or offline).
+func describeNode(n nodeStatus) string {
+	if n.Status != "online" {
+		return n.Node + ": " + n.Status
+	}
+	return fmt.Sprintf("%s: %d GiB free of %d, %d CPUs", n.Node, int64(n.MaxMem-n.Mem)>>30, int64(n.MaxMem)>>30, int(n.MaxCPU))
+}
+
+func sign(d int64) int {
+	switch {
+	case d < 0:
+		return -1
+	case d > 0:
+		return 1
+	}
+	return 0
+}
