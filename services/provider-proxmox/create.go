@@ -79,7 +79,7 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		if !storagePattern.MatchString(spec.Storage) {
 			return nil, api.InvalidInput("machine.storage", "storage must be a storage id such as %s", DefaultStorage)
 		}
-		pl.storage = spec.Storage
+		pl.storage, pl.required = spec.Storage, true
 	}
 	if spec.Placement != nil {
 		pl.nodes = spec.Placement.Nodes
@@ -145,13 +145,13 @@ func (s *session) create(ctx context.Context, want vmSpec, image string, pl plac
 		if err != nil {
 			return 0, err
 		}
-		target, err := s.place(ctx, tpl, pl)
+		target, storage, err := s.place(ctx, tpl, pl)
 		if err != nil {
 			return 0, err
 		}
 		s.vmid = p.free
 		desc := withCloneOf(ManagedDescription(want.key, want.offer), int(tpl.VMID))
-		node, err := s.clone(ctx, tpl, p.free, want.name, desc, target, pl.storage)
+		node, err := s.clone(ctx, tpl, p.free, want.name, desc, target, storage)
 		if isKind(err, kindExists) {
 			continue // another call cloned into the slot first: look again
 		}
@@ -383,13 +383,17 @@ func (s *session) unreportedTemplate(ctx context.Context, guests map[int]vmResou
 const maxUnreportedReads = 16
 
 // clone full-clones template tpl into vmid (called name, with desc as
-// description, disks on storage) and waits for the task. The clone lands
+// description, disks on storage, "" for the template's) and waits for
+// the task. The clone lands
 // on node when it is set and not the template's node (PVE then needs the
 // template on shared storage), else on the template's node, which it
 // returns. Errors: a *pveError of kind vm_exists when another call cloned
 // into vmid first.
 func (s *session) clone(ctx context.Context, tpl vmResource, vmid int, name, desc, node, storage string) (string, error) {
-	params := map[string]any{"newid": vmid, "name": name, "description": desc, "full": 1, "storage": storage}
+	params := map[string]any{"newid": vmid, "name": name, "description": desc, "full": 1}
+	if storage != "" {
+		params["storage"] = storage
+	}
 	target := tpl.Node
 	if node != "" && node != tpl.Node {
 		params["target"], target = node, node

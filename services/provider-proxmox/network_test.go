@@ -23,8 +23,8 @@ func onSharedStorage(su *setup) {
 }
 
 // threeNodes is a cluster of pve1 (8 GiB), pve2 (64 GiB) and pve3
-// (32 GiB), its templates on shared storage, a fast storage on pve2 only
-// and bridge vmbr1 on pve1 and pve2.
+// (32 GiB), its templates on shared storage, a shared fast storage on
+// pve2 and pve3 and bridge vmbr1 on pve1 and pve2.
 func threeNodes(su *setup) {
 	su.emu.Nodes = []emulator.Node{
 		{Name: "pve1", MemoryBytes: 8 << 30, Bridges: []string{"vmbr0", "vmbr1"}},
@@ -32,7 +32,7 @@ func threeNodes(su *setup) {
 		{Name: "pve3", MemoryBytes: 32 << 30},
 	}
 	onSharedStorage(su)
-	su.emu.Storages = append(su.emu.Storages, emulator.Storage{Name: "fast", Nodes: []string{"pve2"}})
+	su.emu.Storages = append(su.emu.Storages, emulator.Storage{Name: "fast", Shared: true, Nodes: []string{"pve2", "pve3"}})
 }
 
 func TestMachineNetMapping(t *testing.T) {
@@ -160,7 +160,7 @@ func TestFlavorStorage(t *testing.T) {
 	m := providertest.MustCreate(t, e.client, e.call("inst_fast"), sp)
 	v := e.vm(t, mustAtoi(t, m.ID))
 	if v.Node != "pve2" || !strings.HasPrefix(v.Config["scsi0"], "fast:") {
-		t.Fatalf("clone on %s with scsi0 %q, want pve2 (the only node with fast) on fast", v.Node, v.Config["scsi0"])
+		t.Fatalf("clone on %s with scsi0 %q, want pve2 (of the nodes with fast, the most headroom) on fast", v.Node, v.Config["scsi0"])
 	}
 }
 
@@ -178,7 +178,7 @@ func TestCheckPool(t *testing.T) {
 		{"unknown node", api.ProviderPoolCheckRequest{Placement: &api.PoolPlacement{Nodes: []string{"pve1", "pve9"}}}, "placement.nodes[1]"},
 		{"bridge a node lacks", api.ProviderPoolCheckRequest{Network: &api.PoolNetwork{Bridge: "vmbr1"}}, "network.bridge"},
 		{"unknown storage", api.ProviderPoolCheckRequest{Flavors: []api.Flavor{{Name: "a"}, {Name: "b", Storage: "nope"}}}, "flavors[1].storage"},
-		{"storage no allowed node has", api.ProviderPoolCheckRequest{Placement: &api.PoolPlacement{Nodes: []string{"pve3"}},
+		{"storage no allowed node has", api.ProviderPoolCheckRequest{Placement: &api.PoolPlacement{Nodes: []string{"pve1"}},
 			Flavors: []api.Flavor{{Name: "a", Storage: "fast"}}}, "flavors[0].storage"},
 		{"vlan 0 is untagged, 4095 is no tag", api.ProviderPoolCheckRequest{Network: &api.PoolNetwork{VLAN: 4095}}, "network.vlan"},
 		{"gateway outside", api.ProviderPoolCheckRequest{Network: &api.PoolNetwork{Addresses: &api.AddressRange{

@@ -12,11 +12,13 @@ import (
 
 // placement is where a clone may land and what it needs there: the
 // allowed nodes (pool placement.nodes; empty: the account's node when it
-// pins one, else every node), the storage its disks go to, and its vCPUs
+// pins one, else every node), the storage its disks go to (required when
+// the flavor names it, else the account's, a preference), and its vCPUs
 // and memory.
 type placement struct {
 	nodes     []string
 	storage   string
+	required  bool
 	vcpu      int
 	memoryMiB int
 }
@@ -29,32 +31,36 @@ type storageResource struct {
 	Shared  number `json:"shared"`
 }
 
-// place picks the node a clone of tpl lands on: of the allowed nodes,
-// those online whose CPUs and free memory (GET /nodes: maxcpu, maxmem −
-// mem, the memory of running guests) hold the clone, the one with the
-// most free memory (then the most CPUs, then the first by name). A node
-// other than the template's qualifies only when every disk of the
-// template is on shared storage and the clone's storage is on that node
-// (the template's GET …/config and GET /cluster/resources?type=storage,
-// asked only when such a node is a candidate): PVE clones a VM with
-// local disks to its own node only.
+// place picks the node a clone of tpl lands on, and the storage to clone
+// onto there ("" keeps the template's): of the allowed nodes, those
+// online whose CPUs and free memory (GET /nodes: maxcpu, maxmem − mem,
+// the memory of running guests) hold the clone, the one with the most
+// free memory (then the most CPUs, then the first by name). A node other
+// than the template's qualifies only when every disk of the template is
+// on shared storage and, for a flavor's storage, that storage is shared
+// and on the node; the account's storage is then dropped when it is not
+// (the clone's disks stay on the template's shared storage). The
+// template's GET …/config and GET /cluster/resources?type=storage are
+// asked only when such a node is a candidate: PVE clones a VM with local
+// disks to its own node only, and to another node only onto shared
+// storage.
 //
 // Errors: CAPACITY_UNAVAILABLE with details.path placement.nodes when no
 // allowed node can hold the clone (the message says what each has free),
 // INVALID_INPUT placement.nodes[i] for an allowed node the cluster does
 // not have; the API's errors.
-func (s *session) place(ctx context.Context, tpl vmResource, pl placement) (string, error) {
+func (s *session) place(ctx context.Context, tpl vmResource, pl placement) (node, storage string, err error) {
 	allowed := pl.nodes
 	if len(allowed) == 0 && s.c.cfg.Node != "" {
 		allowed = []string{s.c.cfg.Node}
 	}
 	var nodes []nodeStatus
 	if err := s.get(ctx, "/nodes", nil, &nodes); err != nil {
-		return "", err
+		return "", "", err
 	}
 	for i, name := range allowed {
 		if !slices.ContainsFunc(nodes, func(n nodeStatus) bool { return n.Node == name }) {
-			return "", api.InvalidInput(fmt.Sprintf("placement.nodes[%d]", i), "the cluster has no node %q", name)
+			return "", "", api.InvalidInput(fmt.Sprintf("placement.nodes[%d]", i), "the cluster has no node %q", name)
 		}
 	}
 	var fit []nodeStatus
@@ -68,14 +74,14 @@ func (s *session) place(ctx context.Context, tpl vmResource, pl placement) (stri
 			fit = append(fit, n)
 		}
 	}
+	keeps := func(string) bool { return false } // whether a clone onto node keeps the template's storage
 	if slices.ContainsFunc(fit, func(n nodeStatus) bool { return n.Node != tpl.Node }) {
-		var err error
-		if fit, err = s.reachable(ctx, tpl, pl.storage, fit); err != nil {
-			return "", err
+		if fit, keeps, err = s.reachable(ctx, tpl, pl, fit); err != nil {
+			return "", "", err
 		}
 	}
 	if len(fit) == 0 {
-		return "", api.Errorf(api.CodeCapacityUnavailable,
+		return "", "", api.Errorf(api.CodeCapacityUnavailable,
 			"proxmox: no allowed node can hold %d vCPUs and %d MiB from template %d on %s (%s)",
 			pl.vcpu, pl.memoryMiB, int(tpl.VMID), tpl.Node, strings.Join(seen, "; ")).WithPath("placement.nodes")
 	}
@@ -88,20 +94,25 @@ func (s *session) place(ctx context.Context, tpl vmResource, pl placement) (stri
 		}
 		return strings.Compare(b.Node, a.Node) // the first by name wins a tie
 	})
-	return best.Node, nil
+	if keeps(best.Node) {
+		return best.Node, "", nil
+	}
+	return best.Node, pl.storage, nil
 }
 
-// reachable is fit without the nodes a clone of tpl cannot land on:
-// another node than the template's when a disk of the template is on
-// storage that is not shared, or a node without storage.
-func (s *session) reachable(ctx context.Context, tpl vmResource, storage string, fit []nodeStatus) ([]nodeStatus, error) {
+// reachable is fit without the nodes a clone of tpl onto pl.storage
+// cannot land on (see place), and keeps, which reports whether a clone
+// onto a node of it keeps the template's storage (pl.storage not shared
+// or not there, and only preferred).
+func (s *session) reachable(ctx context.Context, tpl vmResource, pl placement,
+	fit []nodeStatus) ([]nodeStatus, func(string) bool, error) {
 	cfg, err := s.readConfig(ctx, tpl.Node, int(tpl.VMID))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var list []storageResource
 	if err := s.get(ctx, "/cluster/resources", url.Values{"type": {"storage"}}, &list); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	shared, on := map[string]bool{}, map[string]bool{}
 	for _, r := range list {
@@ -112,9 +123,19 @@ func (s *session) reachable(ctx context.Context, tpl vmResource, storage string,
 	for _, st := range diskStorages(cfg) {
 		movable = movable && shared[st]
 	}
+	onto := func(node string) bool { // pl.storage can take the clone there
+		return on[node+"/"+pl.storage] && (node == tpl.Node || shared[pl.storage])
+	}
+	keeps := func(node string) bool { return node != tpl.Node && !pl.required && !onto(node) }
 	return slices.DeleteFunc(fit, func(n nodeStatus) bool {
-		return n.Node != tpl.Node && (!movable || !on[n.Node+"/"+storage])
-	}), nil
+		switch {
+		case n.Node == tpl.Node:
+			return pl.required && !onto(n.Node)
+		case !movable:
+			return true
+		}
+		return pl.required && !onto(n.Node)
+	}), keeps, nil
 }
 
 // diskStorages are the storages of cfg's disks (CD-ROMs and cloud-init

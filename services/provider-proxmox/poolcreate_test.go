@@ -50,7 +50,7 @@ func TestPoolCreateRefusesWhatTheAccountCannotHave(t *testing.T) {
 	}{
 		{"unknown node", nil, &api.PoolPlacement{Nodes: []string{"pve1", "pve7"}}, "", "placement.nodes[1]"},
 		{"unknown storage", nil, nil, "nope", "flavors[0].storage"},
-		{"storage no allowed node has", nil, &api.PoolPlacement{Nodes: []string{"pve3"}}, "fast", "flavors[0].storage"},
+		{"storage no allowed node has", nil, &api.PoolPlacement{Nodes: []string{"pve1"}}, "fast", "flavors[0].storage"},
 		{"bridge a node lacks", &api.PoolNetwork{Bridge: "vmbr1"}, nil, "", "network.bridge"},
 		{"vlan out of range", &api.PoolNetwork{VLAN: 5000}, nil, "", "network.vlan"},
 		{"gateway outside the cidr", &api.PoolNetwork{Addresses: rng("10.60.0.0/24", "10.61.0.1")}, nil, "", "network.addresses.gateway"},

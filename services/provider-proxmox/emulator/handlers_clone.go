@@ -124,6 +124,9 @@ func (e *Emulator) parseClone(c *call, src *vm) (cloneRequest, *apiError) {
 			// storage is cloned to another node.
 			return req, errInternal("can't clone VM to node '%s' (VM uses local storage)", req.target)
 		}
+		if st, _ := e.findStorage(req.storage); req.storage != "" && !st.shared {
+			return req, errInternal("can't clone to non-shared storage '%s'", req.storage)
+		}
 	}
 	if !req.full && !src.isTemplate() {
 		// Guess: PVE refuses a linked clone of a non-template per drive.
