@@ -55,11 +55,13 @@ const maxClaimTries = 4
 // carry: nil when its pool hands out none; the recorded address while the
 // instance holds it (claimed now when the record names it unclaimed);
 // else a free address of the range, recorded and then claimed (see the
-// order above). Errors: CAPACITY_UNAVAILABLE with details.path
-// network.addresses when every address of the range is held (retried
-// with backoff: a deletion frees one), INVALID_STATE when the pool's
-// range does not parse (the pool was written without checks), a
-// storeError.
+// order above). A record is only ever written over an address another
+// instance holds, so a pass racing another of the same instance takes
+// the address that one recorded instead of replacing it. Errors:
+// CAPACITY_UNAVAILABLE with details.path network.addresses when every
+// address of the range is held (retried with backoff: a deletion frees
+// one), INVALID_STATE when the pool's range does not parse (the pool was
+// written without checks), a storeError.
 func (r *Reconciler) ensureAddress(ctx context.Context, s *scope) (*api.StaticAddress, error) {
 	if s.pool == nil || s.pool.Network == nil || s.pool.Network.Addresses == nil {
 		return nil, nil
@@ -69,46 +71,56 @@ func (r *Reconciler) ensureAddress(ctx context.Context, s *scope) (*api.StaticAd
 		return nil, api.Errorf(api.CodeInvalidState, "pool %s: %s", s.pool.ID, api.AsComputeError(err).Message)
 	}
 	tenant, pool, id := s.inst.TenantID, s.inst.PoolID, s.inst.ID
-	if rec := s.inst.Status.Address; rec != nil {
-		if p, err := netip.ParsePrefix(rec.Address); err == nil && span.Contains(p.Addr()) {
-			held, err := r.claim(ctx, addressKey(tenant, pool, p.Addr()), id)
-			if err != nil || held {
-				return rec, err
-			}
-			s.log.Warn().Str("address", rec.Address).Msg("recorded address held by another instance: picking another")
-		}
-	}
-	taken, err := r.heldAddresses(ctx, tenant, pool)
-	if err != nil {
-		return nil, err
-	}
+	var taken map[string]bool // the pool's held keys, listed once
 	n := span.Size()
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id))
-	first := int(h.Sum32() % uint32(n))
-	for i := range n {
-		a := span.At((first + i) % n)
-		key := addressKey(tenant, pool, a)
-		if taken[key] {
-			continue
+	next := int(h.Sum32() % uint32(n)) // where the search for a free address goes on
+	for tried := 0; ; {
+		lost := s.inst.Status.Address // recorded: ours, unclaimed, or another's
+		if lost != nil {
+			if p, err := netip.ParsePrefix(lost.Address); err == nil && span.Contains(p.Addr()) {
+				held, err := r.claim(ctx, addressKey(tenant, pool, p.Addr()), id)
+				if err != nil || held {
+					return lost, err
+				}
+				s.log.Warn().Str("address", lost.Address).Msg("recorded address held by another instance: picking another")
+			}
 		}
-		static := span.Static(a)
-		if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) { st.Address = &static }); err != nil {
+		if taken == nil {
+			if taken, err = r.heldAddresses(ctx, tenant, pool); err != nil {
+				return nil, err
+			}
+		}
+		var pick *api.StaticAddress
+		for ; tried < n && pick == nil; tried++ {
+			a := span.At(next)
+			next = (next + 1) % n
+			if key := addressKey(tenant, pool, a); !taken[key] {
+				taken[key] = true // tried: held by us next round, or by another
+				static := span.Static(a)
+				pick = &static
+			}
+		}
+		if pick == nil {
+			rng := s.pool.Network.Addresses
+			return nil, api.Errorf(api.CodeCapacityUnavailable,
+				"pool %s: every one of the %d addresses of network.addresses (%s, %s to %s) is held",
+				pool, n, rng.CIDR, span.First, span.Last).WithPath("network.addresses")
+		}
+		if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
+			if sameAddress(st.Address, lost) { // else a racing pass recorded one: take it
+				st.Address = pick
+			}
+		}); err != nil {
 			return nil, err
 		}
-		held, err := r.claim(ctx, key, id)
-		if err != nil {
-			return nil, err
-		}
-		if held {
-			s.log.Info().Str("address", static.Address).Msg("static address claimed")
-			return &static, nil
-		}
-		taken[key] = true
 	}
-	rng := s.pool.Network.Addresses
-	return nil, api.Errorf(api.CodeCapacityUnavailable, "pool %s: every one of the %d addresses of network.addresses (%s, %s to %s) is held",
-		pool, n, rng.CIDR, span.First, span.Last).WithPath("network.addresses")
+}
+
+// sameAddress reports whether a and b name the same address (or none).
+func sameAddress(a, b *api.StaticAddress) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Address == b.Address)
 }
 
 // heldAddresses are the keys of the addresses of pool held now.
