@@ -151,6 +151,12 @@ func TestPlacementKeepsLocalTemplatesOnTheirNode(t *testing.T) {
 	if v := e.vm(t, mustAtoi(t, m.ID)); v.Node != "pve1" {
 		t.Fatalf("clone of a local-storage template on %s, want its node pve1", v.Node)
 	}
+	sp := spec("inst_elsewhere")
+	sp.Placement = &api.PoolPlacement{Nodes: []string{"pve2"}}
+	_, err := e.client.Create(context.Background(), e.call("inst_elsewhere"), sp)
+	if ce := api.AsComputeError(err); ce.Code != api.CodeCapacityUnavailable || !strings.Contains(ce.Message, "shared storage") {
+		t.Fatalf("only pve2 allowed, template local on pve1: %v, want CAPACITY_UNAVAILABLE saying why", err)
+	}
 }
 
 func TestFlavorStorage(t *testing.T) {

@@ -75,15 +75,21 @@ func (s *session) place(ctx context.Context, tpl vmResource, pl placement) (node
 		}
 	}
 	keeps := func(string) bool { return false } // whether a clone onto node keeps the template's storage
+	holding := len(fit)
 	if slices.ContainsFunc(fit, func(n nodeStatus) bool { return n.Node != tpl.Node }) {
 		if fit, keeps, err = s.reachable(ctx, tpl, pl, fit); err != nil {
 			return "", "", err
 		}
 	}
 	if len(fit) == 0 {
+		why := ""
+		if holding > 0 {
+			why = fmt.Sprintf("; %d with room left out: a clone goes to another node than the template's only from and onto "+
+				"shared storage, and onto a storage the node has (%s)", holding, pl.storage)
+		}
 		return "", "", api.Errorf(api.CodeCapacityUnavailable,
-			"proxmox: no allowed node can hold %d vCPUs and %d MiB from template %d on %s (%s)",
-			pl.vcpu, pl.memoryMiB, int(tpl.VMID), tpl.Node, strings.Join(seen, "; ")).WithPath("placement.nodes")
+			"proxmox: no allowed node can hold %d vCPUs and %d MiB from template %d on %s (%s)%s",
+			pl.vcpu, pl.memoryMiB, int(tpl.VMID), tpl.Node, strings.Join(seen, "; "), why).WithPath("placement.nodes")
 	}
 	best := slices.MaxFunc(fit, func(a, b nodeStatus) int {
 		if d := (a.MaxMem - a.Mem) - (b.MaxMem - b.Mem); d != 0 {
