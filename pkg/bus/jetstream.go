@@ -21,7 +21,8 @@ const (
 	// BucketTenants holds the tenant records of the tenants service.
 	BucketTenants = "compute_tenants"
 	// BucketAddresses holds the static addresses handed out from pools'
-	// network.addresses, one key per address held (AddressKey), its value
+	// network.addresses, one key per address held (the reconciler's
+	// addressKey: <tenant>.<poolId>.<a-b-c-d>), its value
 	// the holding instance's id: creating the key is claiming it.
 	BucketAddresses = "compute_addresses"
 )
