@@ -36,8 +36,10 @@ const maxClaimRounds = 8
 // VMID or name, confirmed by its config) is full-cloned
 // (POST /nodes/{node}/qemu/{template}/clone: newid = the first free slot,
 // the machine's name, a description with the key, offer and, until the
-// tag is set, the template's VMID (a clone-of line), storage, and
-// target = the pinned node) and its task waited for. PVE lets one clone
+// tag is set, the template's VMID (a clone-of line), storage (the
+// flavor's, machine.storage, else the account's), and target = the node
+// place picks: the allowed node with the most headroom, see placement.go)
+// and its task waited for. PVE lets one clone
 // into a VMID through; a create that loses ("config file already exists")
 // starts over, finds the winner's clone and, when it carries the key,
 // finishes it too. Then configure (which tags the VM last: until then
@@ -53,11 +55,17 @@ const maxClaimRounds = 8
 // Slots held by other VMs cost a GET each at every create: give the
 // account a VMID range that other users of the cluster leave alone.
 //
+// Configure also sets net0's bridge and VLAN tag (machine.network) and
+// ipconfig0 and nameserver (machine.address, else DHCP).
+//
 // Errors: INVALID_INPUT (machine.offerId not a configured size,
-// machine.region not the account's, machine.image not one template),
+// machine.region not the account's, machine.image not one template,
+// machine.storage, machine.network.bridge, machine.network.vlan,
+// machine.address.*, placement.nodes[i] not a node of the cluster),
 // INVALID_CONFIG (options.snippetWriter: user data or SSH keys without a
 // snippet writer), CAPACITY_UNAVAILABLE (every probed slot holds another
-// VM, none of them the key's: nothing was made), PROVIDER_ERROR (a failed
+// VM, none of them the key's; details.path placement.nodes: no allowed
+// node can hold it; nothing was made), PROVIDER_ERROR (a failed
 // task, with its exit status as details.code; an API error; code
 // slot_contention after maxClaimRounds lost races; code
 // stale_cluster_list when the list named a template that is not one),
@@ -384,11 +392,10 @@ const maxUnreportedReads = 16
 
 // clone full-clones template tpl into vmid (called name, with desc as
 // description, disks on storage, "" for the template's) and waits for
-// the task. The clone lands
-// on node when it is set and not the template's node (PVE then needs the
-// template on shared storage), else on the template's node, which it
-// returns. Errors: a *pveError of kind vm_exists when another call cloned
-// into vmid first.
+// the task. The clone lands on node when it is set and not the
+// template's node (PVE then needs the template on shared storage), else
+// on the template's node, which it returns. Errors: a *pveError of kind
+// vm_exists when another call cloned into vmid first.
 func (s *session) clone(ctx context.Context, tpl vmResource, vmid int, name, desc, node, storage string) (string, error) {
 	params := map[string]any{"newid": vmid, "name": name, "description": desc, "full": 1}
 	if storage != "" {
