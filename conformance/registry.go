@@ -60,6 +60,7 @@ const (
 	AreaScale      = "scale"      // scale.*
 	AreaSSH        = "ssh"        // ssh.*
 	AreaLabels     = "labels"     // labels.*
+	AreaNetwork    = "network"    // net.*
 )
 
 // hook names a Subject hook a behaviour cannot run without.
@@ -72,6 +73,7 @@ const (
 	needSecretValues
 	needLogs
 	needSSH
+	needNetwork
 )
 
 // Behaviour is one checked property of a provider. ID is stable forever
@@ -104,7 +106,7 @@ var hooks = []struct {
 	bit  hook
 	name string
 }{{needFaults, "Faults"}, {needInventory, "Inventory"}, {needService, "Service"}, {needSecretValues, "SecretValues"}, {needLogs, "Logs"},
-	{needSSH, "SSH"}}
+	{needSSH, "SSH"}, {needNetwork, "Network"}}
 
 // registry is the frozen behaviour table. Append only: never remove,
 // rename, reorder or re-profile an entry (TestRegistryAppendOnly compares
@@ -247,6 +249,17 @@ var registry = []Behaviour{
 			"a missing machine is NOT_FOUND"},
 	{ID: "labels.list.not-selected", Area: AreaLabels, Profiles: labelsProfile, Capability: provider.CapabilityLabels,
 		run: labelsNotSelected, Title: "selecting by labels is the control plane's: list answers every managed machine whatever its labels"},
+	{ID: "net.vlan.applied", Area: AreaNetwork, Profiles: core, Capability: provider.CapabilityNetworkVLAN, needs: needNetwork,
+		run: netVLANApplied, Title: "a machine created with a pool network's bridge and VLAN tag is attached to that bridge with that tag"},
+	{ID: "net.static.applied", Area: AreaNetwork, Profiles: core, Capability: provider.CapabilityStaticIPv4, needs: needNetwork,
+		run: netStaticApplied, Title: "a machine created with a static address from the pool's range carries it " +
+			"(in the backend and first in the addresses get reports), not a DHCP lease"},
+	{ID: "net.static.never-reused", Area: AreaNetwork, Profiles: core, Capability: provider.CapabilityStaticIPv4, needs: needNetwork,
+		run: netStaticNeverReused, Title: "machines created at once with distinct static addresses each carry their own: " +
+			"no address is given to a second machine while the first holds it"},
+	{ID: "net.placement.full-node-skipped", Area: AreaNetwork, Profiles: core, Capability: provider.CapabilityPlacementNodes,
+		needs: needNetwork, run: netFullNodeSkipped, Title: "with one allowed node full a machine lands on another allowed node; " +
+			"with every allowed node full create answers CAPACITY_UNAVAILABLE and makes nothing"},
 }
 
 // Profile sets of the table above.

@@ -61,6 +61,7 @@ var (
 		"def": AreaDefinition, "offers": AreaOffers, "life": AreaLifecycle, "err": AreaErrors, "fault": AreaFaults,
 		"durable": AreaDurable, "transport": AreaTransport, "secrets": AreaSecrets, "scale": AreaScale, "ssh": AreaSSH,
 		"labels": AreaLabels,
+		"net":    AreaNetwork,
 	}
 )
 

@@ -56,6 +56,10 @@ type Subject struct {
 	Service Service
 	// SSH logs in to the machines the provider makes (ssh profile).
 	SSH SSH
+	// Network sees how machines are attached and placed, for the network
+	// and placement behaviours (capabilities network.vlan,
+	// network.staticIPv4, placement.nodes).
+	Network Network
 }
 
 // SSH reaches the provider's machines over SSH (pkg/access): an

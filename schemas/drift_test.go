@@ -53,6 +53,7 @@ var goTypes = map[string]any{
 	"provider.reinstall.request.json":  api.ProviderReinstallRequest{},
 	"provider.relabel.request.json":    api.ProviderRelabelRequest{},
 	"provider.list.request.json":       api.ProviderListRequest{},
+	"provider.checkpool.request.json":  api.ProviderPoolCheckRequest{},
 	"machine-list.json":                api.List[api.ExternalMachine]{},
 	"secrets.resolve.request.json":     api.SecretResolveRequest{},
 	"secrets.resolve.reply.json":       api.SecretResolveReply{},

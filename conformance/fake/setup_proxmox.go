@@ -71,8 +71,12 @@ func proxmoxBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 		durations[typ] = proxmoxTaskDuration
 	}
 	srv, err := emulator.Start(emulator.Options{
-		Tokens:        map[string]string{emulator.DefaultTokenID: token},
-		Templates:     []emulator.Template{{VMID: proxmoxTemplateID, Name: proxmoxTemplate, Config: map[string]string{"ipconfig0": "ip=dhcp"}}},
+		Tokens: map[string]string{emulator.DefaultTokenID: token},
+		Nodes:  proxmoxNodes(),
+		// On shared storage: clones land on any node (placement.nodes).
+		Storages: []emulator.Storage{{Name: proxmoxSharedStorage, Shared: true}},
+		Templates: []emulator.Template{{VMID: proxmoxTemplateID, Name: proxmoxTemplate, Storage: proxmoxSharedStorage,
+			Config: map[string]string{"ipconfig0": "ip=dhcp"}}},
 		TaskDurations: durations,
 		StatsInterval: emulator.DefaultStatsInterval, // /cluster/resources lags as on a real cluster
 		ListenAddr:    addr,
@@ -113,6 +117,7 @@ func proxmoxBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 		faults:    h,
 		inventory: h,
 		ssh:       fs,
+		network:   proxmoxNetwork{emu: srv.Emulator()},
 		close:     func() { _ = srv.Close(); fs.fleet.Close() },
 	}, nil
 }

@@ -213,6 +213,11 @@ type InstanceStatus struct {
 	// which is what the provider reports back and may be lossy (Proxmox VE
 	// tags).
 	AppliedLabels map[string]string `json:"appliedLabels,omitempty"`
+	// Address is the static IPv4 address allocated to the instance from
+	// its pool's network.addresses, recorded before the provider's create
+	// is sent (every retry and re-create uses it) and released only once
+	// no machine of the instance remains (nil: none allocated).
+	Address *StaticAddress `json:"address,omitempty"`
 }
 
 // ExternalMachine is a machine as its provider reports it. ID is the

@@ -20,6 +20,11 @@ const (
 	BucketIdempotency = "compute_idempotency"
 	// BucketTenants holds the tenant records of the tenants service.
 	BucketTenants = "compute_tenants"
+	// BucketAddresses holds the static addresses handed out from pools'
+	// network.addresses, one key per address held (the reconciler's
+	// addressKey: <tenant>.<poolId>.<a-b-c-d>), its value
+	// the holding instance's id: creating the key is claiming it.
+	BucketAddresses = "compute_addresses"
 )
 
 // Stream names of DESIGN.md.
@@ -52,6 +57,8 @@ type Stores struct {
 	Idempotency jetstream.KeyValue
 	Watermarks  jetstream.KeyValue
 	Tenants     jetstream.KeyValue
+	// Addresses is BucketAddresses.
+	Addresses jetstream.KeyValue
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -78,6 +85,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 			jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
 		{&st.Watermarks, jetstream.KeyValueConfig{Bucket: BucketWatermarks, Description: "high-water marks of the buckets above"}},
 		{&st.Tenants, jetstream.KeyValueConfig{Bucket: BucketTenants, Description: "tenants: NATS accounts, limits, quotas, credentials"}},
+		{&st.Addresses, jetstream.KeyValueConfig{Bucket: BucketAddresses, Description: "static addresses held, by pool"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage

@@ -37,6 +37,21 @@ const (
 	// label form is lossy reports what it can parse back), and relabel
 	// replaces them (Relabeler).
 	CapabilityLabels = "labels"
+	// CapabilityNetworkVLAN is a pool's network.bridge and network.vlan
+	// applied to every machine's first NIC (Proxmox VE net0 bridge= and
+	// tag=). It needs no interface; the conformance vlan behaviour
+	// checks it.
+	CapabilityNetworkVLAN = "network.vlan"
+	// CapabilityStaticIPv4 is the machine spec's address (allocated by
+	// the control plane from the pool's network.addresses) configured on
+	// the machine instead of DHCP (Proxmox VE cloud-init ipconfig0 and
+	// nameserver). It needs no interface.
+	CapabilityStaticIPv4 = "network.staticIPv4"
+	// CapabilityPlacementNodes is a pool's placement.nodes honoured: a
+	// machine lands on the allowed node with the most headroom that can
+	// hold it, a full node is skipped, and offers are available only
+	// when some allowed node can hold them. It needs no interface.
+	CapabilityPlacementNodes = "placement.nodes"
 )
 
 // CallCapabilities are the capabilities that add calls (an optional
@@ -45,8 +60,10 @@ const (
 var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey, CapabilityLabels}
 
 // Capabilities lists every capability: the CallCapabilities, spot (a
-// claim about offers) and ssh (a claim about machines).
-var Capabilities = append(slices.Clone(CallCapabilities), CapabilitySpot, CapabilitySSH)
+// claim about offers), ssh (a claim about machines) and the network and
+// placement claims (network.vlan, network.staticIPv4, placement.nodes).
+var Capabilities = append(slices.Clone(CallCapabilities), CapabilitySpot, CapabilitySSH,
+	CapabilityNetworkVLAN, CapabilityStaticIPv4, CapabilityPlacementNodes)
 
 // Provides lists what a provider may provide.
 var Provides = []string{api.KindVPS, api.KindMetal}

@@ -30,6 +30,8 @@ type vmSpec struct {
 	// (withLabelTags): a create's; a reinstall keeps the old VM's tags.
 	labels    map[string]string
 	setLabels bool
+	// net is net0's bridge and tag and the cloud-init network.
+	net netSpec
 }
 
 // maxConfigureRounds bounds how often configure starts over after finding
@@ -45,8 +47,9 @@ const maxConfigureRounds = 8
 //     still hold want.key;
 //  2. the user-data snippet is written (once per call, when there is user
 //     data) and one POST …/config (a qmconfig task) sets what differs of
-//     cores (sockets 1), memory (MiB), ipconfig0=ip=dhcp, net0's bridge
-//     and cicustom user=<volume>;
+//     cores (sockets 1), memory (MiB), ipconfig0 (ip=dhcp, or the static
+//     address: ip=<address>/<len>,gw=<gateway>) and nameserver, net0's
+//     bridge and VLAN tag (want.net), and cicustom user=<volume>;
 //  3. PUT …/resize grows the boot disk to want.diskGiB (absolute size;
 //     skipped when the disk is already that large: never shrunk);
 //  4. POST …/status/start, unless running says the VM runs; "already
@@ -96,7 +99,7 @@ func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, r
 		}
 	}
 	path := qemuPath(vm.node, vmid)
-	if update := configUpdate(cfg, want, s.c.cfg.Bridge); len(update) > 0 {
+	if update := configUpdate(cfg, want); len(update) > 0 {
 		if err := s.startTask(ctx, http.MethodPost, path+"/config", update); err != nil {
 			return err
 		}
@@ -127,7 +130,7 @@ func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, r
 
 // configUpdate is the POST …/config body that brings cfg to want: only the
 // keys that differ (empty when none does).
-func configUpdate(cfg vmConfig, want *vmSpec, bridge string) map[string]any {
+func configUpdate(cfg vmConfig, want *vmSpec) map[string]any {
 	u := map[string]any{}
 	if cfg.cores() != want.cores {
 		u["cores"] = want.cores
@@ -138,10 +141,13 @@ func configUpdate(cfg vmConfig, want *vmSpec, bridge string) map[string]any {
 	if cfg.memoryMiB() != want.memoryMiB {
 		u["memory"] = want.memoryMiB
 	}
-	if cfg["ipconfig0"] != "ip=dhcp" {
-		u["ipconfig0"] = "ip=dhcp"
+	if cfg["ipconfig0"] != want.net.ipconfig0 {
+		u["ipconfig0"] = want.net.ipconfig0
 	}
-	if n := withBridge(cfg["net0"], bridge); n != cfg["net0"] {
+	if ns := want.net.nameserver; ns != "" && cfg["nameserver"] != ns {
+		u["nameserver"] = ns
+	}
+	if n := withNet(cfg["net0"], want.net.bridge, want.net.vlan); n != cfg["net0"] {
 		u["net0"] = n
 	}
 	if want.userVolume != "" {

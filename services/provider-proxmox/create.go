@@ -36,8 +36,10 @@ const maxClaimRounds = 8
 // VMID or name, confirmed by its config) is full-cloned
 // (POST /nodes/{node}/qemu/{template}/clone: newid = the first free slot,
 // the machine's name, a description with the key, offer and, until the
-// tag is set, the template's VMID (a clone-of line), storage, and
-// target = the pinned node) and its task waited for. PVE lets one clone
+// tag is set, the template's VMID (a clone-of line), storage (the
+// flavor's, machine.storage, else the account's), and target = the node
+// place picks: the allowed node with the most headroom, see placement.go)
+// and its task waited for. PVE lets one clone
 // into a VMID through; a create that loses ("config file already exists")
 // starts over, finds the winner's clone and, when it carries the key,
 // finishes it too. Then configure (which tags the VM last: until then
@@ -53,11 +55,17 @@ const maxClaimRounds = 8
 // Slots held by other VMs cost a GET each at every create: give the
 // account a VMID range that other users of the cluster leave alone.
 //
+// Configure also sets net0's bridge and VLAN tag (machine.network) and
+// ipconfig0 and nameserver (machine.address, else DHCP).
+//
 // Errors: INVALID_INPUT (machine.offerId not a configured size,
-// machine.region not the account's, machine.image not one template),
+// machine.region not the account's, machine.image not one template,
+// machine.storage, machine.network.bridge, machine.network.vlan,
+// machine.address.*, placement.nodes[i] not a node of the cluster),
 // INVALID_CONFIG (options.snippetWriter: user data or SSH keys without a
 // snippet writer), CAPACITY_UNAVAILABLE (every probed slot holds another
-// VM, none of them the key's: nothing was made), PROVIDER_ERROR (a failed
+// VM, none of them the key's; details.path placement.nodes: no allowed
+// node can hold it; nothing was made), PROVIDER_ERROR (a failed
 // task, with its exit status as details.code; an API error; code
 // slot_contention after maxClaimRounds lost races; code
 // stale_cluster_list when the list named a template that is not one),
@@ -70,11 +78,25 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 	if spec.Region != "" && spec.Region != c.cfg.region() {
 		return nil, api.InvalidInput("machine.region", "the account's only region is %q", c.cfg.region())
 	}
+	net, err := machineNet(spec, c.cfg.Bridge)
+	if err != nil {
+		return nil, err
+	}
+	pl := placement{storage: c.cfg.Storage, vcpu: size.Vcpu, memoryMiB: size.MemoryGiB * 1024}
+	if spec.Storage != "" {
+		if !storagePattern.MatchString(spec.Storage) {
+			return nil, api.InvalidInput("machine.storage", "storage must be a storage id such as %s", DefaultStorage)
+		}
+		pl.storage, pl.required = spec.Storage, true
+	}
+	if spec.Placement != nil {
+		pl.nodes = spec.Placement.Nodes
+	}
 	want := vmSpec{
 		key: call.IdempotencyKey, name: vmName(spec.Name), offer: size.Name,
 		cores: size.Vcpu, memoryMiB: size.MemoryGiB * 1024, diskGiB: size.DiskGiB,
-		userData: provider.UserDataWithSSHKeys(spec.UserData, spec.SSHKeys),
-		labels:   spec.Labels, setLabels: true,
+		userData: provider.UserDataWithSSHKeys(spec.UserData, spec.SSHKeys), net: net,
+		labels: spec.Labels, setLabels: true,
 	}
 	if want.userData != "" && c.set.snippets == nil {
 		return nil, api.InvalidConfig("options.snippetWriter",
@@ -85,7 +107,7 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		return nil, err
 	}
 	defer s.end(ctx, &err)
-	vmid, err := s.create(ctx, want, spec.Image)
+	vmid, err := s.create(ctx, want, spec.Image, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -93,8 +115,9 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		OfferID: size.Name, Region: c.cfg.region(), Addresses: []string{}, Labels: TagLabels(withLabelTags("", spec.Labels))}, nil
 }
 
-// create claims the key's VMID (see Create) and configures the VM.
-func (s *session) create(ctx context.Context, want vmSpec, image string) (int, error) {
+// create claims the key's VMID (see Create), clones image into it on the
+// node place picks for pl, and configures the VM.
+func (s *session) create(ctx context.Context, want vmSpec, image string, pl placement) (int, error) {
 	cfg := s.c.cfg
 	for range maxClaimRounds {
 		guests, err := s.listGuests(ctx)
@@ -131,9 +154,13 @@ func (s *session) create(ctx context.Context, want vmSpec, image string) (int, e
 		if err != nil {
 			return 0, err
 		}
+		target, storage, err := s.place(ctx, tpl, pl)
+		if err != nil {
+			return 0, err
+		}
 		s.vmid = p.free
 		desc := withCloneOf(ManagedDescription(want.key, want.offer), int(tpl.VMID))
-		node, err := s.clone(ctx, tpl, p.free, want.name, desc, cfg.Node)
+		node, err := s.clone(ctx, tpl, p.free, want.name, desc, target, storage)
 		if isKind(err, kindExists) {
 			continue // another call cloned into the slot first: look again
 		}
@@ -365,13 +392,16 @@ func (s *session) unreportedTemplate(ctx context.Context, guests map[int]vmResou
 const maxUnreportedReads = 16
 
 // clone full-clones template tpl into vmid (called name, with desc as
-// description, disks on the account's storage) and waits for the task.
-// The clone lands on node when it is set and not the template's node (PVE
-// then needs the template on shared storage), else on the template's node,
-// which it returns. Errors: a *pveError of kind vm_exists when another
-// call cloned into vmid first.
-func (s *session) clone(ctx context.Context, tpl vmResource, vmid int, name, desc, node string) (string, error) {
-	params := map[string]any{"newid": vmid, "name": name, "description": desc, "full": 1, "storage": s.c.cfg.Storage}
+// description, disks on storage, "" for the template's) and waits for
+// the task. The clone lands on node when it is set and not the
+// template's node (PVE then needs the template on shared storage), else
+// on the template's node, which it returns. Errors: a *pveError of kind
+// vm_exists when another call cloned into vmid first.
+func (s *session) clone(ctx context.Context, tpl vmResource, vmid int, name, desc, node, storage string) (string, error) {
+	params := map[string]any{"newid": vmid, "name": name, "description": desc, "full": 1}
+	if storage != "" {
+		params["storage"] = storage
+	}
 	target := tpl.Node
 	if node != "" && node != tpl.Node {
 		params["target"], target = node, node

@@ -133,14 +133,19 @@ func Manifest() []api.ManifestField {
 }
 
 // capabilities are the provider's: every call capability (labels: as
-// tags, see LabelTag), and ssh (its machines answer SSH at the address it
-// reports; pkg/access).
+// tags, see LabelTag), ssh (its machines answer SSH at the address it
+// reports; pkg/access), and the pool network and placement it honours:
+// network.vlan (net0 bridge= and tag=), network.staticIPv4 (cloud-init
+// ipconfig0 and nameserver from the machine's address) and
+// placement.nodes (place).
 var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
-	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels}
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels,
+	provider.CapabilityNetworkVLAN, provider.CapabilityStaticIPv4, provider.CapabilityPlacementNodes}
 
 // Definition returns the proxmox provider definition: id ProviderID,
 // version Version, provides vps, capabilities power, reinstall, list,
-// delete.byKey, ssh and labels, the Manifest, and a constructor configured by opts.
+// delete.byKey, ssh, labels, network.vlan, network.staticIPv4 and
+// placement.nodes, the Manifest, and a constructor configured by opts.
 //
 // The constructor makes no API call. It answers INVALID_CONFIG with
 // details.path naming the field ("config.url", "config.caCert",

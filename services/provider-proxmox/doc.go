@@ -77,5 +77,16 @@
 //     included) PROVIDER_ERROR status 0 code unreachable; a panic on an
 //     unexpected reply PROVIDER_ERROR;
 //   - offers are the account's sizes, in one region: the pinned node's
-//     name, else "proxmox".
+//     name, else "proxmox";
+//   - a pool's network reaches net0 (bridge= and tag=) and cloud-init
+//     (ipconfig0 ip=<address>/<len>,gw=<gateway> and nameserver for the
+//     machine's static address, which the control plane allocates; else
+//     ip=dhcp); a reinstall keeps them (network.go);
+//   - a clone lands on the allowed node (pool placement.nodes, else the
+//     pinned node, else every node) with the most free memory that holds
+//     it, another node than the template's only when the template's disks
+//     are on shared storage; none: CAPACITY_UNAVAILABLE placement.nodes,
+//     nothing made (placement.go);
+//   - checkpool refuses at pool create what the cluster lacks: a node, a
+//     bridge of an allowed node, a flavor's storage (poolcheck.go).
 package proxmox

@@ -40,15 +40,15 @@ func lifecycleCosts(tb testing.TB, e *env, key string) map[string]stepCost {
 // (WithTaskPollInterval) costs one request per second a task runs.
 func TestLifecycleCalls(t *testing.T) {
 	// Requests besides task polls: create→running: cluster list, template
-	// config, clone, config, POST config, resize, start, PUT config (the
-	// tag, last); then get: config, status, agent (11). Power off: config,
+	// config, nodes (placement), clone, config, POST config, resize, start,
+	// PUT config (the tag, last); then get: config, status, agent (12). Power off: config,
 	// stop (2); on: config, start (2). Reinstall: config, cluster list,
 	// template config, DELETE (refused: running), stop, DELETE, clone,
 	// config, POST config, resize, start, PUT config (12). Delete: config,
 	// DELETE (refused), stop, DELETE (4).
 	fixed := map[string]stepCost{
 		// polls: clone 20, config 1, resize 2, start 3.
-		providertest.StepCreateToRunning: {37, 26 * time.Second},
+		providertest.StepCreateToRunning: {38, 26 * time.Second},
 		providertest.StepPowerOff:        {4, 2 * time.Second},
 		providertest.StepPowerOn:         {5, 3 * time.Second},
 		providertest.StepReinstall:       {45, 33 * time.Second},
@@ -57,7 +57,7 @@ func TestLifecycleCalls(t *testing.T) {
 	learned := map[string]stepCost{
 		// 6 polls for the four tasks: a type whose estimate (the midpoint
 		// of two polls) is still short of its duration takes two.
-		providertest.StepCreateToRunning: {17, 27*time.Second + 250*time.Millisecond},
+		providertest.StepCreateToRunning: {18, 27*time.Second + 250*time.Millisecond},
 		providertest.StepPowerOff:        {3, 2 * time.Second},
 		providertest.StepPowerOn:         {3, 3 * time.Second},
 		providertest.StepReinstall:       {18, 35 * time.Second},

@@ -340,6 +340,7 @@ func TestPinnedNodeClonesThere(t *testing.T) {
 	e := newEnv(t, func(su *setup) {
 		su.emu.Nodes = []emulator.Node{{Name: "pve1"}, {Name: "pve2"}}
 		su.config[FieldNode] = "pve2"
+		onSharedStorage(su) // PVE clones to another node only a VM on shared storage
 	})
 	m := e.create(t, "inst_pin")
 	if v := e.vm(t, mustAtoi(t, m.ID)); v.Node != "pve2" || v.Status != emulator.StatusRunning || m.Region != "pve2" {

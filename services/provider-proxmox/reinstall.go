@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"strings"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
@@ -15,8 +16,10 @@ import (
 // the old name and description (so the key
 // and offer stay; a clone-of line names the template until the tag is
 // set), then configured as create does with the old cores,
-// memory, boot disk size (at least), tags (set last, after the start) and
-// cloud-init user-data volume, and started. It returns the machine (state pending). It is not idempotent:
+// memory, boot disk size (at least) and storage, net0's bridge and VLAN
+// tag, ipconfig0 and nameserver (a static address stays the machine's),
+// tags (set last, after the start) and cloud-init user-data volume, and
+// started. It returns the machine (state pending). It is not idempotent:
 // the reconciler never repeats it after an ambiguous outcome. If it is
 // interrupted after the destroy, get answers absent (the new clone is
 // untagged until configure's last step) and the reconciler's create with
@@ -48,16 +51,20 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 		return nil, err
 	}
 	key, _ := vm.cfg.key()
-	_, disk, _ := vm.cfg.bootDisk()
+	bootKey, disk, _ := vm.cfg.bootDisk()
 	want := vmSpec{
 		key: key, name: vm.cfg["name"], offer: vm.cfg.offer(),
 		cores: vm.cfg.cores(), memoryMiB: vm.cfg.memoryMiB(), diskGiB: int((disk + 1<<30 - 1) >> 30),
-		userVolume: userVolume(vm.cfg["cicustom"]), tags: vm.cfg["tags"],
+		userVolume: userVolume(vm.cfg["cicustom"]), tags: vm.cfg["tags"], net: keptNet(vm.cfg, c.cfg.Bridge),
+	}
+	storage, _, _ := strings.Cut(vm.cfg[bootKey], ":")
+	if !storagePattern.MatchString(storage) {
+		storage = c.cfg.Storage
 	}
 	if err := s.destroy(ctx, vm); err != nil {
 		return nil, err
 	}
-	node, err := s.clone(ctx, tpl, vmid, want.name, withCloneOf(vm.cfg["description"], int(tpl.VMID)), vm.node)
+	node, err := s.clone(ctx, tpl, vmid, want.name, withCloneOf(vm.cfg["description"], int(tpl.VMID)), vm.node, storage)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,15 @@ func (r *Reconciler) ensureMachine(ctx context.Context, s *scope) (step, error) 
 // id), recording first that a create was requested, and records the
 // machine its provider answered. Errors: the provider's, or a storeError.
 func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.ExternalMachine, error) {
+	// A static address is recorded and claimed before any create is sent
+	// (see address.go): every attempt of the key carries the same one.
+	addr, err := r.ensureAddress(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if r.o.Hooks.AfterAddressClaim != nil && addr != nil {
+		r.o.Hooks.AfterAddressClaim(s.inst.ID)
+	}
 	// Every attempt is recorded before it is sent (CreateRequestedAt): a
 	// deletion waits for the last one to have ended before it concludes
 	// that no machine carries the key (see deleteUnrecorded).
@@ -51,9 +60,11 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.External
 	labels := appliedLabels(s.inst.Labels)
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
+	spec := api.MachineSpec{Name: s.inst.Name, OfferID: s.offerID, Image: image, UserData: s.inst.UserData,
+		SSHKeys: machineSSHKeys(&s.inst, s.access), Labels: labels}
+	withPoolNetwork(&spec, s, addr)
 	m, err := s.remote.CreateRequest(cctx, api.ProviderCreateRequest{Account: s.account, IdempotencyKey: s.inst.ID, FirstAttempt: first,
-		Machine: api.MachineSpec{Name: s.inst.Name, OfferID: s.offerID, Image: image, UserData: s.inst.UserData,
-			SSHKeys: machineSSHKeys(&s.inst, s.access), Labels: labels}})
+		Machine: spec})
 	if r.o.Hooks.AfterProviderCreate != nil {
 		r.o.Hooks.AfterProviderCreate(s.inst.ID)
 	}
@@ -88,4 +99,14 @@ func machineSSHKeys(inst *api.Instance, a *api.PoolAccess) []string {
 		return inst.SSHKeys
 	}
 	return append(slices.Clone(inst.SSHKeys), a.PublicKey)
+}
+
+// withPoolNetwork gives spec the pool's network and placement, the
+// flavor's storage and the machine's static address (nil: none).
+func withPoolNetwork(spec *api.MachineSpec, s *scope, addr *api.StaticAddress) {
+	spec.PoolID, spec.Address = s.inst.PoolID, addr
+	spec.Storage = s.flavor.Storage
+	if s.pool != nil {
+		spec.Network, spec.Placement = s.pool.Network, s.pool.Placement
+	}
 }

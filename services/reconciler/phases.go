@@ -30,6 +30,7 @@ func (r *Reconciler) deletePhases() []phaseFunc {
 		r.drain,            // the pool's drain step over SSH (pools with access)
 		r.deleteMachine,    // delete the recorded machine; wait until it is gone
 		r.deleteUnrecorded, // delete any machine of the key the record does not show
+		r.releaseAddress,   // release its static address: no machine of it remains
 		r.deleteRecord,     // delete the record
 	}
 }
@@ -95,4 +96,9 @@ type scope struct {
 	// access is the pool's machine access (nil: none): set by
 	// resolveTarget.
 	access *api.PoolAccess
+	// pool and flavor are the instance's pool and flavor: set by
+	// resolveTarget (its network, placement and storage reach the
+	// machine spec; its address range is ensureAddress's).
+	pool   *api.Pool
+	flavor api.Flavor
 }

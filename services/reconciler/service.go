@@ -64,6 +64,10 @@ type Hooks struct {
 	// AfterProviderCreate runs after the provider's create answered and
 	// before its result is recorded.
 	AfterProviderCreate func(instanceID string)
+	// AfterAddressClaim runs after the instance's static address is
+	// recorded and claimed and before the create is recorded and sent
+	// (pools with network.addresses only).
+	AfterAddressClaim func(instanceID string)
 }
 
 func (o *Options) defaults() {

@@ -139,11 +139,14 @@ func TestCloneParameters(t *testing.T) {
 	cfg := x.config(101)
 	equal(t, cfg["name"], "Copy-of-VM-ubuntu-24-04", "default clone name")
 
-	upid := x.do(http.MethodPost, "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"102"}, "target": {"pve2"},
+	r = x.do(http.MethodPost, "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"102"}, "target": {"pve2"}})
+	isErrorReply(t, r, 500, "can't clone VM to node 'pve2' (VM uses local storage)")
+
+	upid := x.do(http.MethodPost, "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"102"},
 		"description": {"custom  \n"}, "pool": {"ci"}}).upid(t)
-	equal(t, x.exit(upid), "OK", "clone to pve2")
+	equal(t, x.exit(upid), "OK", "clone on pve1")
 	v, _ := s.Emulator().VM(102)
-	equal(t, v.Node, "pve2", "clone target node")
+	equal(t, v.Node, "pve1", "clone node")
 	equal(t, v.Description, "custom", "description override, trimmed")
 	equal(t, v.Pool, "ci", "pool")
 	equal(t, v.Config["scsi0"], "local-lvm:base-9000-disk-0/vm-102-disk-0,size=10G", "linked clone volume")

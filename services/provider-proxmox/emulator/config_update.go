@@ -122,6 +122,10 @@ func normalizeConfigValue(key, val string) (string, string) {
 			return "", "invalid format - value must have a minimum value of 16"
 		}
 		return val, ""
+	case netKeyPattern.MatchString(key):
+		if msg := checkNet(val); msg != "" {
+			return "", msg
+		}
 	case key == "name":
 		if !dnsNamePattern.MatchString(val) {
 			return "", "invalid format - value does not look like a valid DNS name"
@@ -169,7 +173,7 @@ func (e *Emulator) applyConfigUpdate(v *vm, u *configUpdate) error {
 		val := u.set[k]
 		if diskKeyPattern.MatchString(k) {
 			var err error
-			if val, err = allocateDrive(v, val); err != nil {
+			if val, err = e.allocateDrive(v, val); err != nil {
 				return err
 			}
 		}
@@ -183,13 +187,17 @@ func (e *Emulator) applyConfigUpdate(v *vm, u *configUpdate) error {
 
 // allocateDrive turns "{storage}:{GiB}[,opts]" into a new volume of v, or
 // returns other values unchanged.
-func allocateDrive(v *vm, val string) (string, error) {
+func (e *Emulator) allocateDrive(v *vm, val string) (string, error) {
 	m := allocPattern.FindStringSubmatch(val)
 	if m == nil {
 		return val, nil
 	}
-	if _, ok := findStorage(m[1]); !ok {
+	st, ok := e.findStorage(m[1])
+	if !ok {
 		return "", fmt.Errorf("storage '%s' does not exist", m[1])
+	}
+	if !st.onNode(v.node) {
+		return "", fmt.Errorf("storage '%s' is not available on node '%s'", m[1], v.node)
 	}
 	gib, _ := strconv.ParseFloat(m[2], 64)
 	vol := fmt.Sprintf("%s:vm-%d-disk-%d%s", m[1], v.id, nextDiskIndex(v), m[3])

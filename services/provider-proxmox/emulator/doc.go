@@ -26,6 +26,17 @@
 // (see rrd.go, SetStatsInterval and RefreshStats): a reused VMID shows its
 // old occupant, a VM made since shows status "unknown" and no name.
 //
+// The cluster has Options.Nodes, each with its CPUs, memory and bridges
+// (GET /nodes/{node}/network), the storages local and local-lvm on every
+// node plus Options.Storages (shared or not, on some nodes or all), and
+// enforces what PVE does with them: a clone to another node needs every
+// disk of the source on shared storage and a shared target storage; a
+// storage a node lacks is refused there; a VLAN tag is 1 to 4094; a VM
+// whose net0 names a bridge its node lacks fails to start. Memory used is
+// the memory of running guests (GET /nodes mem), so a node filled with
+// running VMs shows no headroom; ipconfig0 and nameserver are kept as
+// written and the agent reports ipconfig0's static address.
+//
 // Faults are injected with Go methods (InjectRouteFault, InjectTaskFault,
 // SetLatency, SetAgentRunning, SetVMStatus, DeleteVM, SeedVMs, …) or with
 // the JSON control API under /_emulator/ (see control.go) so another process

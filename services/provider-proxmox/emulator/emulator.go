@@ -26,6 +26,7 @@ type Emulator struct {
 	durations   map[string]time.Duration
 	nodes       map[string]*Node
 	nodeOrder   []string
+	storages    []storageDef
 	vms         map[int]*vm
 	tasks       map[string]*task
 	running     []*task
@@ -91,6 +92,7 @@ func (e *Emulator) resetLocked() error {
 		e.nodes[n.Name] = &n
 		e.nodeOrder = append(e.nodeOrder, n.Name)
 	}
+	e.storages = storageDefs(e.opts.Storages)
 	for _, v := range e.vms {
 		e.stopSSH(v)
 	}

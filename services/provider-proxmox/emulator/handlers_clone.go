@@ -107,11 +107,25 @@ func (e *Emulator) parseClone(c *call, src *vm) (cloneRequest, *apiError) {
 		req.target = t
 	}
 	if req.storage != "" {
-		if _, ok := findStorage(req.storage); !ok {
+		st, ok := e.findStorage(req.storage)
+		if !ok {
 			return req, errInternal("storage '%s' does not exist", req.storage)
 		}
 		if !req.full {
 			return req, errInternal("parameter 'storage' not allowed for linked clones")
+		}
+		if !st.onNode(req.target) {
+			return req, errNotOnNode(req.storage, req.target)
+		}
+	}
+	if req.target != src.node {
+		if local := e.localDisk(src); local != "" {
+			// PVE's clone_vm: only a VM whose disks are all on shared
+			// storage is cloned to another node.
+			return req, errInternal("can't clone VM to node '%s' (VM uses local storage)", req.target)
+		}
+		if st, _ := e.findStorage(req.storage); req.storage != "" && !st.shared {
+			return req, errInternal("can't clone to non-shared storage '%s'", req.storage)
 		}
 	}
 	if !req.full && !src.isTemplate() {
@@ -120,4 +134,19 @@ func (e *Emulator) parseClone(c *call, src *vm) (cloneRequest, *apiError) {
 		return req, errInternal("Linked clone feature is not supported for drive '%s'", key)
 	}
 	return req, nil
+}
+
+// localDisk is the storage of the first disk of v that is not on shared
+// storage ("" when every disk is: v can be cloned to another node).
+func (e *Emulator) localDisk(v *vm) string {
+	for k, d := range v.config {
+		if !diskKeyPattern.MatchString(k) || isCDROM(d) {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.Split(d, ",")[0], ":")
+		if st, ok := e.findStorage(name); !ok || !st.shared {
+			return name
+		}
+	}
+	return ""
 }

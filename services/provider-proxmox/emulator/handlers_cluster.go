@@ -63,8 +63,10 @@ func (e *Emulator) getClusterResources(c *call) (any, *apiError) {
 			if e.nodes[name].Offline {
 				continue
 			}
-			for _, s := range nodeStorages {
-				out = append(out, e.storageView(name, s, true))
+			for _, s := range e.storages {
+				if s.onNode(name) {
+					out = append(out, e.storageView(name, s, true))
+				}
 			}
 		}
 	}

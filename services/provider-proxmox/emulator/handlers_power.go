@@ -38,6 +38,9 @@ func (e *Emulator) powerAction(action string) handler {
 				if v.status == StatusRunning {
 					return fmt.Sprintf("VM %d already running", v.id)
 				}
+				if b := missingBridge(v, e.nodes[v.node]); b != "" {
+					return fmt.Sprintf("bridge '%s' does not exist", b)
+				}
 				return ""
 			}
 			spec.apply = e.powerEffect(v, func() error {

@@ -21,6 +21,8 @@ const (
 	DefaultNodeMemoryBytes int64 = 128 << 30
 	// DefaultNodeName is the only node when Options.Nodes is empty.
 	DefaultNodeName = "pve1"
+	// DefaultBridge is every node's bridge when Node.Bridges is empty.
+	DefaultBridge = "vmbr0"
 )
 
 // Node describes one cluster node.
@@ -34,6 +36,10 @@ type Node struct {
 	// Offline makes the node unreachable: its /nodes/{node}/… routes answer
 	// 595 and its guests show status "unknown" in /cluster/resources.
 	Offline bool `json:"offline"`
+	// Bridges are the node's Linux bridges (default [DefaultBridge]):
+	// GET /nodes/{node}/network lists them, and a VM whose net0 names
+	// another bridge fails to start there, as on PVE.
+	Bridges []string `json:"bridges"`
 }
 
 // Template is a VM template to seed. Clones copy its config.
@@ -57,6 +63,9 @@ type Template struct {
 	// Config holds further config keys (ipconfig0, cicustom, agent, …);
 	// they override the generated ones.
 	Config map[string]string `json:"config"`
+	// Storage holds its disks (default local-lvm); a template on shared
+	// storage can be cloned to any node that has the storage.
+	Storage string `json:"storage"`
 }
 
 // Options configures an Emulator. The zero value is usable.
@@ -69,6 +78,10 @@ type Options struct {
 	Nodes []Node
 	// Templates are seeded at start and on Reset.
 	Templates []Template
+	// Storages are the cluster's storages besides local and local-lvm
+	// (which every node has), e.g. a shared one for templates every node
+	// can clone.
+	Storages []Storage
 	// TaskDurations maps task types (qmclone, qmconfig, resize, qmstart,
 	// qmstop, qmshutdown, qmreset, qmreboot, qmdestroy) to how long their
 	// tasks run on Clock. Missing types take 0: they complete at the next
@@ -122,8 +135,14 @@ func (o Options) withDefaults() Options {
 		if out.Nodes[i].MemoryBytes <= 0 {
 			out.Nodes[i].MemoryBytes = DefaultNodeMemoryBytes
 		}
+		if len(out.Nodes[i].Bridges) == 0 {
+			out.Nodes[i].Bridges = []string{DefaultBridge}
+		} else {
+			out.Nodes[i].Bridges = append([]string(nil), out.Nodes[i].Bridges...)
+		}
 	}
 	out.Templates = append([]Template(nil), o.Templates...)
+	out.Storages = append([]Storage(nil), o.Storages...)
 	out.TaskDurations = maps.Clone(o.TaskDurations)
 	if out.TaskDurations == nil {
 		out.TaskDurations = map[string]time.Duration{}
@@ -154,6 +173,9 @@ func (t Template) withDefaults(firstNode string) Template {
 	}
 	if t.MemoryMiB <= 0 {
 		t.MemoryMiB = 2048
+	}
+	if t.Storage == "" {
+		t.Storage = "local-lvm"
 	}
 	return t
 }

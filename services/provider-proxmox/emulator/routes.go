@@ -61,6 +61,7 @@ func (e *Emulator) registerAPI() {
 	e.handle(RouteNodeStatus, e.getNodeStatus)
 	e.handle(RouteStorageList, e.getStorageList)
 	e.handle(RouteStorageStatus, e.getStorageStatus)
+	e.handle(RouteNetworkList, e.getNetworkList)
 	e.handle(RouteQemuList, e.getQemuList)
 	e.handle(RouteClone, e.postClone)
 	e.handle(RouteConfigGet, e.getConfig)

@@ -63,7 +63,11 @@ func (e *Emulator) addTemplateLocked(t Template) error {
 	if _, ok := e.nodes[t.Node]; !ok {
 		return fmt.Errorf("%w: %s", ErrNoSuchNode, t.Node)
 	}
-	disk := fmt.Sprintf("local-lvm:base-%d-disk-0,size=%dG", t.VMID, t.DiskGiB)
+	st, ok := e.findStorage(t.Storage)
+	if !ok || !st.onNode(t.Node) {
+		return fmt.Errorf("%w: storage %q is not on node %s", ErrInvalid, t.Storage, t.Node)
+	}
+	disk := fmt.Sprintf("%s:base-%d-disk-0,size=%dG", t.Storage, t.VMID, t.DiskGiB)
 	cfg, err := e.guestConfig(t.VMID, t.Name, t.Cores, t.MemoryMiB, disk, t.Tags, t.Description, t.Config)
 	if err != nil {
 		return err

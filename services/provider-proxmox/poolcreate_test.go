@@ -1,0 +1,69 @@
+package proxmox
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/services/accounts"
+)
+
+// Issue 14: pools.create, through the bus (accounts service, this
+// provider, the emulator), refuses what the account cannot have, naming
+// the field, and writes nothing: an unknown node, a storage no allowed
+// node has, a bridge a node lacks, a VLAN out of range, a gateway outside
+// the CIDR, a range overlapping another pool's of the account. A pool the
+// account can have is written with its network and placement.
+func TestPoolCreateRefusesWhatTheAccountCannotHave(t *testing.T) {
+	e := newEnv(t, threeNodes)
+	s := newStack(t, e)
+	svc, err := accounts.Start(s.env.NC, s.env.Stores, accounts.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	create := func(nw *api.PoolNetwork, pl *api.PoolPlacement, storage string) (api.Pool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req := api.PoolCreateRequest{Class: api.PoolClassProvider, Agent: api.PoolAgentNone, ProviderAccountID: e.acct.ID,
+			Flavors: []api.Flavor{{Name: "small", OfferID: testOffer, Image: testTemplate, Storage: storage}}, Network: nw, Placement: pl}
+		var out api.Pool
+		err := bus.Call(ctx, s.env.NC, bus.Command(testTenant, bus.ResourcePools, "create"), req, &out)
+		return out, err
+	}
+	rng := func(cidr, gw string) *api.AddressRange { return &api.AddressRange{CIDR: cidr, Gateway: gw} }
+	ok, err := create(&api.PoolNetwork{Bridge: "vmbr1", VLAN: 42, Addresses: rng("10.50.0.0/24", "10.50.0.1")},
+		&api.PoolPlacement{Nodes: []string{"pve1", "pve2"}}, "fast")
+	if err != nil || ok.Network == nil || ok.Network.VLAN != 42 || ok.Placement == nil || len(ok.Placement.Nodes) != 2 {
+		t.Fatalf("a pool the account can have: %+v, %v", ok, err)
+	}
+	cases := []struct {
+		name    string
+		nw      *api.PoolNetwork
+		pl      *api.PoolPlacement
+		storage string
+		path    string
+	}{
+		{"unknown node", nil, &api.PoolPlacement{Nodes: []string{"pve1", "pve7"}}, "", "placement.nodes[1]"},
+		{"unknown storage", nil, nil, "nope", "flavors[0].storage"},
+		{"storage no allowed node has", nil, &api.PoolPlacement{Nodes: []string{"pve1"}}, "fast", "flavors[0].storage"},
+		{"bridge a node lacks", &api.PoolNetwork{Bridge: "vmbr1"}, nil, "", "network.bridge"},
+		{"vlan out of range", &api.PoolNetwork{VLAN: 5000}, nil, "", "network.vlan"},
+		{"gateway outside the cidr", &api.PoolNetwork{Addresses: rng("10.60.0.0/24", "10.61.0.1")}, nil, "", "network.addresses.gateway"},
+		{"range overlapping another pool's", &api.PoolNetwork{Addresses: rng("10.50.0.128/25", "10.50.0.129")}, nil, "", "network.addresses.cidr"},
+	}
+	for _, tc := range cases {
+		_, err := create(tc.nw, tc.pl, tc.storage)
+		if ce := api.AsComputeError(err); ce.Code != api.CodeInvalidInput || ce.Path() != tc.path {
+			t.Errorf("%s: %v, want INVALID_INPUT %s", tc.name, err, tc.path)
+		}
+	}
+	keys, err := s.env.Stores.PoolTable().Keys(context.Background(), testTenant)
+	if err != nil || len(keys) != 2 { // the stack's pool and ok
+		t.Fatalf("%d pools written (%v), want the stack's and the one accepted", len(keys), err)
+	}
+}
