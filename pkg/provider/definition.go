@@ -30,12 +30,19 @@ const (
 	// it is re-made or reinstalled (pkg/access). It needs no interface;
 	// the conformance ssh profile checks it.
 	CapabilitySSH = "ssh"
+	// CapabilityResize is moving a machine to another offer in place
+	// (Resizer): same id, same disk contents.
+	CapabilityResize = "resize"
+	// CapabilityMetrics is answering usage metrics of a machine
+	// (MetricsReader).
+	CapabilityMetrics = "metrics"
 )
 
 // CallCapabilities are the capabilities that add calls (an optional
 // interface each): a provider not claiming one answers its calls
 // UNSUPPORTED.
-var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey}
+var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey,
+	CapabilityResize, CapabilityMetrics}
 
 // Capabilities lists every capability: the CallCapabilities, spot (a
 // claim about offers) and ssh (a claim about machines).
@@ -229,6 +236,10 @@ func (d *Defined) checkClient(c Client) error {
 			_, ok = c.(Lister)
 		case CapabilityDeleteByKey:
 			_, ok = c.(KeyDeleter)
+		case CapabilityResize:
+			_, ok = c.(Resizer)
+		case CapabilityMetrics:
+			_, ok = c.(MetricsReader)
 		}
 		if !ok {
 			return api.InvalidConfig(fmt.Sprintf("capabilities[%d]", i), "provider %s claims %q but its client does not implement it",
