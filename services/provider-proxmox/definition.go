@@ -135,7 +135,7 @@ func Manifest() []api.ManifestField {
 // capabilities are the provider's: every call capability, and ssh (its
 // machines answer SSH at the address it reports; pkg/access).
 var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
-	provider.CapabilityDeleteByKey, provider.CapabilitySSH}
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityResize, provider.CapabilityMetrics}
 
 // Definition returns the proxmox provider definition: id ProviderID,
 // version Version, provides vps, capabilities power, reinstall, list,
