@@ -70,6 +70,7 @@ var Verbs = []CommandVerb{
 	{"instances", "reinstall", ScopeInstancesManage},
 	{"instances", "exec", ScopeInstancesManage},
 	{"instances", "logs", ScopeInstancesManage},
+	{"instances", "metrics", ScopeInstancesRead},
 }
 
 // ScopeOf is the scope resource.verb needs, and whether it is a public verb.
