@@ -84,7 +84,10 @@ func (r *Reconciler) resize(ctx context.Context, s *scope) (step, error) {
 	}
 	on, want := flavorOf(s), s.inst.Flavor
 	if rs != nil && rs.Flavor != on && m.OfferID == rs.OfferID && m.OfferID != offerOf(s, on) {
-		on = rs.Flavor // it landed after all
+		if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) { resizeLanded(st, m.OfferID) }); err != nil {
+			return next, err
+		}
+		on = rs.Flavor
 	}
 	if on != s.inst.Status.Flavor {
 		if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) { st.Flavor = on }); err != nil {
@@ -201,4 +204,21 @@ func (r *Reconciler) finishResize(ctx context.Context, s *scope, state api.Resiz
 		st.Resize = &rs
 		setCondition(st, cond)
 	})
+}
+
+// resizeLanded records a resize found done after its outcome was recorded
+// otherwise (Unknown, or Failed with the reply lost): the machine is on
+// its offer, so it is Succeeded and status.flavor is its flavor.
+func resizeLanded(st *api.InstanceStatus, offer string) {
+	if st.Resize == nil || st.Resize.State == api.ResizeExecuting {
+		return
+	}
+	rs := *st.Resize
+	if rs.State != api.ResizeSucceeded {
+		rs.Message = "the machine was found on offer " + offer + " after the resize was recorded " + string(rs.State) + ": " + rs.Message
+		rs.State, rs.Code, rs.Path = api.ResizeSucceeded, "", ""
+	}
+	st.Resize, st.Flavor = &rs, rs.Flavor
+	setCondition(st, api.Condition{Type: api.ConditionResized, Status: api.ConditionTrue, Reason: api.ReasonResized,
+		Message: "machine on flavor " + rs.Flavor + " (resized from " + rs.FromFlavor + ")"})
 }
