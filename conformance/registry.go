@@ -56,6 +56,8 @@ const (
 	AreaSecrets    = "secrets"    // secrets.*
 	AreaScale      = "scale"      // scale.*
 	AreaSSH        = "ssh"        // ssh.*
+	AreaResize     = "resize"     // resize.*
+	AreaMetrics    = "metrics"    // metrics.*
 )
 
 // hook names a Subject hook a behaviour cannot run without.
@@ -231,6 +233,19 @@ var registry = []Behaviour{
 	{ID: "ssh.host-key-pinning", Area: AreaSSH, Profiles: sshProfile, Capability: provider.CapabilitySSH, needs: needSSH,
 		run: sshHostKeyPinning, Title: "a machine presents one host key across connections and gets; " +
 			"after it changes, a connection pinned to the first is refused and runs nothing"},
+	{ID: "resize.moves-offer", Area: AreaResize, Profiles: core, Capability: provider.CapabilityResize, run: resizeMovesOffer,
+		Title: "a running machine resized to another offer keeps its id, reports the new offer (reply and get) and runs again"},
+	{ID: "resize.same-offer-unchanged", Area: AreaResize, Profiles: core, Capability: provider.CapabilityResize, run: resizeSameOffer,
+		Title: "a resize to the offer the machine is on answers changed false and leaves it running on that offer"},
+	{ID: "resize.refusals", Area: AreaResize, Profiles: core, Capability: provider.CapabilityResize, run: resizeRefusals,
+		Title: "a resize to an unknown offer is INVALID_INPUT naming offerId and changes nothing; " +
+			"a resize of a deleted machine is NOT_FOUND"},
+	{ID: "metrics.series", Area: AreaMetrics, Profiles: core, Capability: provider.CapabilityMetrics, run: metricsSeries,
+		Title: "cpu metrics of a running machine's last hour: the type asked for, a positive step, " +
+			"series sorted by name with a unit, points ascending within the window"},
+	{ID: "metrics.window-refused", Area: AreaMetrics, Profiles: core, Capability: provider.CapabilityMetrics,
+		run:   metricsWindowRefused,
+		Title: "metrics with an unknown type, from after to or a negative step are INVALID_INPUT naming the field"},
 }
 
 // Profile sets of the table above.
@@ -285,4 +300,4 @@ func RegistryHash() string {
 
 // SuiteVersion is the version of the conformance program reported with
 // every run; it changes when a behaviour's checks change.
-const SuiteVersion = "1.4.0"
+const SuiteVersion = "1.5.0"

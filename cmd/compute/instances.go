@@ -187,6 +187,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	}
 	c.AddCommand(create, list, power, reinstall, del, waitCmd, watch, get)
 	c.AddCommand(accessCmds(g)...)
+	c.AddCommand(metricsCmd(g))
 	return c
 }
 

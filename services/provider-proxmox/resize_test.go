@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider/providertest"
 	"better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
@@ -48,12 +49,14 @@ func TestResizeHotplugAndRebootPaths(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, c.mods...)
+			r := providertest.Serve(t, e.def, e.clock, testSecrets) // through the bus
+			r.IdempotencyKey = "inst_rz"
 			m := e.create(t, "inst_rz")
 			e.clock.Advance(time.Minute)
 			vmid, _ := strconv.Atoi(m.ID)
 			e.emu.ResetCalls()
-			res, err := e.client.Resize(context.Background(), e.call("inst_rz"),
-				api.ProviderResizeRequest{ID: m.ID, OfferID: c.offer, Power: api.PowerOn})
+			res, err := r.Resize(context.Background(),
+				api.ProviderResizeRequest{Account: e.acct, ID: m.ID, OfferID: c.offer, Power: api.PowerOn})
 			if err != nil {
 				t.Fatalf("resize: %v", err)
 			}
@@ -70,20 +73,20 @@ func TestResizeHotplugAndRebootPaths(t *testing.T) {
 				t.Fatalf("get reports offer %q, want %q", got.OfferID, c.offer)
 			}
 			// Back to small: cores and memory follow, the disk is never shrunk.
-			if _, err := e.client.Resize(context.Background(), e.call("inst_rz"),
-				api.ProviderResizeRequest{ID: m.ID, OfferID: testOffer}); err != nil {
+			if _, err := r.Resize(context.Background(),
+				api.ProviderResizeRequest{Account: e.acct, ID: m.ID, OfferID: testOffer}); err != nil {
 				t.Fatalf("resize back: %v", err)
 			}
 			if v := e.vm(t, vmid); v.Cores != 2 || v.DiskGiB != c.diskGiB {
 				t.Fatalf("after the resize back: %+v", v)
 			}
 			e.emu.ResetCalls()
-			if res, err := e.client.Resize(context.Background(), e.call("inst_rz"),
-				api.ProviderResizeRequest{ID: m.ID, OfferID: testOffer}); err != nil || res.Changed {
+			if res, err := r.Resize(context.Background(),
+				api.ProviderResizeRequest{Account: e.acct, ID: m.ID, OfferID: testOffer}); err != nil || res.Changed {
 				t.Fatalf("resize to the offer it is on: %+v, %v", res, err)
 			}
-			if _, err := e.client.Resize(context.Background(), e.call("inst_rz"),
-				api.ProviderResizeRequest{ID: m.ID, OfferID: "nope"}); !api.IsCode(err, api.CodeInvalidInput) {
+			if _, err := r.Resize(context.Background(),
+				api.ProviderResizeRequest{Account: e.acct, ID: m.ID, OfferID: "nope"}); !api.IsCode(err, api.CodeInvalidInput) {
 				t.Fatalf("resize to an unknown size: %v", err)
 			}
 		})

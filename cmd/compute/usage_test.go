@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+func TestSparkline(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		values []float64
+		width  int
+		want   string
+	}{
+		{"rising", []float64{0, 1, 2, 3, 4, 5, 6, 7}, 72, "▁▂▃▄▅▆▇█"},
+		{"flat", []float64{3, 3, 3}, 72, "▁▁▁"},
+		{"averaged into the width", []float64{0, 0, 10, 10}, 2, "▁█"},
+		{"empty", nil, 72, ""},
+	} {
+		if got := sparkline(c.values, c.width); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDrawMetrics(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	m := api.Metrics{Type: api.MetricsNetwork, From: at, To: at.Add(3 * time.Minute), Step: 60, Series: []api.MetricSeries{
+		{Name: "network.0.bandwidth.in", Unit: "bytes/s", Points: []api.MetricPoint{{Time: at, Value: 1000}, {Time: at.Add(time.Minute), Value: 2_500_000}}},
+		{Name: "network.0.bandwidth.out", Unit: "bytes/s", Points: []api.MetricPoint{}},
+	}}
+	var b strings.Builder
+	if err := drawMetrics(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	want := "network from 2026-03-01T12:00:00Z to 2026-03-01T12:03:00Z, every 60s\n" +
+		"network.0.bandwidth.in   ▁█  last 2.5M  min 1.0k  max 2.5M bytes/s\n" +
+		"network.0.bandwidth.out  (no data)\n"
+	if b.String() != want {
+		t.Fatalf("drawn:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
