@@ -43,3 +43,29 @@ func TestDrawMetrics(t *testing.T) {
 		t.Fatalf("drawn:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// compute instances metrics through the stack (Hetzner emulator): -o json
+// gives the series, -o table draws a sparkline per series.
+func TestInstancesMetricsCLI(t *testing.T) {
+	_, c := startTestCLI(t)
+	_, _, pool := c.hetznerPool("metrics")
+	var inst api.Instance
+	c.must(&inst, "", "instances", "create", "--pool", pool.ID, "--flavor", "small", "--name", "web-m", "--wait")
+	var m api.Metrics
+	c.must(&m, "", "instances", "metrics", "web-m", "--type", "network", "--since", "1h", "--step", "60s", "-o", "json")
+	if m.Type != api.MetricsNetwork || m.Step != 60 || len(m.Series) != 4 {
+		t.Fatalf("metrics: type %s, step %d, %d series", m.Type, m.Step, len(m.Series))
+	}
+	for _, s := range m.Series {
+		if n := len(s.Points); n < 59 || n > 60 {
+			t.Errorf("series %s: %d points", s.Name, n)
+		}
+	}
+	out, err := c.run("", "instances", "metrics", inst.ID, "--type", "cpu", "-o", "table")
+	if err != nil || !strings.Contains(out, "cpu ") || !strings.ContainsAny(out, string(sparkBlocks)) {
+		t.Fatalf("table output %q, %v", out, err)
+	}
+	if _, err := c.run("", "instances", "metrics", inst.ID, "--type", "memory"); !api.IsCode(err, api.CodeInvalidInput) {
+		t.Fatalf("--type memory: %v", err)
+	}
+}
