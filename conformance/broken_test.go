@@ -20,6 +20,8 @@ type full interface {
 	provider.Reinstaller
 	provider.Lister
 	provider.KeyDeleter
+	provider.Resizer
+	provider.MetricsReader
 }
 
 // nonIdempotent makes a new machine on every create, ignoring the key.
@@ -201,6 +203,34 @@ func (b permanenceLost) Create(ctx context.Context, call *provider.Call, spec ap
 	return m, err
 }
 
+// resizeForgets answers a resize as done without moving the machine (get
+// keeps reporting the old offer), and metrics with points before the
+// window and series out of order.
+type resizeForgets struct{ full }
+
+func (b resizeForgets) Resize(ctx context.Context, call *provider.Call, req api.ProviderResizeRequest) (*api.ResizeResult, error) {
+	m, err := b.full.Get(ctx, call, req.ID)
+	if err != nil || m == nil {
+		return nil, api.NotFound("machine", req.ID)
+	}
+	changed := m.OfferID != req.OfferID
+	m.OfferID = req.OfferID
+	return &api.ResizeResult{Machine: m, Changed: changed}, nil
+}
+
+func (b resizeForgets) Metrics(ctx context.Context, call *provider.Call, id string, w api.MetricsWindow) (*api.Metrics, error) {
+	out, err := b.full.Metrics(ctx, call, id, w)
+	if err != nil {
+		return nil, err
+	}
+	early := api.MetricPoint{Time: w.From.Add(-time.Hour), Value: 1}
+	for i := range out.Series {
+		out.Series[i].Points = append([]api.MetricPoint{early}, out.Series[i].Points...)
+	}
+	out.Series = append(out.Series, api.MetricSeries{Name: "a-first", Unit: "percent", Points: []api.MetricPoint{}})
+	return out, nil
+}
+
 // TestBrokenProvidersFailTheRightBehaviours certifies the memory provider
 // wrapped in each kind of defect and checks that exactly the behaviours
 // meant to catch it fail.
@@ -244,6 +274,8 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 			[]string{"offers.capacity-type", "offers.spot-interruption", "offers.on-demand-uninterrupted"}},
 		{"spot claimed, no spot offer", func(c full) provider.Client { return spotless{c} },
 			[]string{conformance.ProfileSpot}, []string{"offers.capacity-type", "offers.spot-interruption"}},
+		{"resize answered, machine not moved; metrics outside the window", func(c full) provider.Client { return resizeForgets{c} }, core,
+			[]string{"resize.moves-offer", "metrics.series"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -7,9 +7,9 @@ import (
 	"better-compute.io/compute/pkg/api"
 )
 
-// resizeTarget is an available offer other than the subject's, in its
-// region, of at least its disk (so every provider can move a machine
-// there); it ends the behaviour as failed when the account has none.
+// resizeTarget is an offer other than the subject's, in its region, of at
+// least its disk (so every provider can move a machine there), available
+// if one is; it ends the behaviour as failed when the account has none.
 func (c *check) resizeTarget() api.Offer {
 	ctx, cancel := c.callCtx()
 	defer cancel()
@@ -22,14 +22,22 @@ func (c *check) resizeTarget() api.Offer {
 		c.Fatalf("the subject's offer %s is not among the account's offers", c.r.s.OfferID)
 	}
 	from := offers[i]
+	var fits []api.Offer
 	for _, o := range offers {
-		if o.ID != from.ID && o.Available && o.Region == from.Region && o.Kind == from.Kind &&
+		if o.ID != from.ID && o.Region == from.Region && o.Kind == from.Kind &&
 			o.DiskGiB >= from.DiskGiB && o.CapacityType == from.CapacityType {
-			return o
+			fits = append(fits, o)
 		}
 	}
-	c.Fatalf("the account offers nothing to resize %s to (another available offer of its region with at least its disk)", from.ID)
-	return api.Offer{}
+	if len(fits) == 0 {
+		c.Fatalf("the account offers nothing to resize %s to (another offer of its region with at least its disk)", from.ID)
+	}
+	// An available one first; a cluster filled by other behaviours may
+	// report none (Proxmox reports a node's free memory).
+	if j := slices.IndexFunc(fits, func(o api.Offer) bool { return o.Available }); j >= 0 {
+		return fits[j]
+	}
+	return fits[0]
 }
 
 // resize sends a resize of machine id to offer, leaving it in power.
