@@ -204,8 +204,8 @@ func (b permanenceLost) Create(ctx context.Context, call *provider.Call, spec ap
 }
 
 // resizeForgets answers a resize as done without moving the machine (get
-// keeps reporting the old offer), and metrics with points before the
-// window and series out of order.
+// keeps reporting the old offer; an unknown offer is not refused), and
+// metrics with points before the window and series out of order.
 type resizeForgets struct{ full }
 
 func (b resizeForgets) Resize(ctx context.Context, call *provider.Call, req api.ProviderResizeRequest) (*api.ResizeResult, error) {
@@ -250,7 +250,8 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 		{"machine keys not reported", func(c full) provider.Client { return keyless{c} }, core,
 			[]string{"life.key.reported"}},
 		{"PROVIDER_ERROR for a missing machine", func(c full) provider.Client { return missingIsProviderError{c} }, core,
-			[]string{"life.delete.removes", "life.delete.twice-not-found", "life.get.unknown-absent", "err.missing.not-found", "life.delete.by-key"}},
+			[]string{"life.delete.removes", "life.delete.twice-not-found", "life.get.unknown-absent", "err.missing.not-found", "life.delete.by-key",
+				"resize.refusals"}},
 		{"a deleted machine's delete answers locked", func(c full) provider.Client { return deletedIsLocked{c} }, core,
 			[]string{"life.delete.twice-not-found", "err.missing.not-found"}},
 		{"claims power, answers UNSUPPORTED", func(c full) provider.Client { return powerUnsupported{c} },
@@ -275,7 +276,7 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 		{"spot claimed, no spot offer", func(c full) provider.Client { return spotless{c} },
 			[]string{conformance.ProfileSpot}, []string{"offers.capacity-type", "offers.spot-interruption"}},
 		{"resize answered, machine not moved; metrics outside the window", func(c full) provider.Client { return resizeForgets{c} }, core,
-			[]string{"resize.moves-offer", "metrics.series"}},
+			[]string{"resize.moves-offer", "resize.refusals", "metrics.series"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

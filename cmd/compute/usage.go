@@ -103,7 +103,8 @@ func sparkline(values []float64, width int) string {
 // drawMetrics writes the window and one line per series: its name, its
 // sparkline, and its last, minimum and maximum values with the unit.
 func drawMetrics(w io.Writer, m api.Metrics) error {
-	if _, err := fmt.Fprintf(w, "%s from %s to %s, every %ds\n", m.Type, m.From.Format(time.RFC3339), m.To.Format(time.RFC3339), m.Step); err != nil {
+	from, to := m.From.Format(time.RFC3339), m.To.Format(time.RFC3339)
+	if _, err := fmt.Fprintf(w, "%s from %s to %s, every %ds\n", m.Type, from, to, m.Step); err != nil {
 		return err
 	}
 	width := 0

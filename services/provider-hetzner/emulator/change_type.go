@@ -100,9 +100,11 @@ var metricsSeries = map[string][]struct {
 	name  string
 	scale float64
 }{
-	"cpu":     {{"cpu", 100}},
-	"disk":    {{"disk.0.iops.read", 200}, {"disk.0.iops.write", 100}, {"disk.0.bandwidth.read", 4 << 20}, {"disk.0.bandwidth.write", 2 << 20}},
-	"network": {{"network.0.pps.in", 500}, {"network.0.pps.out", 300}, {"network.0.bandwidth.in", 1 << 20}, {"network.0.bandwidth.out", 512 << 10}},
+	"cpu": {{"cpu", 100}},
+	"disk": {{"disk.0.iops.read", 200}, {"disk.0.iops.write", 100},
+		{"disk.0.bandwidth.read", 4 << 20}, {"disk.0.bandwidth.write", 2 << 20}},
+	"network": {{"network.0.pps.in", 500}, {"network.0.pps.out", 300},
+		{"network.0.bandwidth.in", 1 << 20}, {"network.0.bandwidth.out", 512 << 10}},
 }
 
 // Metrics limits of the API: at most 500 samples per series, 200 when the

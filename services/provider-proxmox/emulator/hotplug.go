@@ -136,7 +136,8 @@ func (e *Emulator) getRRDData(c *call) (any, *apiError) {
 	}
 	res, ok := rrdTimeframes[c.p["timeframe"]]
 	if !ok {
-		return nil, errParams(map[string]string{"timeframe": "value '" + c.p["timeframe"] + "' does not have a value in the enumeration 'hour, day, week, month, year'"})
+		return nil, errParams(map[string]string{"timeframe": "value '" + c.p["timeframe"] +
+			"' does not have a value in the enumeration 'hour, day, week, month, year'"})
 	}
 	if cf := c.p["cf"]; cf != "" && cf != "AVERAGE" && cf != "MAX" {
 		return nil, errParams(map[string]string{"cf": "value '" + cf + "' does not have a value in the enumeration 'AVERAGE, MAX'"})
