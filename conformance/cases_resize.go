@@ -102,7 +102,8 @@ func resizeRefusals(c *check) {
 
 // metricsSeries: a running machine's cpu metrics of the last hour are
 // well-formed: the type asked for, a positive step, at least one series,
-// series sorted by name with a unit, points ascending inside the window.
+// series sorted by name with a unit, points ascending inside the window
+// the answer states, which spans the hour.
 func metricsSeries(c *check) {
 	m := c.runningMachine()
 	to := time.Now().UTC().Truncate(time.Second)
@@ -116,6 +117,13 @@ func metricsSeries(c *check) {
 	if got.Type != api.MetricsCPU || got.Step <= 0 || len(got.Series) == 0 {
 		c.Fatalf("metrics answered type %q, step %d, %d series", got.Type, got.Step, len(got.Series))
 	}
+	// Points are checked against the window the answer states (a replayed
+	// recording answers the window of its own time), which must span what
+	// was asked for.
+	if span := got.To.Sub(got.From); span < w.To.Sub(w.From)-time.Duration(got.Step)*time.Second {
+		c.Errorf("metrics answered a window of %s for one of %s", span, w.To.Sub(w.From))
+	}
+	w.From, w.To = got.From, got.To
 	for i, s := range got.Series {
 		if i > 0 && got.Series[i-1].Name >= s.Name {
 			c.Errorf("series %q after %q: not sorted by name", s.Name, got.Series[i-1].Name)

@@ -242,7 +242,7 @@ var registry = []Behaviour{
 			"a resize of a deleted machine is NOT_FOUND"},
 	{ID: "metrics.series", Area: AreaMetrics, Profiles: core, Capability: provider.CapabilityMetrics, run: metricsSeries,
 		Title: "cpu metrics of a running machine's last hour: the type asked for, a positive step, " +
-			"series sorted by name with a unit, points ascending within the window"},
+			"series sorted by name with a unit, points ascending within the window it answers (spanning the hour)"},
 	{ID: "metrics.window-refused", Area: AreaMetrics, Profiles: core, Capability: provider.CapabilityMetrics,
 		run:   metricsWindowRefused,
 		Title: "metrics with an unknown type, from after to or a negative step are INVALID_INPUT naming the field"},

@@ -87,6 +87,8 @@ type full interface {
 	provider.Reinstaller
 	provider.Lister
 	provider.KeyDeleter
+	provider.Resizer
+	provider.MetricsReader
 }
 
 // rateLimitLost is the hetzner-cloud client with its 429 handling
