@@ -85,7 +85,7 @@ func TestEmulatorChangeTypeRefusals(t *testing.T) {
 	}{
 		{"running", "cx33", "server_not_stopped", false},
 		{"unknown type", "nope", "invalid_input", true},
-		{"smaller disk", "cpx12", "", true}, // 40 GB = 40 GB: allowed
+		{"same disk size", "cpx12", "", true}, // 40 GB = 40 GB: allowed
 		{"other architecture", "cax21", "invalid_server_type", true},
 	}
 	for _, c := range cases {
@@ -105,6 +105,25 @@ func TestEmulatorChangeTypeRefusals(t *testing.T) {
 		if err == nil || !isCode(err, c.code) {
 			t.Errorf("%s: change_type answered %v, want %s", c.name, err, c.code)
 		}
+	}
+	// The server runs again after cpx12 (change_type starts it): off, then
+	// a grown disk (cpx22: 80 GB) rules out cx23 (40 GB); a second change
+	// while one runs is locked.
+	if err := e.client.serverAction(ctx, s, sid, "poweroff"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.api.Server.ChangeType(ctx, hzServer(sid), changeTypeOpts("cpx22", true)); err != nil {
+		t.Fatalf("change to cpx22 with the disk grown: %v", err)
+	}
+	if _, _, err := s.api.Server.ChangeType(ctx, hzServer(sid), changeTypeOpts("cx33", false)); !isCode(err, "locked") {
+		t.Errorf("change_type while one runs: %v, want locked", err)
+	}
+	e.clock.Advance(2 * time.Second)
+	if err := e.client.serverAction(ctx, s, sid, "poweroff"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.api.Server.ChangeType(ctx, hzServer(sid), changeTypeOpts("cx23", false)); !isCode(err, "invalid_server_type") {
+		t.Errorf("change to a smaller disk than the grown one: %v, want invalid_server_type", err)
 	}
 }
 
