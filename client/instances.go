@@ -286,3 +286,12 @@ func (i InstanceClient) Exec(ctx context.Context, req api.InstanceExecRequest) (
 func (i InstanceClient) Logs(ctx context.Context, req api.InstanceLogsRequest) (api.InstanceLogsReply, error) {
 	return call[api.InstanceLogsReply](ctx, i.c, bus.ResourceInstances, "logs", req)
 }
+
+// Metrics reads the usage series of instance req.ID's machine (type cpu,
+// disk or network over [from, to) every step seconds; instances.metrics).
+// Errors: INVALID_INPUT (path id, type, from, to or step), NOT_FOUND,
+// INVALID_STATE (no machine), UNSUPPORTED, PROVIDER_ERROR, RATE_LIMITED,
+// UNAVAILABLE.
+func (i InstanceClient) Metrics(ctx context.Context, req api.InstanceMetricsRequest) (api.Metrics, error) {
+	return call[api.Metrics](ctx, i.c, bus.ResourceInstances, "metrics", req)
+}

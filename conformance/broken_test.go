@@ -21,6 +21,8 @@ type full interface {
 	provider.Lister
 	provider.KeyDeleter
 	provider.Relabeler
+	provider.Resizer
+	provider.MetricsReader
 }
 
 // nonIdempotent makes a new machine on every create, ignoring the key.
@@ -202,6 +204,34 @@ func (b permanenceLost) Create(ctx context.Context, call *provider.Call, spec ap
 	return m, err
 }
 
+// resizeForgets answers a resize as done without moving the machine (get
+// keeps reporting the old offer; an unknown offer is not refused), and
+// metrics with points before the window and series out of order.
+type resizeForgets struct{ full }
+
+func (b resizeForgets) Resize(ctx context.Context, call *provider.Call, req api.ProviderResizeRequest) (*api.ResizeResult, error) {
+	m, err := b.full.Get(ctx, call, req.ID)
+	if err != nil || m == nil {
+		return nil, api.NotFound("machine", req.ID)
+	}
+	changed := m.OfferID != req.OfferID
+	m.OfferID = req.OfferID
+	return &api.ResizeResult{Machine: m, Changed: changed}, nil
+}
+
+func (b resizeForgets) Metrics(ctx context.Context, call *provider.Call, id string, w api.MetricsWindow) (*api.Metrics, error) {
+	out, err := b.full.Metrics(ctx, call, id, w)
+	if err != nil {
+		return nil, err
+	}
+	early := api.MetricPoint{Time: w.From.Add(-time.Hour), Value: 1}
+	for i := range out.Series {
+		out.Series[i].Points = append([]api.MetricPoint{early}, out.Series[i].Points...)
+	}
+	out.Series = append(out.Series, api.MetricSeries{Name: "a-first", Unit: "percent", Points: []api.MetricPoint{}})
+	return out, nil
+}
+
 // TestBrokenProvidersFailTheRightBehaviours certifies the memory provider
 // wrapped in each kind of defect and checks that exactly the behaviours
 // meant to catch it fail.
@@ -230,7 +260,8 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 		{"machine keys not reported", func(c full) provider.Client { return keyless{c} }, core,
 			[]string{"life.key.reported"}},
 		{"PROVIDER_ERROR for a missing machine", func(c full) provider.Client { return missingIsProviderError{c} }, core,
-			[]string{"life.delete.removes", "life.delete.twice-not-found", "life.get.unknown-absent", "err.missing.not-found", "life.delete.by-key"}},
+			[]string{"life.delete.removes", "life.delete.twice-not-found", "life.get.unknown-absent", "err.missing.not-found", "life.delete.by-key",
+				"resize.refusals"}},
 		{"a deleted machine's delete answers locked", func(c full) provider.Client { return deletedIsLocked{c} }, core,
 			[]string{"life.delete.twice-not-found", "err.missing.not-found"}},
 		{"claims power, answers UNSUPPORTED", func(c full) provider.Client { return powerUnsupported{c} },
@@ -256,6 +287,8 @@ func TestBrokenProvidersFailTheRightBehaviours(t *testing.T) {
 			[]string{conformance.ProfileSpot}, []string{"offers.capacity-type", "offers.spot-interruption"}},
 		{"labels dropped at create", func(c full) provider.Client { return labelsDropped{c} },
 			[]string{conformance.ProfileLabels}, []string{"labels.create.propagated", "labels.list.reported"}},
+		{"resize answered, machine not moved; metrics outside the window", func(c full) provider.Client { return resizeForgets{c} }, core,
+			[]string{"resize.moves-offer", "resize.refusals", "metrics.series"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

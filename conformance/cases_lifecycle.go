@@ -268,6 +268,11 @@ func lifeUnclaimedUnsupported(c *check) {
 			err = c.remote().DeleteByKey(ctx, c.acct(), m.IdempotencyKey)
 		case provider.CapabilityLabels:
 			_, err = c.remote().Relabel(ctx, c.acct(), m.ID, map[string]string{})
+		case provider.CapabilityResize:
+			_, err = c.remote().Resize(ctx, api.ProviderResizeRequest{Account: c.acct(), ID: m.ID, OfferID: c.r.s.OfferID})
+		case provider.CapabilityMetrics:
+			now := time.Now().UTC()
+			_, err = c.remote().Metrics(ctx, c.acct(), m.ID, api.MetricsWindow{Type: api.MetricsCPU, From: now.Add(-time.Hour), To: now})
 		}
 		cancel()
 		c.expectCode(capability+" (not claimed)", err, api.CodeUnsupported)

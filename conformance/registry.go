@@ -61,6 +61,8 @@ const (
 	AreaSSH        = "ssh"        // ssh.*
 	AreaLabels     = "labels"     // labels.*
 	AreaNetwork    = "network"    // net.*
+	AreaResize     = "resize"     // resize.*
+	AreaMetrics    = "metrics"    // metrics.*
 )
 
 // hook names a Subject hook a behaviour cannot run without.
@@ -260,6 +262,19 @@ var registry = []Behaviour{
 	{ID: "net.placement.full-node-skipped", Area: AreaNetwork, Profiles: core, Capability: provider.CapabilityPlacementNodes,
 		needs: needNetwork, run: netFullNodeSkipped, Title: "with one allowed node full a machine lands on another allowed node; " +
 			"with every allowed node full create answers CAPACITY_UNAVAILABLE and makes nothing"},
+	{ID: "resize.moves-offer", Area: AreaResize, Profiles: core, Capability: provider.CapabilityResize, run: resizeMovesOffer,
+		Title: "a running machine resized to another offer keeps its id, reports the new offer (reply and get) and runs again"},
+	{ID: "resize.same-offer-unchanged", Area: AreaResize, Profiles: core, Capability: provider.CapabilityResize, run: resizeSameOffer,
+		Title: "a resize to the offer the machine is on answers changed false and leaves it running on that offer"},
+	{ID: "resize.refusals", Area: AreaResize, Profiles: core, Capability: provider.CapabilityResize, run: resizeRefusals,
+		Title: "a resize to an unknown offer is INVALID_INPUT naming offerId and changes nothing; " +
+			"a resize of a deleted machine is NOT_FOUND"},
+	{ID: "metrics.series", Area: AreaMetrics, Profiles: core, Capability: provider.CapabilityMetrics, run: metricsSeries,
+		Title: "cpu metrics of a running machine's last hour: the type asked for, a positive step, " +
+			"series sorted by name with a unit, points ascending within the window it answers (spanning the hour)"},
+	{ID: "metrics.window-refused", Area: AreaMetrics, Profiles: core, Capability: provider.CapabilityMetrics,
+		run:   metricsWindowRefused,
+		Title: "metrics with an unknown type, from after to or a negative step are INVALID_INPUT naming the field"},
 }
 
 // Profile sets of the table above.

@@ -62,6 +62,7 @@ var (
 		"durable": AreaDurable, "transport": AreaTransport, "secrets": AreaSecrets, "scale": AreaScale, "ssh": AreaSSH,
 		"labels": AreaLabels,
 		"net":    AreaNetwork,
+		"resize": AreaResize, "metrics": AreaMetrics,
 	}
 )
 

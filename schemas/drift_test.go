@@ -71,6 +71,11 @@ var goTypes = map[string]any{
 	"log.json":                         api.InstanceLogsReply{},
 	"provider.json":                    api.ProviderInfo{},
 	"provider-list.json":               api.List[api.ProviderInfo]{},
+	"provider.resize.request.json":     api.ProviderResizeRequest{},
+	"resize-result.json":               api.ResizeResult{},
+	"provider.metrics.request.json":    api.ProviderMetricsRequest{},
+	"instances.metrics.request.json":   api.InstanceMetricsRequest{},
+	"metrics.json":                     api.Metrics{},
 }
 
 // TestNoDrift checks, for every message schema and every struct reachable

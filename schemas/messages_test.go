@@ -37,7 +37,7 @@ func messages(t testing.TB) map[string][]any {
 		PricePerHour: &price, Currency: "EUR", Available: true, CapacityType: api.CapacityOnDemand}
 	gpuOffer := api.Offer{ID: "pve1-gpu", Kind: api.KindMetal, Region: "pve1", Vcpu: 16, MemoryGiB: 64, GPUs: 2,
 		CapacityType: api.CapacitySpot, InterruptionProbability: 0.25}
-	flavors := []api.Flavor{{Name: "small", OfferID: "cx22", Image: "ubuntu-24.04"}, {Name: "gpu", OfferID: "pve1-gpu"}}
+	flavors := []api.Flavor{{Name: "small", OfferID: "cx22", Image: "ubuntu-24.04"}, {Name: "gpu", OfferID: "pve1-gpu", GrowDisk: true}}
 	pool := api.Pool{ID: poolID, TenantID: tenant, Name: "web", SiteID: "fsn", Class: api.PoolClassProvider,
 		ProviderAccountID: accountID, Agent: api.PoolAgentNone, Flavors: flavors, Version: 1, CreatedAt: now}
 	machine := api.ExternalMachine{ID: "4711", Name: "web-1", State: api.StateRunning, OfferID: "cx22",
@@ -88,7 +88,26 @@ func messages(t testing.TB) map[string][]any {
 	revokedTenant.State, revokedTenant.RevokedAt = api.TenantRevoked, &later
 	revokedTenant.Credentials = []api.TenantCredential{revokedCred}
 	revokedTenant.Quotas = api.TenantQuotas{Instances: 100, CreatesPerSecond: 5}
+	window := api.MetricsWindow{Type: api.MetricsCPU, From: now.Add(-time.Hour), To: now, Step: 60}
+	metrics := api.Metrics{Type: api.MetricsNetwork, From: now.Add(-time.Hour), To: now, Step: 60, Series: []api.MetricSeries{
+		{Name: "network.0.bandwidth.in", Unit: "bytes/s", Points: []api.MetricPoint{{Time: now.Add(-time.Minute), Value: 1024.5}}},
+		{Name: "network.0.bandwidth.out", Unit: "bytes/s", Points: []api.MetricPoint{}}}}
+	resized := configured
+	resized.Flavor = "large"
+	resized.Status.Flavor = "small"
+	resized.Status.Resize = &api.ResizeStatus{Flavor: "large", FromFlavor: "small", OfferID: "cx33", Generation: 2,
+		State: api.ResizeFailed, Code: api.CodeInvalidInput, Path: "flavor", Message: "smaller disk", Rebooted: true,
+		StartedAt: now, FinishedAt: &later}
 	return map[string][]any{
+		"provider.resize.request.json": {api.ProviderResizeRequest{Account: pacct, ID: "4711", OfferID: "cx33"},
+			api.ProviderResizeRequest{Account: pacct, ID: "4711", IdempotencyKey: instanceID, OfferID: "cx33", DiskGrow: true, Power: api.PowerOff}},
+		"resize-result.json": {api.ResizeResult{Machine: &machine, Changed: true, Rebooted: true}, api.ResizeResult{Machine: &bareMachine}},
+		"provider.metrics.request.json": {api.ProviderMetricsRequest{Account: pacct, ID: "4711", MetricsWindow: window},
+			api.ProviderMetricsRequest{Account: pacct, ID: "4711", IdempotencyKey: instanceID,
+				MetricsWindow: api.MetricsWindow{Type: api.MetricsDisk, From: now.Add(-time.Hour), To: now}}},
+		"instances.metrics.request.json": {api.InstanceMetricsRequest{ID: instanceID, MetricsWindow: window},
+			api.InstanceMetricsRequest{TenantID: tenant, ID: instanceID, MetricsWindow: api.MetricsWindow{Type: api.MetricsNetwork, From: now.Add(-24 * time.Hour), To: now}}},
+		"metrics.json":           {metrics, api.Metrics{Type: api.MetricsCPU, From: now.Add(-time.Hour), To: now, Step: 18, Series: []api.MetricSeries{}}},
 		"tenant.json":            {tenantRec, revokedTenant},
 		"tenant-credential.json": {credential, revokedCred},
 		"tenant-list.json":       {api.List[api.Tenant]{Items: []api.Tenant{tenantRec}, NextCursor: tenant}},
@@ -130,7 +149,7 @@ func messages(t testing.TB) map[string][]any {
 		"instances.reinstall.request.json": {api.InstanceReinstallRequest{TenantID: tenant, ID: instanceID, Image: "debian-12"}},
 		"instances.update.request.json": {api.InstanceUpdateRequest{TenantID: tenant, ID: instanceID, Flavor: "large"},
 			api.InstanceUpdateRequest{ID: instanceID, Version: 3, Labels: map[string]string{"team": "web", "example.com/tier": ""}}},
-		"instance.json":      {created, busy, configured},
+		"instance.json":      {created, busy, configured, resized},
 		"instance-list.json": {api.List[api.Instance]{Items: []api.Instance{created, busy}}},
 		"event.json": {api.Event{ID: api.NewID(api.PrefixEvent), TenantID: tenant, Resource: bus.ResourceInstances, ResourceID: instanceID,
 			Type: "created", Phase: api.PhasePending, Generation: 1, Time: now},

@@ -195,6 +195,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	}
 	c.AddCommand(create, list, power, reinstall, del, waitCmd, watch, get, updateCmd(g))
 	c.AddCommand(accessCmds(g)...)
+	c.AddCommand(metricsCmd(g))
 	return c
 }
 

@@ -156,6 +156,8 @@ type full interface {
 	provider.Lister
 	provider.KeyDeleter
 	provider.Relabeler
+	provider.Resizer
+	provider.MetricsReader
 }
 
 // layered is a client behind the fault layer.
@@ -254,6 +256,24 @@ func (c layered) List(ctx context.Context, call *provider.Call, cursor string, l
 		return nil, "", errLost()
 	}
 	return items, next, err
+}
+
+func (c layered) Resize(ctx context.Context, call *provider.Call, req api.ProviderResizeRequest) (*api.ResizeResult, error) {
+	lost, err := c.l.enter(ctx, provider.VerbResize)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.Resize(ctx, call, req)
+	return lostOr(lost, out, err)
+}
+
+func (c layered) Metrics(ctx context.Context, call *provider.Call, id string, w api.MetricsWindow) (*api.Metrics, error) {
+	lost, err := c.l.enter(ctx, provider.VerbMetrics)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.Metrics(ctx, call, id, w)
+	return lostOr(lost, out, err)
 }
 
 // lostOr is the outcome of a call that ran: errLost when its response was

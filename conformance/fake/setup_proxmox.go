@@ -111,7 +111,8 @@ func proxmoxBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 			return map[string]any{
 				proxmox.FieldURL: srv.URL(), proxmox.FieldTokenID: emulator.DefaultTokenID, proxmox.FieldTokenSecret: ref,
 				proxmox.FieldVMIDMin: proxmoxVMIDMin, proxmox.FieldVMIDMax: proxmoxVMIDMax,
-				proxmox.FieldSizes: []any{map[string]any{"name": proxmoxOffer, "vcpu": 2, "memoryGiB": 2, "diskGiB": 20}},
+				proxmox.FieldSizes: []any{map[string]any{"name": proxmoxOffer, "vcpu": 2, "memoryGiB": 2, "diskGiB": 20},
+					map[string]any{"name": proxmoxOffer + "-large", "vcpu": 4, "memoryGiB": 4, "diskGiB": 30}},
 			}
 		},
 		faults:    h,

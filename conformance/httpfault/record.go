@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ExchangesFile is the file of a recording directory holding its
@@ -41,10 +44,37 @@ type Exchange struct {
 	Response string            `json:"response,omitempty"`
 }
 
-// key is what a replayed request must match: hook, method, path and
-// canonical body.
+// key is what a replayed request must match: hook, method, path (its
+// time-window parameters aside, see matchPath) and canonical body.
 func (e Exchange) key() string {
-	return fmt.Sprintf("%t %s %s %s", e.Hook, e.Method, e.Path, e.Body)
+	return fmt.Sprintf("%t %s %s %s", e.Hook, e.Method, matchPath(e.Path), e.Body)
+}
+
+// windowParams are query parameters naming a time window (Hetzner's
+// GET /servers/{id}/metrics start and end): a replay runs later than its
+// recording, so their RFC3339 values match any time.
+var windowParams = []string{"start", "end"}
+
+// matchPath is path with the RFC3339 values of windowParams replaced by
+// "*" (the parameters' order and everything else kept).
+func matchPath(path string) string {
+	p, query, ok := strings.Cut(path, "?")
+	if !ok {
+		return path
+	}
+	parts := strings.Split(query, "&")
+	for i, part := range parts {
+		name, value, _ := strings.Cut(part, "=")
+		if !slices.Contains(windowParams, name) {
+			continue
+		}
+		if v, err := url.QueryUnescape(value); err == nil {
+			if _, err := time.Parse(time.RFC3339, v); err == nil {
+				parts[i] = name + "=*"
+			}
+		}
+	}
+	return p + "?" + strings.Join(parts, "&")
 }
 
 // recordedRequest is r (with its body) as an Exchange would hold it.

@@ -88,6 +88,8 @@ type full interface {
 	provider.Lister
 	provider.KeyDeleter
 	provider.Relabeler
+	provider.Resizer
+	provider.MetricsReader
 }
 
 // rateLimitLost is the hetzner-cloud client with its 429 handling

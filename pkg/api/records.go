@@ -114,6 +114,11 @@ type Flavor struct {
 	// Storage is the Proxmox VE storage the flavor's disk is cloned to
 	// (default: the template's).
 	Storage string `json:"storage,omitempty"`
+	// GrowDisk: a resize of an instance to this flavor grows the disk to
+	// the offer's (Hetzner upgrade_disk, after which no resize to a smaller
+	// disk is possible); false keeps today's disk where the provider can
+	// (Proxmox VE always grows a disk the offer makes bigger).
+	GrowDisk bool `json:"growDisk,omitempty"`
 }
 
 // Pool groups instances on one provider account; instances pick a flavor of it.
@@ -218,6 +223,12 @@ type InstanceStatus struct {
 	// is sent (every retry and re-create uses it) and released only once
 	// no machine of the instance remains (nil: none allocated).
 	Address *StaticAddress `json:"address,omitempty"`
+	// Flavor is the flavor the machine is on (set when its create
+	// succeeds, changed by a resize that succeeded); while it differs from
+	// the instance's flavor, a resize is due or Resize says why not.
+	Flavor string `json:"flavor,omitempty"`
+	// Resize is the record of the latest resize (nil: none yet).
+	Resize *ResizeStatus `json:"resize,omitempty"`
 }
 
 // ExternalMachine is a machine as its provider reports it. ID is the

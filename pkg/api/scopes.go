@@ -71,6 +71,7 @@ var Verbs = []CommandVerb{
 	{"instances", "exec", ScopeInstancesManage},
 	{"instances", "logs", ScopeInstancesManage},
 	{"instances", "update", ScopeInstancesManage},
+	{"instances", "metrics", ScopeInstancesRead},
 }
 
 // ScopeOf is the scope resource.verb needs, and whether it is a public verb.

@@ -20,14 +20,14 @@ func TestScopeOfAndImplies(t *testing.T) {
 		verbs = append(verbs, v.Resource+"."+v.Verb)
 	}
 	want := []string{"instances.create", "instances.get", "instances.list", "instances.delete", "instances.power", "instances.reinstall",
-		"instances.exec", "instances.logs", "instances.update"}
+		"instances.exec", "instances.logs", "instances.update", "instances.metrics"}
 	if !reflect.DeepEqual(verbs, want) {
 		t.Fatalf("instances:manage allows %v, want %v", verbs, want)
 	}
 	if n := len(Allowed([]Scope{ScopeAdmin})); n != len(Verbs) {
 		t.Fatalf("admin allows %d of %d verbs", n, len(Verbs))
 	}
-	if n := len(Allowed([]Scope{ScopeInstancesRead})); n != 2 {
+	if n := len(Allowed([]Scope{ScopeInstancesRead})); n != 3 {
 		t.Fatalf("instances:read allows %d verbs, want 2", n)
 	}
 }

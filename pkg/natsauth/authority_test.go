@@ -88,7 +88,8 @@ func TestTenantAccountAndPermissions(t *testing.T) {
 		t.Fatalf("limits %+v", ac.Limits)
 	}
 	p := natsauth.TenantPermissions("acme", []api.Scope{api.ScopeInstancesRead})
-	want := []string{bus.Command("acme", "instances", "get"), bus.Command("acme", "instances", "list")}
+	want := []string{bus.Command("acme", "instances", "get"), bus.Command("acme", "instances", "list"),
+		bus.Command("acme", "instances", "metrics")}
 	if strings.Join(p.Pub.Allow, ",") != strings.Join(want, ",") || len(p.Pub.Deny) != 0 {
 		t.Fatalf("publish of instances:read: %+v", p.Pub)
 	}

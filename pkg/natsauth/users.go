@@ -68,6 +68,7 @@ var services = map[string]jwt.Permissions{
 			"compute.internal.provider.*.delete", "compute.internal.provider.*.power",
 			"compute.internal.provider.*.reinstall", "compute.internal.provider.*.list",
 			"compute.internal.provider.*.relabel",
+			"compute.internal.provider.*.resize", "compute.internal.provider.*.metrics",
 			// machine access: the pool's private key, resolved per use
 			"compute.internal.secrets.resolve"}, noStreamRemoval,
 		[]string{"compute.v1.*.instances.*", "$SRV.>", "_INBOX_svc_reconciler.>"}),

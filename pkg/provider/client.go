@@ -68,6 +68,29 @@ type KeyDeleter interface {
 	DeleteByKey(ctx context.Context, call *Call, key string) error
 }
 
+// Resizer is implemented by clients with the "resize" capability.
+type Resizer interface {
+	// Resize moves the machine to req.OfferID in place (same id, same disk
+	// contents), growing the disk when req.DiskGrow says so (never
+	// shrinking it), and leaves it in req.Power (empty: as it was). A
+	// machine already on the offer is answered as it is, Changed false,
+	// with nothing sent: a caller that lost the reply re-observes instead
+	// of resizing twice. Errors: INVALID_INPUT naming offerId (an unknown
+	// offer, or one the machine cannot move to, e.g. a smaller disk than
+	// today's; nothing sent), NOT_FOUND, PROVIDER_ERROR (details.notExecuted
+	// when the change itself was refused before it ran, e.g. 423 locked),
+	// RATE_LIMITED, UNAVAILABLE.
+	Resize(ctx context.Context, call *Call, req api.ProviderResizeRequest) (*api.ResizeResult, error)
+}
+
+// MetricsReader is implemented by clients with the "metrics" capability.
+type MetricsReader interface {
+	// Metrics answers the machine's usage series of w (already checked by
+	// Serve), mapped to the names of api.MetricsType. Errors: NOT_FOUND,
+	// PROVIDER_ERROR, RATE_LIMITED, UNAVAILABLE.
+	Metrics(ctx context.Context, call *Call, id string, w api.MetricsWindow) (*api.Metrics, error)
+}
+
 // SecretResolver turns a secret reference into its value for one call.
 type SecretResolver interface {
 	// Resolve returns the value of ref. Errors: NOT_FOUND, ACCESS_DENIED,

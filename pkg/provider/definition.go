@@ -52,12 +52,19 @@ const (
 	// hold it, a full node is skipped, and offers are available only
 	// when some allowed node can hold them. It needs no interface.
 	CapabilityPlacementNodes = "placement.nodes"
+	// CapabilityResize is moving a machine to another offer in place
+	// (Resizer): same id, same disk contents.
+	CapabilityResize = "resize"
+	// CapabilityMetrics is answering usage metrics of a machine
+	// (MetricsReader).
+	CapabilityMetrics = "metrics"
 )
 
 // CallCapabilities are the capabilities that add calls (an optional
 // interface each): a provider not claiming one answers its calls
 // UNSUPPORTED.
-var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey, CapabilityLabels}
+var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey, CapabilityLabels,
+	CapabilityResize, CapabilityMetrics}
 
 // Capabilities lists every capability: the CallCapabilities, spot (a
 // claim about offers), ssh (a claim about machines) and the network and
@@ -255,6 +262,10 @@ func (d *Defined) checkClient(c Client) error {
 			_, ok = c.(KeyDeleter)
 		case CapabilityLabels:
 			_, ok = c.(Relabeler)
+		case CapabilityResize:
+			_, ok = c.(Resizer)
+		case CapabilityMetrics:
+			_, ok = c.(MetricsReader)
 		}
 		if !ok {
 			return api.InvalidConfig(fmt.Sprintf("capabilities[%d]", i), "provider %s claims %q but its client does not implement it",

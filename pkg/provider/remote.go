@@ -105,3 +105,26 @@ func (r Remote) List(ctx context.Context, acct api.ProviderAccount, cursor strin
 	err := r.call(ctx, VerbList, api.ProviderListRequest{Account: acct, Cursor: cursor, Limit: limit}, &out)
 	return out, err
 }
+
+// Resize moves the machine to req.OfferID (req.Account, req.ID and the
+// Remote's IdempotencyKey, when req has none, name it).
+func (r Remote) Resize(ctx context.Context, req api.ProviderResizeRequest) (*api.ResizeResult, error) {
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = r.IdempotencyKey
+	}
+	var out api.ResizeResult
+	if err := r.call(ctx, VerbResize, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Metrics returns the machine's usage series of w.
+func (r Remote) Metrics(ctx context.Context, acct api.ProviderAccount, id string, w api.MetricsWindow) (*api.Metrics, error) {
+	var out api.Metrics
+	req := api.ProviderMetricsRequest{Account: acct, ID: id, IdempotencyKey: r.IdempotencyKey, MetricsWindow: w}
+	if err := r.call(ctx, VerbMetrics, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -28,6 +28,8 @@ const (
 	VerbList      = "list"
 	// VerbRelabel replaces a machine's user labels (capability labels).
 	VerbRelabel = "relabel"
+	VerbResize  = "resize"
+	VerbMetrics = "metrics"
 )
 
 // Request limits enforced by Serve before a client sees a request.
@@ -71,7 +73,7 @@ type cachedClient struct {
 }
 
 // Serve answers compute.internal.provider.<id>.{describe,offers,create,get,
-// delete,power,reinstall,list,relabel} for d as a micro service named
+// delete,power,reinstall,list,relabel,resize,metrics} for d as a micro service named
 // "provider-<id>" with queue group, so replicas share calls.
 //
 // Every call is validated before the client sees it: the account config
@@ -95,7 +97,7 @@ func Serve(nc *nats.Conn, d *Defined, o ServeOptions) (*bus.Service, error) {
 	for verb, h := range map[string]callHandler{
 		VerbOffers: s.offers, VerbCreate: s.create, VerbGet: s.get, VerbDelete: s.delete,
 		VerbPower: s.power, VerbReinstall: s.reinstall, VerbList: s.list, VerbRelabel: s.relabel,
-		VerbCheckPool: s.checkpool,
+		VerbCheckPool: s.checkpool, VerbResize: s.resize, VerbMetrics: s.metrics,
 	} {
 		eps = append(eps,
 			bus.Endpoint{Name: bus.EndpointName(bus.ResourceProvider, verb), Subject: bus.ProviderCall(d.ID(), verb), Handler: s.wrap(h)})
@@ -287,6 +289,50 @@ func (s *server) reinstall(ctx context.Context, req *bus.Request, c Client, call
 		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support reinstall", s.def.ID())
 	}
 	return r.Reinstall(ctx, call, in.ID, in.Image)
+}
+
+// resize checks the offer and the power state asked for, then moves the
+// machine (capability resize).
+func (s *server) resize(ctx context.Context, req *bus.Request, c Client, call *Call) (any, error) {
+	var in api.ProviderResizeRequest
+	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
+		return nil, err
+	}
+	switch {
+	case in.OfferID == "" || len(in.OfferID) > MaxIDLength:
+		return nil, api.InvalidInput("offerId", "offerId is required (at most %d characters)", MaxIDLength)
+	case in.Power != "" && in.Power != api.PowerOn && in.Power != api.PowerOff:
+		return nil, api.InvalidInput("power", "power must be %q, %q or absent", api.PowerOn, api.PowerOff)
+	}
+	r, ok := c.(Resizer)
+	if !ok || !s.def.Has(CapabilityResize) {
+		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support resize", s.def.ID())
+	}
+	return r.Resize(ctx, call, in)
+}
+
+// metrics checks the window (api.MetricsWindow.Check on the call's clock)
+// and answers the machine's series (capability metrics).
+func (s *server) metrics(ctx context.Context, req *bus.Request, c Client, call *Call) (any, error) {
+	var in api.ProviderMetricsRequest
+	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
+		return nil, err
+	}
+	if err := in.MetricsWindow.Check(call.Clock.Now()); err != nil {
+		return nil, err
+	}
+	m, ok := c.(MetricsReader)
+	if !ok || !s.def.Has(CapabilityMetrics) {
+		return nil, api.Errorf(api.CodeUnsupported, "provider %s does not support metrics", s.def.ID())
+	}
+	out, err := m.Metrics(ctx, call, in.ID, in.MetricsWindow)
+	if err != nil {
+		return nil, err
+	}
+	if out.Series == nil {
+		out.Series = []api.MetricSeries{}
+	}
+	return out, nil
 }
 
 func (s *server) list(ctx context.Context, req *bus.Request, c Client, call *Call) (any, error) {

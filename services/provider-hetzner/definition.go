@@ -46,7 +46,7 @@ func Manifest() []api.ManifestField {
 // labels beside the system ones, see labels.withUser), and ssh (its
 // machines answer SSH at the address it reports; pkg/access).
 var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
-	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels}
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels, provider.CapabilityResize, provider.CapabilityMetrics}
 
 // Definition returns the hetzner-cloud provider definition: id ProviderID,
 // version Version, provides vps, capabilities power, reinstall, list,

@@ -23,7 +23,7 @@ func TestDefinition(t *testing.T) {
 	d := Definition()
 	desc := d.Describe()
 	if desc.ID != ProviderID || desc.Version != Version || strings.Join(desc.Provides, ",") != api.KindVPS ||
-		strings.Join(desc.Capabilities, ",") != "power,reinstall,list,delete.byKey,ssh,labels,network.vlan,network.staticIPv4,placement.nodes" || len(desc.ConfigSchema) == 0 {
+		strings.Join(desc.Capabilities, ",") != "power,reinstall,list,delete.byKey,ssh,labels,resize,metrics,network.vlan,network.staticIPv4,placement.nodes" || len(desc.ConfigSchema) == 0 {
 		t.Fatalf("description = %+v", desc)
 	}
 	cfg, err := provider.ValidateConfig(d.Manifest(), validConfig())

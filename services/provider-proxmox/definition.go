@@ -139,7 +139,7 @@ func Manifest() []api.ManifestField {
 // ipconfig0 and nameserver from the machine's address) and
 // placement.nodes (place).
 var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
-	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels,
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels, provider.CapabilityResize, provider.CapabilityMetrics,
 	provider.CapabilityNetworkVLAN, provider.CapabilityStaticIPv4, provider.CapabilityPlacementNodes}
 
 // Definition returns the proxmox provider definition: id ProviderID,

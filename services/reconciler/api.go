@@ -20,6 +20,7 @@ func (r *Reconciler) endpoints() []bus.Endpoint {
 		ep("create", r.create), ep("get", r.get), ep("list", r.list), ep("delete", r.delete),
 		ep("power", r.power), ep("reinstall", r.reinstall), ep("exec", r.exec), ep("logs", r.logs),
 		ep("update", r.updateInstance),
+		ep("metrics", r.usage),
 	}
 }
 

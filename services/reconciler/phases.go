@@ -18,6 +18,7 @@ func (r *Reconciler) livePhases() []phaseFunc {
 		r.drift,         // a machine gone or going out of band is re-made
 		r.operation,     // the pending one-shot operation, at most once
 		r.relabel,       // the instance's labels onto the machine, when changed
+		r.resize,        // a new flavor: resize the machine, at most once
 		r.setPower,      // power as desired (a change found is drift)
 		r.configure,     // over SSH, once per generation (pools with access)
 		r.converge,      // record what was seen; look again until converged
@@ -83,6 +84,8 @@ type scope struct {
 	remote  provider.Remote
 	account api.ProviderAccount
 	offerID string
+	// flavors are the pool's flavors: set by resolveTarget.
+	flavors []api.Flavor
 	// machine is the machine the pass works on: set by ensureMachine (the
 	// recorded one, or the one its create answered), replaced by observe
 	// with what the provider reports (nil: the provider reports none).

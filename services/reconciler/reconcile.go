@@ -104,7 +104,7 @@ func (r *Reconciler) reconcile(ctx context.Context, log zerolog.Logger, tenant, 
 	if inst.DeletionRequestedAt == nil && settledFailure(inst) {
 		return finished, nil // terminal until the caller changes the spec
 	}
-	if held := r.operationLease(inst); held > 0 {
+	if held := max(r.operationLease(inst), r.resizeLease(inst)); held > 0 {
 		// Another pass is executing an operation on the machine: leave the
 		// machine to it (it may read as absent meanwhile) until it ends.
 		return after(min(held, r.o.PollInterval)), nil
@@ -159,7 +159,7 @@ func (r *Reconciler) resolveTarget(ctx context.Context, t *scope) error {
 		}
 		return storeError{err}
 	}
-	t.offerID = flavor.OfferID
+	t.offerID, t.flavors = flavor.OfferID, pool.Flavors
 	t.access = pool.Access
 	t.pool, t.flavor = &pool, flavor
 	t.remote = r.remote(&acct)

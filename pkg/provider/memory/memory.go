@@ -64,6 +64,8 @@ type Hold struct {
 type machine struct {
 	api.ExternalMachine
 	polls int
+	// diskGiB is the machine's disk (0: its offer's; see diskOf).
+	diskGiB float64
 }
 
 // NewCloud returns an empty cloud.
@@ -223,12 +225,12 @@ var Offers = []api.Offer{
 }
 
 // Definition is the memory provider over cloud: provides vps, claims power,
-// reinstall, list, delete.byKey, labels and spot, and ssh when the cloud has an
+// reinstall, list, delete.byKey, labels, spot, resize and metrics, and ssh when the cloud has an
 // SSH fleet (SetSSH before Definition); its manifest has a required token
 // (secret) that every call resolves, as a real provider would.
 func Definition(cloud *Cloud) *provider.Defined {
 	capabilities := []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList, provider.CapabilityDeleteByKey,
-		provider.CapabilitySpot, provider.CapabilityLabels}
+		provider.CapabilitySpot, provider.CapabilityLabels, provider.CapabilityResize, provider.CapabilityMetrics}
 	cloud.mu.Lock()
 	if cloud.ssh != nil {
 		capabilities = append(capabilities, provider.CapabilitySSH)

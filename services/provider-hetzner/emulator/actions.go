@@ -9,14 +9,15 @@ import (
 
 // Action commands the emulator runs.
 const (
-	cmdCreate   = "create_server"
-	cmdStart    = "start_server"
-	cmdStop     = "stop_server"
-	cmdShutdown = "shutdown_server"
-	cmdReboot   = "reboot_server"
-	cmdReset    = "reset_server"
-	cmdRebuild  = "rebuild_server"
-	cmdDelete   = "delete_server"
+	cmdCreate     = "create_server"
+	cmdStart      = "start_server"
+	cmdStop       = "stop_server"
+	cmdShutdown   = "shutdown_server"
+	cmdReboot     = "reboot_server"
+	cmdReset      = "reset_server"
+	cmdRebuild    = "rebuild_server"
+	cmdDelete     = "delete_server"
+	cmdChangeType = "change_server_type"
 )
 
 // Action statuses.
@@ -43,6 +44,9 @@ type action struct {
 	prevStatus string
 	// prevImage is the image restored if a rebuild fails.
 	prevImage *image
+	// newType and upgradeDisk are what a change_server_type applies.
+	newType     *serverType
+	upgradeDisk bool
 }
 
 // toSchema renders a as the API does at now.
@@ -167,5 +171,7 @@ func (e *Emulator) completeLocked(a *action) {
 		srv.status = statusOff
 	case cmdDelete:
 		e.removeServerLocked(srv)
+	case cmdChangeType:
+		e.applyChangeTypeLocked(srv, a)
 	}
 }

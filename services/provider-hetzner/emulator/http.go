@@ -56,6 +56,8 @@ var routes = []route{
 	serverActionRoute("reboot"),
 	serverActionRoute("reset"),
 	serverActionRoute("rebuild"),
+	newRoute(http.MethodPost, "/servers/{id}/actions/change_type", (*Emulator).changeType),
+	newRoute(http.MethodGet, "/servers/{id}/metrics", (*Emulator).serverMetrics),
 	newRoute(http.MethodGet, "/actions", (*Emulator).listActions),
 	newRoute(http.MethodGet, "/actions/{id}", (*Emulator).getAction),
 }

@@ -45,6 +45,17 @@ type server struct {
 	// running counts actions in flight; the server is locked while > 0.
 	running int
 	actions []*action
+	// disk is the primary disk size in GB (0: the type's; see diskGB):
+	// change_type with upgrade_disk false keeps it.
+	disk int
+}
+
+// diskGB is the server's primary disk size in GB.
+func (srv *server) diskGB() int {
+	if srv.disk > 0 {
+		return srv.disk
+	}
+	return srv.typ.disk
 }
 
 // ServerSnapshot is a server as the emulator holds it, for assertions and
@@ -158,7 +169,7 @@ func (srv *server) toSchema() serverJSON {
 			Image:           &img,
 			Labels:          labels,
 			Volumes:         []int64{},
-			PrimaryDiskSize: srv.typ.disk,
+			PrimaryDiskSize: srv.diskGB(),
 			LoadBalancers:   []int64{},
 		},
 		Datacenter: datacenterJSON{

@@ -177,6 +177,9 @@ func (e *Emulator) applyConfigUpdate(v *vm, u *configUpdate) error {
 				return err
 			}
 		}
+		if v.pendingLocked(k, val) {
+			continue
+		}
 		v.config[k] = val
 	}
 	for _, k := range u.del {

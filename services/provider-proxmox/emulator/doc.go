@@ -1,7 +1,8 @@
 // Package emulator is a stateful, in-memory emulator of the Proxmox VE API
 // (the QEMU subset a control plane needs: version, cluster resources, next
-// VMID, nodes, storage, VM clone/config/resize/power/destroy, tasks and the
-// guest agent's network interfaces) for tests and local runs.
+// VMID, nodes, storage, VM clone/config/resize/power/destroy, pending config
+// changes and hot-plug (hotplug.go), rrddata, tasks and the guest agent's
+// network interfaces) for tests and local runs.
 //
 // The emulator serves the API under /api2/json over HTTPS with a CA it
 // generates at start or keeps in files across starts (see Start,

@@ -20,6 +20,11 @@ func (e *Emulator) getConfig(c *call) (any, *apiError) {
 	for k, val := range v.config {
 		out[k] = configJSONValue(k, val)
 	}
+	if current, _, _ := c.p.boolParam("current"); !current {
+		for k, val := range v.pending { // current=0 (the default) shows pending values
+			out[k] = configJSONValue(k, val)
+		}
+	}
 	out["digest"] = v.digest()
 	if v.sshPort != 0 {
 		out[api.EmulatorSSHPortKey] = strconv.Itoa(v.sshPort) // emulator-only

@@ -44,6 +44,7 @@ func (e *Emulator) powerAction(action string) handler {
 				return ""
 			}
 			spec.apply = e.powerEffect(v, func() error {
+				v.applyPending()
 				v.status, v.startedAt = StatusRunning, e.clock.Now()
 				return nil
 			})
@@ -56,6 +57,9 @@ func (e *Emulator) powerAction(action string) handler {
 			spec.apply = e.powerEffect(v, func() error {
 				if v.status != StatusRunning {
 					return fmt.Errorf("VM %d not running", v.id)
+				}
+				if action == "reboot" { // a shutdown and a start: pending changes apply
+					v.applyPending()
 				}
 				v.startedAt = e.clock.Now()
 				return nil

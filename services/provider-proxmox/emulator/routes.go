@@ -50,6 +50,10 @@ const (
 	// RouteAgentInterfaces is
 	// GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces.
 	RouteAgentInterfaces = "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces"
+	// RoutePending is GET /nodes/{node}/qemu/{vmid}/pending.
+	RoutePending = "GET /nodes/{node}/qemu/{vmid}/pending"
+	// RouteRRDData is GET /nodes/{node}/qemu/{vmid}/rrddata.
+	RouteRRDData = "GET /nodes/{node}/qemu/{vmid}/rrddata"
 )
 
 // registerAPI wires every API route to its handler.
@@ -78,5 +82,7 @@ func (e *Emulator) registerAPI() {
 	e.handle(RouteNodeTasks, e.getNodeTasks)
 	e.handle(RouteTaskStatus, e.getTaskStatus)
 	e.handle(RouteAgentInterfaces, e.getAgentInterfaces)
+	e.handle(RoutePending, e.getPending)
+	e.handle(RouteRRDData, e.getRRDData)
 	e.mux.HandleFunc(apiPrefix+"/", e.notImplemented)
 }

@@ -33,6 +33,9 @@ type vm struct {
 	busy         *task            // task holding the config's flock
 	clonedFrom   int              // the template's VMID, for a clone
 	sshPort      int              // its SSH endpoint's loopback port (0: none)
+	// pending holds config values set while the VM ran that its hot-plug
+	// settings do not take live (see hotplug.go); applied at the next start.
+	pending map[string]string
 }
 
 // diskKeyPattern matches config keys that are drives.
