@@ -38,8 +38,9 @@ const (
 var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, CapabilityList, CapabilityDeleteByKey}
 
 // Capabilities lists every capability: the CallCapabilities, spot (a
-// claim about offers) and ssh (a claim about machines).
-var Capabilities = append(slices.Clone(CallCapabilities), CapabilitySpot, CapabilitySSH)
+// claim about offers), ssh (a claim about machines)
+// and the PoolCapabilities (claims about create's pool fields).
+var Capabilities = append(append(slices.Clone(CallCapabilities), CapabilitySpot, CapabilitySSH), PoolCapabilities...)
 
 // Provides lists what a provider may provide.
 var Provides = []string{api.KindVPS, api.KindMetal}

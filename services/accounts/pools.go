@@ -21,7 +21,9 @@ const rollbackTimeout = 5 * time.Second
 //
 // Errors: INVALID_INPUT naming the field (see checkPoolRequest; path
 // providerAccountId for an account that does not exist in this tenant,
-// flavors[i].offerId for an offer the account does not have), ALREADY_EXISTS
+// flavors[i].offerId for an offer the account does not have, the network
+// or placement field the account cannot have, as its provider's checkpool
+// answers: see checkPool), ALREADY_EXISTS
 // (path name) when the tenant has a pool of that name, the provider's
 // errors (UNAVAILABLE when it does not answer), UNAVAILABLE.
 func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error) {
@@ -42,6 +44,9 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 	if err := s.checkOffers(ctx, &acct, in.Flavors); err != nil {
 		return nil, err
 	}
+	if err := s.checkPool(ctx, &acct, &in); err != nil {
+		return nil, err
+	}
 	if err := s.checkAccessKey(ctx, req.Tenant, in.Access); err != nil {
 		return nil, err
 	}
@@ -51,7 +56,7 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 	}
 	p := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: req.Tenant, Name: in.Name, SiteID: in.SiteID,
 		Class: in.Class, ProviderAccountID: acct.ID, Agent: in.Agent, Flavors: in.Flavors, Access: in.Access,
-		Version: 1, CreatedAt: time.Now().UTC()}
+		Network: in.Network, Placement: in.Placement, Version: 1, CreatedAt: time.Now().UTC()}
 	rev, err := s.pools.Create(ctx, req.Tenant, p.ID, p)
 	if err != nil {
 		return nil, err

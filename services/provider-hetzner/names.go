@@ -24,6 +24,8 @@ func ServerName(name string) string {
 const (
 	labelManaged        = "managed"
 	labelIdempotencyKey = "idempotency-key"
+	// labelPool marks a placement group with the pool it serves.
+	labelPool = "pool"
 )
 
 // hashedKeyPrefix starts the label value of an idempotency key that cannot
@@ -53,11 +55,11 @@ func KeyLabelValue(key string) string {
 
 // labels are the label keys of one label prefix.
 type labels struct {
-	managed, key string
+	managed, key, pool string
 }
 
 func newLabels(prefix string) labels {
-	return labels{managed: prefix + "/" + labelManaged, key: prefix + "/" + labelIdempotencyKey}
+	return labels{managed: prefix + "/" + labelManaged, key: prefix + "/" + labelIdempotencyKey, pool: prefix + "/" + labelPool}
 }
 
 // forKey are the labels of a server made for an idempotency key.
