@@ -58,9 +58,13 @@ var poolFieldCapabilities = []struct {
 	{"network.firewalls", CapabilityNetworkFirewalls,
 		func(n *api.PoolNetwork, _ *api.PoolPlacement) bool { return n != nil && len(n.Firewalls) > 0 }},
 	{"network.publicIPv4", CapabilityNetworkPublicIP,
-		func(n *api.PoolNetwork, _ *api.PoolPlacement) bool { return n != nil && n.PublicIPv4 != nil && !*n.PublicIPv4 }},
+		func(n *api.PoolNetwork, _ *api.PoolPlacement) bool {
+			return n != nil && n.PublicIPv4 != nil && !*n.PublicIPv4
+		}},
 	{"network.publicIPv6", CapabilityNetworkPublicIP,
-		func(n *api.PoolNetwork, _ *api.PoolPlacement) bool { return n != nil && n.PublicIPv6 != nil && !*n.PublicIPv6 }},
+		func(n *api.PoolNetwork, _ *api.PoolPlacement) bool {
+			return n != nil && n.PublicIPv6 != nil && !*n.PublicIPv6
+		}},
 	{"placement.spread", CapabilityPlacementSpread,
 		func(_ *api.PoolNetwork, p *api.PoolPlacement) bool { return p != nil && p.Spread }},
 	{"placement.locations", CapabilityPlacementLocations,

@@ -52,7 +52,8 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.External
 	defer cancel()
 	m, err := s.remote.CreateRequest(cctx, api.ProviderCreateRequest{Account: s.account, IdempotencyKey: s.inst.ID, FirstAttempt: first,
 		Machine: api.MachineSpec{Name: s.inst.Name, OfferID: s.offerID, Image: image, UserData: s.inst.UserData,
-			SSHKeys: machineSSHKeys(&s.inst, s.access)}})
+			SSHKeys: machineSSHKeys(&s.inst, s.access),
+			PoolID:  s.inst.PoolID, Network: s.network, Placement: s.placement}})
 	if r.o.Hooks.AfterProviderCreate != nil {
 		r.o.Hooks.AfterProviderCreate(s.inst.ID)
 	}
@@ -63,9 +64,14 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.External
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info().Str("machine", m.ID).Str("state", string(m.State)).Str("image", image).Msg("provider create answered")
+	s.log.Info().Str("machine", m.ID).Str("state", string(m.State)).Str("image", image).Str("region", m.Region).
+		Str("placement_note", m.PlacementNote).Msg("provider create answered")
 	if err := r.update(ctx, s, func(i *api.Instance) {
 		i.Status.Machine, i.Status.Retries, i.Status.Polls = m, 0, 0
+		if m.PlacementNote != "" {
+			setCondition(&i.Status, api.Condition{Type: api.ConditionPlaced, Status: api.ConditionTrue,
+				Reason: api.ReasonLocationFallback, Message: m.PlacementNote})
+		}
 		if op := unclaimedReinstall(i); reinstall != nil && op != nil && op.ID == reinstall.ID {
 			now := r.now()
 			i.Image = reinstall.Image

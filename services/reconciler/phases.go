@@ -94,4 +94,8 @@ type scope struct {
 	// access is the pool's machine access (nil: none): set by
 	// resolveTarget.
 	access *api.PoolAccess
+	// network and placement are the pool's (nil: none), handed to every
+	// create: set by resolveTarget.
+	network   *api.PoolNetwork
+	placement *api.PoolPlacement
 }

@@ -161,6 +161,7 @@ func (r *Reconciler) resolveTarget(ctx context.Context, t *scope) error {
 	}
 	t.offerID = flavor.OfferID
 	t.access = pool.Access
+	t.network, t.placement = pool.Network, pool.Placement
 	t.remote = r.remote(&acct)
 	t.remote.IdempotencyKey = t.inst.ID
 	t.account = acct.ProviderAccount()
