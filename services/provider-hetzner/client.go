@@ -24,8 +24,6 @@ type client struct {
 	actions *provider.Batcher[int64, *hcloud.Action]
 	// budget is the project's rate-limit state as the last reply said.
 	budget lastRateLimit
-	// groups tracks the spread placement groups creates are filling.
-	groups spreadGroups
 }
 
 // lastRateLimit is the last rate-limit state a reply of the account

@@ -100,7 +100,7 @@ func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opt
 	var full []int64
 	for i := 0; ; {
 		opts.Location = &hcloud.Location{Name: locations[i]}
-		release := func() {}
+		release := func(int64) {}
 		if spread {
 			g, rel, err := c.pickGroup(ctx, s, spec.PoolID, full)
 			if err != nil {
@@ -109,7 +109,11 @@ func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opt
 			opts.PlacementGroup, release = g, rel
 		}
 		res, _, err := s.api.Server.Create(ctx, opts)
-		release()
+		var made int64
+		if err == nil {
+			made = res.Server.ID
+		}
+		release(made)
 		switch {
 		case err == nil:
 			s.serverID = strconv.FormatInt(res.Server.ID, 10)

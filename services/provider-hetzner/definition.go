@@ -42,14 +42,20 @@ func Manifest() []api.ManifestField {
 	}
 }
 
-// capabilities are the provider's: every call capability, and ssh (its
-// machines answer SSH at the address it reports; pkg/access).
+// capabilities are the provider's: every call capability, ssh (its
+// machines answer SSH at the address it reports; pkg/access), and the pool
+// capabilities of Hetzner Cloud: private networks, firewalls, public IPs
+// on or off (network.go), spread placement groups (placement.go) and
+// ordered locations (create.go's post).
 var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
-	provider.CapabilityDeleteByKey, provider.CapabilitySSH}
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH,
+	provider.CapabilityNetworkPrivate, provider.CapabilityNetworkFirewalls, provider.CapabilityNetworkPublicIP,
+	provider.CapabilityPlacementSpread, provider.CapabilityPlacementLocations}
 
 // Definition returns the hetzner-cloud provider definition: id ProviderID,
 // version Version, provides vps, capabilities power, reinstall, list,
-// delete.byKey and ssh, the Manifest, and a constructor configured by opts.
+// delete.byKey, ssh, network.private, network.firewalls,
+// network.publicIP, placement.spread and placement.locations, the Manifest, and a constructor configured by opts.
 //
 // The constructor answers INVALID_CONFIG (details.path "options.<name>")
 // when an option is unusable (a malformed endpoint or label prefix, a

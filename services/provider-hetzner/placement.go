@@ -1,6 +1,7 @@
 package hetzner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -44,19 +45,36 @@ const EmptyGroupGrace = 10 * time.Minute
 // maxGroupPicks bounds the picks of one create that finds its groups full.
 const maxGroupPicks = 3
 
-// spreadGroups tracks, per account client, the placement group slots
-// taken by creates in flight (their servers are not members yet).
+// spreadGroups tracks, for every client of a Definition (Serve may build
+// two clients of an account at once), the placement group slots
+// taken by this replica's creates: in flight (their POST /servers not yet
+// answered), or answered with a server that a group list may not show yet.
+// A pick counts a group's listed servers plus those slots, each server
+// once.
 type spreadGroups struct {
 	mu       sync.Mutex
-	pending  map[int64]int // group id → creates in flight into it
+	slots    map[int64]map[*slot]bool // group id → its slots
 	pickLock map[string]*sync.Mutex
+	// answered is closed (and replaced) whenever a slot's POST is answered.
+	answered chan struct{}
 }
+
+// slot is one create's place in a group: server 0 while in flight.
+type slot struct {
+	server int64
+	at     time.Time
+}
+
+// slotMemory is how long a slot of a made server counts when no list of
+// the group shows it (a list shows a new server at once, but one deleted
+// meanwhile never): then it is dropped.
+const slotMemory = time.Minute
 
 // lockPool serialises the picks of one pool in this replica.
 func (g *spreadGroups) lockPool(pool string) func() {
 	g.mu.Lock()
 	if g.pickLock == nil {
-		g.pickLock, g.pending = map[string]*sync.Mutex{}, map[int64]int{}
+		g.pickLock, g.slots = map[string]*sync.Mutex{}, map[int64]map[*slot]bool{}
 	}
 	l := g.pickLock[pool]
 	if l == nil {
@@ -68,18 +86,71 @@ func (g *spreadGroups) lockPool(pool string) func() {
 	return l.Unlock
 }
 
-func (g *spreadGroups) inFlight(id int64) int {
+// members is how many servers group grp holds for a pick at now: those
+// listed and this replica's slots not among them. Slots the list shows,
+// or made servers older than slotMemory, are dropped.
+func (g *spreadGroups) members(grp *hcloud.PlacementGroup, now time.Time) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.pending[id]
+	n := len(grp.Servers)
+	for sl := range g.slots[grp.ID] {
+		switch {
+		case sl.server == 0:
+			n++
+		case slices.Contains(grp.Servers, sl.server) || now.Sub(sl.at) > slotMemory:
+			delete(g.slots[grp.ID], sl)
+		default:
+			n++
+		}
+	}
+	return n
 }
 
-func (g *spreadGroups) add(id int64, n int) {
+// inFlight reports whether a create of this replica is filling group id
+// (its POST /servers not answered yet), and a channel closed at the next
+// answer of any.
+func (g *spreadGroups) inFlight(id int64) (bool, <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.pending[id] += n
-	if g.pending[id] <= 0 {
-		delete(g.pending, id)
+	if g.answered == nil {
+		g.answered = make(chan struct{})
+	}
+	for sl := range g.slots[id] {
+		if sl.server == 0 {
+			return true, g.answered
+		}
+	}
+	return false, g.answered
+}
+
+// unanswered reports whether a create of this replica is filling group id.
+func (g *spreadGroups) unanswered(id int64) bool {
+	busy, _ := g.inFlight(id)
+	return busy
+}
+
+// take adds a slot in group id and returns its release: with the server
+// the POST made (0: none, the slot goes) and when.
+func (g *spreadGroups) take(id int64) func(server int64, at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sl := &slot{}
+	if g.slots[id] == nil {
+		g.slots[id] = map[*slot]bool{}
+	}
+	g.slots[id][sl] = true
+	return func(server int64, at time.Time) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.answered != nil {
+			close(g.answered)
+			g.answered = nil
+		}
+		if server == 0 {
+			delete(g.slots[id], sl)
+			return
+		}
+		sl.server, sl.at = server, at
 	}
 }
 
@@ -89,48 +160,78 @@ func groupName(pool string, n int) string {
 }
 
 // pickGroup returns the pool's spread group with room, creating the next
-// one when all are full, and a release to call once the POST /servers that
-// uses it has been answered. full lists groups the API called full during
-// this create. It costs GET /placement_groups?label_selector=<prefix>/managed=true
-// (one page: a project has at most 50 groups), a POST /placement_groups
-// when no group has room, and a DELETE per empty group swept.
-func (c *client) pickGroup(ctx context.Context, s *session, pool string, full []int64) (*hcloud.PlacementGroup, func(), error) {
-	unlock := c.groups.lockPool(pool)
+// one when all are full, and a release to call with the server id (0:
+// none) once the POST /servers that uses it has been answered. full lists
+// groups the API called full during this create.
+//
+// A group's count is its listed servers plus this replica's creates into
+// it (spreadGroups.members). A create in flight may already be listed, so
+// a group that counts full while fewer than MaxServersPerGroup are listed
+// is ambiguous: the pick waits for an answer and lists again, so chunks
+// are exactly MaxServersPerGroup. Groups fill in id order.
+//
+// It costs GET /placement_groups?label_selector=<prefix>/managed=true (one
+// page: a project has at most 50 groups; again after each wait), a POST
+// /placement_groups when no group has room, and a DELETE per empty group
+// swept (sweepGroups).
+func (c *client) pickGroup(ctx context.Context, s *session, pool string, full []int64) (*hcloud.PlacementGroup, func(int64), error) {
+	groups := c.set.groups
+	unlock := groups.lockPool(s.call.Account.ID + "/" + pool)
 	defer unlock()
-	groups, _, err := s.api.PlacementGroup.List(ctx, hcloud.PlacementGroupListOpts{
-		ListOpts: hcloud.ListOpts{LabelSelector: c.labels.managedSelector(), PerPage: listPageSize},
-		Sort:     []string{"id:asc"},
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	slices.SortFunc(groups, func(a, b *hcloud.PlacementGroup) int { return int(a.ID - b.ID) })
 	poolValue := KeyLabelValue(pool)
-	var chosen *hcloud.PlacementGroup
-	next := 1
-	for _, g := range groups {
-		if g.Labels[c.labels.pool] != poolValue {
-			continue
-		}
-		next = max(next, groupIndex(g.Name, pool)+1)
-		if chosen == nil && !slices.Contains(full, g.ID) && len(g.Servers)+c.groups.inFlight(g.ID) < MaxServersPerGroup {
-			chosen = g
-		}
-	}
-	c.sweepGroups(ctx, s, groups, chosen)
-	if chosen == nil {
-		res, _, err := s.api.PlacementGroup.Create(ctx, hcloud.PlacementGroupCreateOpts{
-			Name: groupName(pool, next), Type: hcloud.PlacementGroupTypeSpread,
-			Labels: map[string]string{c.labels.managed: "true", c.labels.pool: poolValue},
+	raced := false
+	for {
+		listed, _, err := s.api.PlacementGroup.List(ctx, hcloud.PlacementGroupListOpts{
+			ListOpts: hcloud.ListOpts{LabelSelector: c.labels.managedSelector(), PerPage: listPageSize},
+			Sort:     []string{"id:asc"},
 		})
 		if err != nil {
 			return nil, nil, err
 		}
-		chosen = res.PlacementGroup
+		slices.SortFunc(listed, func(a, b *hcloud.PlacementGroup) int { return cmp.Compare(a.ID, b.ID) })
+		var chosen *hcloud.PlacementGroup
+		var wait <-chan struct{}
+		next := 1
+		for _, g := range listed {
+			if g.Labels[c.labels.pool] != poolValue {
+				continue
+			}
+			next = max(next, groupIndex(g.Name, pool)+1)
+			if chosen != nil || wait != nil || slices.Contains(full, g.ID) {
+				continue
+			}
+			if groups.members(g, s.call.Clock.Now()) < MaxServersPerGroup {
+				chosen = g
+			} else if busy, answered := groups.inFlight(g.ID); busy && len(g.Servers) < MaxServersPerGroup {
+				wait = answered
+			}
+		}
+		if wait != nil {
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
+		c.sweepGroups(ctx, s, listed, chosen)
+		if chosen == nil {
+			res, _, err := s.api.PlacementGroup.Create(ctx, hcloud.PlacementGroupCreateOpts{
+				Name: groupName(pool, next), Type: hcloud.PlacementGroupTypeSpread,
+				Labels: map[string]string{c.labels.managed: "true", c.labels.pool: poolValue},
+			})
+			if hcloud.IsError(err, hcloud.ErrorCodeUniquenessError) && !raced {
+				raced = true // another replica made that group just now: list again
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			chosen = res.PlacementGroup
+		}
+		release := groups.take(chosen.ID)
+		return chosen, func(server int64) { release(server, s.call.Clock.Now()) }, nil
 	}
-	c.groups.add(chosen.ID, 1)
-	id := chosen.ID
-	return chosen, func() { c.groups.add(id, -1) }, nil
 }
 
 // groupIndex is n of a group named groupName(pool, n), 0 for another name.
@@ -149,7 +250,7 @@ func groupIndex(name, pool string) int {
 func (c *client) sweepGroups(ctx context.Context, s *session, groups []*hcloud.PlacementGroup, keep *hcloud.PlacementGroup) {
 	now := s.call.Clock.Now()
 	for _, g := range groups {
-		if len(g.Servers) > 0 || (keep != nil && g.ID == keep.ID) || c.groups.inFlight(g.ID) > 0 ||
+		if len(g.Servers) > 0 || (keep != nil && g.ID == keep.ID) || c.set.groups.unanswered(g.ID) ||
 			now.Sub(g.Created) < EmptyGroupGrace {
 			continue
 		}
