@@ -52,6 +52,7 @@ var goTypes = map[string]any{
 	"provider.power.request.json":      api.ProviderPowerRequest{},
 	"provider.reinstall.request.json":  api.ProviderReinstallRequest{},
 	"provider.list.request.json":       api.ProviderListRequest{},
+	"provider.checkpool.request.json":  api.ProviderPoolCheckRequest{},
 	"machine-list.json":                api.List[api.ExternalMachine]{},
 	"secrets.resolve.request.json":     api.SecretResolveRequest{},
 	"secrets.resolve.reply.json":       api.SecretResolveReply{},
