@@ -38,11 +38,16 @@ const (
 	// SSH hook): configure and drain steps run, host keys are pinned. Its
 	// behaviours need provider.CapabilitySSH.
 	ProfileSSH = "ssh"
+	// ProfileNetwork attaches machines to the pool network and placement
+	// a provider claims (the Subject's Network hook): public IPs off,
+	// private networks, firewalls, spread placement groups, ordered
+	// locations. Each behaviour needs its provider.Capability*.
+	ProfileNetwork = "network"
 )
 
 // Profiles lists every profile.
 var Profiles = []string{ProfileCore, ProfileCloud, ProfileFaults, ProfileDurable, ProfileTransport, ProfileSecrets, ProfileScale,
-	ProfileSpot, ProfileSSH}
+	ProfileSpot, ProfileSSH, ProfileNetwork}
 
 // Areas group behaviours; every id starts with its area's short name.
 const (
@@ -56,6 +61,7 @@ const (
 	AreaSecrets    = "secrets"    // secrets.*
 	AreaScale      = "scale"      // scale.*
 	AreaSSH        = "ssh"        // ssh.*
+	AreaNetwork    = "network"    // net.*
 )
 
 // hook names a Subject hook a behaviour cannot run without.
@@ -68,6 +74,7 @@ const (
 	needSecretValues
 	needLogs
 	needSSH
+	needNetwork
 )
 
 // Behaviour is one checked property of a provider. ID is stable forever
@@ -85,7 +92,7 @@ type Behaviour struct {
 }
 
 // Needs lists the Subject hooks the behaviour cannot run without ("Faults",
-// "Inventory", "Service", "SecretValues", "Logs", "SSH").
+// "Inventory", "Service", "SecretValues", "Logs", "SSH", "Network").
 func (b Behaviour) Needs() []string {
 	var out []string
 	for _, h := range hooks {
@@ -100,7 +107,7 @@ var hooks = []struct {
 	bit  hook
 	name string
 }{{needFaults, "Faults"}, {needInventory, "Inventory"}, {needService, "Service"}, {needSecretValues, "SecretValues"}, {needLogs, "Logs"},
-	{needSSH, "SSH"}}
+	{needSSH, "SSH"}, {needNetwork, "Network"}}
 
 // registry is the frozen behaviour table. Append only: never remove,
 // rename, reorder or re-profile an entry (TestRegistryAppendOnly compares
@@ -231,6 +238,17 @@ var registry = []Behaviour{
 	{ID: "ssh.host-key-pinning", Area: AreaSSH, Profiles: sshProfile, Capability: provider.CapabilitySSH, needs: needSSH,
 		run: sshHostKeyPinning, Title: "a machine presents one host key across connections and gets; " +
 			"after it changes, a connection pinned to the first is refused and runs nothing"},
+
+	{ID: "net.public-ipv4-off", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityNetworkPublicIP, needs: needNetwork,
+		run: netNoPublicIPv4, Title: "a machine whose pool turns public IPv4 off has none in the backend and reports none"},
+	{ID: "net.private-network", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityNetworkPrivate, needs: needNetwork,
+		run: netPrivateNetwork, Title: "a machine of a pool with a private network has an address in it and reports it"},
+	{ID: "net.firewall-applied", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityNetworkFirewalls, needs: needNetwork,
+		run: netFirewallApplied, Title: "the pool's firewalls are applied to its machine at create"},
+	{ID: "net.spread-chunks", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityPlacementSpread, needs: needNetwork,
+		run: netSpreadChunks, Title: "11 concurrent creates of one spread pool land in 2 placement groups of at most 10"},
+	{ID: "net.location-fallback", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityPlacementLocations, needs: needNetwork,
+		run: netLocationFallback, Title: "with the pool's first location out of capacity, one machine is made in the second and notes why"},
 }
 
 // Profile sets of the table above.
@@ -245,6 +263,7 @@ var (
 	spot      = []string{ProfileSpot}
 	// sshProfile is named apart from the package ssh.
 	sshProfile = []string{ProfileSSH}
+	network    = []string{ProfileNetwork}
 )
 
 // Registry returns a copy of the behaviour registry, in registry order.
@@ -285,4 +304,4 @@ func RegistryHash() string {
 
 // SuiteVersion is the version of the conformance program reported with
 // every run; it changes when a behaviour's checks change.
-const SuiteVersion = "1.4.0"
+const SuiteVersion = "1.5.0"

@@ -197,6 +197,8 @@ func (r *run) has(h hook) bool {
 		return r.s.Logs != nil
 	case needSSH:
 		return r.s.SSH != nil
+	case needNetwork:
+		return r.s.Network != nil
 	}
 	return false
 }

@@ -56,6 +56,9 @@ type Subject struct {
 	Service Service
 	// SSH logs in to the machines the provider makes (ssh profile).
 	SSH SSH
+	// Network sees and prepares the backend's network resources
+	// (network profile).
+	Network Network
 }
 
 // SSH reaches the provider's machines over SSH (pkg/access): an

@@ -44,6 +44,7 @@ type backend struct {
 	faults    conformance.Faults
 	inventory conformance.Inventory
 	ssh       conformance.SSH
+	network   conformance.Network
 	close     func()
 }
 
@@ -149,7 +150,7 @@ func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error
 		Account: api.ProviderAccount{ID: api.NewID(api.PrefixAccount), TenantID: Tenant, Version: 1, Config: be.config(ref)},
 		OfferID: be.offerID, Image: be.image, Profiles: slices.Clone(be.profiles),
 		PowerObservable: true, SecretValues: []string{token}, Logs: h.Logs,
-		Faults: be.faults, Inventory: be.inventory, Service: svc, SSH: be.ssh,
+		Faults: be.faults, Inventory: be.inventory, Service: svc, SSH: be.ssh, Network: be.network,
 	}
 	return env, nil
 }
