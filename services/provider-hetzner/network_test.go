@@ -289,3 +289,31 @@ func TestCheckPoolRefusals(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Offers come cheapest first, each with its architecture: the cax types
+// are Arm (arm64), the others x86 (amd64).
+func TestOffersSortedByPriceWithArchitecture(t *testing.T) {
+	e := newBusEnv(t)
+	offers, err := e.r.Offers(ctxT(t), testAccount(), api.OfferQuery{})
+	if err != nil || len(offers) < 2 {
+		t.Fatalf("offers = %v, %v", offers, err)
+	}
+	sorted := slices.Clone(offers)
+	api.SortOffersByPrice(sorted)
+	if !slices.EqualFunc(offers, sorted, func(a, b api.Offer) bool { return a.ID == b.ID }) {
+		t.Errorf("offers are not sorted by price: %v", offers)
+	}
+	arm := 0
+	for _, o := range offers {
+		want := api.ArchAMD64
+		if strings.HasPrefix(o.ID, "cax") {
+			want, arm = api.ArchARM64, arm+1
+		}
+		if o.Architecture != want {
+			t.Errorf("offer %s has architecture %q, want %s", o.ID, o.Architecture, want)
+		}
+	}
+	if arm == 0 {
+		t.Errorf("no cax offer in %v", offers)
+	}
+}
