@@ -239,4 +239,3 @@ func (c *check) expectNoOther(name, id string) {
 		}
 	}
 }
-

@@ -62,7 +62,9 @@ func TestPoolCreateChecksNetworkAndPlacement(t *testing.T) {
 		}
 		return p
 	}
-	nets := func(n string) map[string]any { return map[string]any{"privateNetworks": []map[string]any{{"network": n}}} }
+	nets := func(n string) map[string]any {
+		return map[string]any{"privateNetworks": []map[string]any{{"network": n}}}
+	}
 	refusals := []struct {
 		name               string
 		network, placement map[string]any

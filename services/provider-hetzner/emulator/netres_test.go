@@ -169,3 +169,28 @@ func TestFullLocationAnswers412(t *testing.T) {
 	_, _, err = c.Server.Create(ctx, createOpts("b", nil))
 	require.NoError(t, err)
 }
+
+// The control API makes a location full and lists placement groups.
+func TestControlLocationFullAndPlacementGroups(t *testing.T) {
+	s, err := Start(Options{ActionDuration: testActionDuration}, "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	base := "http://" + s.Addr()
+	c := newClient(s.URL(), "t")
+	ctx := testCtx(t)
+	require.Equal(t, http.StatusOK, control(t, base, http.MethodPost, "location-full", map[string]any{"location": "nbg1", "full": true}, nil))
+	assert.Equal(t, http.StatusNotFound, control(t, base, http.MethodPost, "location-full", map[string]any{"location": "mars", "full": true}, nil))
+	_, _, err = c.Server.Create(ctx, createOpts("a", nil))
+	assert.True(t, hcloud.IsError(err, hcloud.ErrorCodeResourceUnavailable), "%v", err)
+	require.Equal(t, http.StatusOK, control(t, base, http.MethodPost, "location-full", map[string]any{"location": "nbg1", "full": false}, nil))
+	pg, _, err := c.PlacementGroup.Create(ctx, hcloud.PlacementGroupCreateOpts{Name: "g", Type: hcloud.PlacementGroupTypeSpread})
+	require.NoError(t, err)
+	o := createOpts("a", nil)
+	o.PlacementGroup = pg.PlacementGroup
+	_, _, err = c.Server.Create(ctx, o)
+	require.NoError(t, err)
+	var groups []PlacementGroupSnapshot
+	require.Equal(t, http.StatusOK, control(t, base, http.MethodGet, "placement-groups", nil, &groups))
+	require.Len(t, groups, 1)
+	assert.Len(t, groups[0].Servers, 1)
+}
