@@ -52,7 +52,9 @@ var services = map[string]jwt.Permissions{
 			watermark(bus.BucketAccounts), watermark(bus.BucketPools),
 			// references are checked, never resolved: accounts never holds a value
 			bus.SecretsCheck,
-			"compute.internal.provider.*.describe", "compute.internal.provider.*.offers"}, noStreamRemoval,
+			"compute.internal.provider.*.describe", "compute.internal.provider.*.offers",
+			// pools.create asks the provider about a pool's network and placement
+			"compute.internal.provider.*.checkpool"}, noStreamRemoval,
 		[]string{"compute.v1.*.accounts.*", "compute.v1.*.pools.*", "compute.v1.*.providers.*", "$SRV.>", "_INBOX_svc_accounts.>"}),
 	UserReconciler: servicePerms(
 		[]string{"$JS.API.>", "$JS.ACK.COMPUTE_WORK.>", "$KV." + bus.BucketInstances + ".>", "$SRV.PING.reconciler",
