@@ -317,3 +317,25 @@ func TestOffersSortedByPriceWithArchitecture(t *testing.T) {
 		t.Errorf("no cax offer in %v", offers)
 	}
 }
+
+// A POST /servers that made its server and lost its reply (the caller
+// saw a crash) leaves one server: the retry finds it by key, in its
+// group, and makes no second server or group.
+func TestLostReplyOfSpreadCreateMakesOneServer(t *testing.T) {
+	e := newBusEnv(t)
+	spec := api.MachineSpec{Name: "w-1", OfferID: "cx23", Image: "ubuntu-24.04", PoolID: "pool_lost",
+		Placement: &api.PoolPlacement{Spread: true, Locations: []string{"fsn1", "nbg1"}}}
+	e.emu.DropResponseNext("POST /servers", 1)
+	if _, err := e.r.Create(ctxT(t), testAccount(), "inst_lost", spec); err == nil {
+		t.Fatal("create answered, want the lost reply's error")
+	}
+	m, err := e.r.Create(ctxT(t), testAccount(), "inst_lost", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, groups := e.emu.Servers(), e.emu.PlacementGroups()
+	if len(servers) != 1 || servers[0].Location != "fsn1" || len(groups) != 1 || len(groups[0].Servers) != 1 ||
+		strconv.FormatInt(servers[0].ID, 10) != m.ID || m.PlacementNote != "" {
+		t.Fatalf("servers %+v, groups %+v, machine %+v; want one server in fsn1, in the one group", servers, groups, m)
+	}
+}

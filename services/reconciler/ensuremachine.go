@@ -68,10 +68,7 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.External
 		Str("placement_note", m.PlacementNote).Msg("provider create answered")
 	if err := r.update(ctx, s, func(i *api.Instance) {
 		i.Status.Machine, i.Status.Retries, i.Status.Polls = m, 0, 0
-		if m.PlacementNote != "" {
-			setCondition(&i.Status, api.Condition{Type: api.ConditionPlaced, Status: api.ConditionTrue,
-				Reason: api.ReasonLocationFallback, Message: m.PlacementNote})
-		}
+		notePlacement(&i.Status, m)
 		if op := unclaimedReinstall(i); reinstall != nil && op != nil && op.ID == reinstall.ID {
 			now := r.now()
 			i.Image = reinstall.Image
@@ -92,4 +89,16 @@ func machineSSHKeys(inst *api.Instance, a *api.PoolAccess) []string {
 		return inst.SSHKeys
 	}
 	return append(slices.Clone(inst.SSHKeys), a.PublicKey)
+}
+
+// notePlacement records why machine m is not where its pool asked first
+// (the Placed condition, api.ConditionPlaced) or, for a machine that is,
+// drops the note a machine made before it left.
+func notePlacement(st *api.InstanceStatus, m *api.ExternalMachine) {
+	if m.PlacementNote != "" {
+		setCondition(st, api.Condition{Type: api.ConditionPlaced, Status: api.ConditionTrue,
+			Reason: api.ReasonLocationFallback, Message: m.PlacementNote})
+		return
+	}
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c api.Condition) bool { return c.Type == api.ConditionPlaced })
 }

@@ -78,3 +78,17 @@ func TestHetznerPoolNetworkReachesTheServer(t *testing.T) {
 		t.Fatalf("machine addresses = %v", a)
 	}
 }
+
+// notePlacement sets the Placed condition for a machine with a note and
+// drops it for one without.
+func TestNotePlacement(t *testing.T) {
+	var st api.InstanceStatus
+	notePlacement(&st, &api.ExternalMachine{PlacementNote: "created in nbg1: no capacity in fsn1"})
+	if c := statusCondition(&st, api.ConditionPlaced); c == nil || c.Reason != api.ReasonLocationFallback || c.Problem() {
+		t.Fatalf("conditions = %+v", st.Conditions)
+	}
+	notePlacement(&st, &api.ExternalMachine{})
+	if len(st.Conditions) != 0 {
+		t.Fatalf("conditions after a machine in the first location = %+v", st.Conditions)
+	}
+}
