@@ -2,10 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 )
 
@@ -31,8 +34,20 @@ func TestHetznerLocationFallbackIsRecorded(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	emu := h.useHetznerPool(nil, &api.PoolPlacement{Locations: []string{"fsn1", "nbg1"}})
 	emu.Emulator().SetLocationFull("fsn1", true)
+	running, err := h.env.NC.SubscribeSync(bus.Event(tenant, bus.ResourceInstances, "*", string(api.PhaseEvent(api.PhaseRunning))))
+	if err != nil {
+		t.Fatal(err)
+	}
 	inst := h.create(api.InstanceCreateRequest{Name: "web-1"})
 	got := h.waitPhase(inst.ID, api.PhaseRunning)
+	msg, err := running.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev api.Event
+	if err := json.Unmarshal(msg.Data, &ev); err != nil || !strings.Contains(ev.Message, "LocationFallback") || !strings.Contains(ev.Message, "fsn1") {
+		t.Fatalf("running event = %s (%v), want the fallback explained", msg.Data, err)
+	}
 	servers := emu.Emulator().Servers()
 	if len(servers) != 1 || servers[0].Location != "nbg1" {
 		t.Fatalf("servers = %+v, want one in nbg1", servers)
