@@ -89,7 +89,7 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 // locationsOf): a 412 resource_unavailable (no capacity there) made no
 // server, so the same request, labels and key go to the next location;
 // the last location's refusal is returned. With spread placement each
-// POST carries the pool's group with room (pickGroup); a group the API
+// POST carries the pool's group with room in that location (pickGroup); a group the API
 // calls full (422 placement_group_member_limit_reached, another replica
 // filled it) or gone is replaced by another pick, at most maxGroupPicks
 // times. A taken name is resolved by adoptWinner.
@@ -102,7 +102,7 @@ func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opt
 		opts.Location = &hcloud.Location{Name: locations[i]}
 		release := func(int64) {}
 		if spread {
-			g, rel, err := c.pickGroup(ctx, s, spec.PoolID, full)
+			g, rel, err := c.pickGroup(ctx, s, spec.PoolID, locations[i], full)
 			if err != nil {
 				return nil, err
 			}

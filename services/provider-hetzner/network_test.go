@@ -136,7 +136,8 @@ func TestSpreadChunksGroupsOfTen(t *testing.T) {
 		t.Fatalf("placement groups = %+v, want 10 and 1 servers", groups)
 	}
 	for _, g := range groups {
-		if g.Labels[testPrefix+"/pool"] != "pool_spread" || g.Labels[testPrefix+"/managed"] != "true" {
+		if g.Labels[testPrefix+"/pool"] != "pool_spread" || g.Labels[testPrefix+"/managed"] != "true" ||
+			g.Labels[testPrefix+"/location"] != DefaultLocation {
 			t.Fatalf("group %s labels = %v", g.Name, g.Labels)
 		}
 	}
@@ -337,5 +338,28 @@ func TestLostReplyOfSpreadCreateMakesOneServer(t *testing.T) {
 	if len(servers) != 1 || servers[0].Location != "fsn1" || len(groups) != 1 || len(groups[0].Servers) != 1 ||
 		strconv.FormatInt(servers[0].ID, 10) != m.ID || m.PlacementNote != "" {
 		t.Fatalf("servers %+v, groups %+v, machine %+v; want one server in fsn1, in the one group", servers, groups, m)
+	}
+}
+
+// A spread pool keeps groups per location: after a fallback its server
+// is in a group of the location it landed in, not the first one's.
+func TestSpreadGroupsPerLocation(t *testing.T) {
+	e := newBusEnv(t)
+	spec := func(name string) api.MachineSpec {
+		return api.MachineSpec{Name: name, OfferID: "cx23", Image: "ubuntu-24.04", PoolID: "pool_loc",
+			Placement: &api.PoolPlacement{Spread: true, Locations: []string{"fsn1", "nbg1"}}}
+	}
+	if _, err := e.r.Create(ctxT(t), testAccount(), "inst_l1", spec("a")); err != nil {
+		t.Fatal(err)
+	}
+	e.emu.SetLocationFull("fsn1", true)
+	m, err := e.r.Create(ctxT(t), testAccount(), "inst_l2", spec("b"))
+	if err != nil || m.Region != "nbg1" {
+		t.Fatalf("create after fsn1 filled = %+v, %v", m, err)
+	}
+	groups := e.emu.PlacementGroups()
+	if len(groups) != 2 || groups[0].Labels[testPrefix+"/location"] != "fsn1" || groups[1].Labels[testPrefix+"/location"] != "nbg1" ||
+		len(groups[0].Servers) != 1 || len(groups[1].Servers) != 1 {
+		t.Fatalf("groups = %+v, want one per location with one server each", groups)
 	}
 }

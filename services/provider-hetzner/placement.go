@@ -3,8 +3,8 @@ package hetzner
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,10 +14,12 @@ import (
 
 // Spread placement (capability placement.spread).
 //
-// The provider keeps a pool's spread placement groups itself: each is
-// labelled <prefix>/managed=true and <prefix>/pool=<pool id label value>,
-// named "<pool id>-spread-<n>", and holds at most MaxServersPerGroup
-// servers (Hetzner's limit). A create picks the pool's group with room
+// The provider keeps a pool's spread placement groups itself, per
+// location (a group's servers share one location: a spread group spreads
+// them over the hosts of one site): each is labelled
+// <prefix>/managed=true, <prefix>/pool=<pool id label value> and
+// <prefix>/location=<location>, named "<pool id>-<location>-spread-<n>",
+// and holds at most MaxServersPerGroup servers (Hetzner's limit). A create picks the pool's group with room
 // (lowest id first) or creates the next one, and sends it in the one POST
 // /servers ("placement_group"). When a group is full after all (another
 // replica filled it: 422 placement_group_member_limit_reached) the create
@@ -154,9 +156,14 @@ func (g *spreadGroups) take(id int64) func(server int64, at time.Time) {
 	}
 }
 
-// groupName is the name of a pool's n-th spread group.
-func groupName(pool string, n int) string {
-	return fmt.Sprintf("%s-spread-%d", strings.ToLower(KeyLabelValue(pool)), n)
+// groupPrefix starts the names of a pool's spread groups in location.
+func groupPrefix(pool, location string) string {
+	return strings.ToLower(KeyLabelValue(pool)) + "-" + location + "-spread-"
+}
+
+// groupName is the name of a pool's n-th spread group in location.
+func groupName(pool, location string, n int) string {
+	return groupPrefix(pool, location) + strconv.Itoa(n)
 }
 
 // pickGroup returns the pool's spread group with room, creating the next
@@ -174,9 +181,9 @@ func groupName(pool string, n int) string {
 // page: a project has at most 50 groups; again after each wait), a POST
 // /placement_groups when no group has room, and a DELETE per empty group
 // swept (sweepGroups).
-func (c *client) pickGroup(ctx context.Context, s *session, pool string, full []int64) (*hcloud.PlacementGroup, func(int64), error) {
+func (c *client) pickGroup(ctx context.Context, s *session, pool, location string, full []int64) (*hcloud.PlacementGroup, func(int64), error) {
 	groups := c.set.groups
-	unlock := groups.lockPool(s.call.Account.ID + "/" + pool)
+	unlock := groups.lockPool(s.call.Account.ID + "/" + pool + "/" + location)
 	defer unlock()
 	poolValue := KeyLabelValue(pool)
 	raced := false
@@ -193,10 +200,10 @@ func (c *client) pickGroup(ctx context.Context, s *session, pool string, full []
 		var wait <-chan struct{}
 		next := 1
 		for _, g := range listed {
-			if g.Labels[c.labels.pool] != poolValue {
+			if g.Labels[c.labels.pool] != poolValue || g.Labels[c.labels.location] != location {
 				continue
 			}
-			next = max(next, groupIndex(g.Name, pool)+1)
+			next = max(next, groupIndex(g.Name, pool, location)+1)
 			if chosen != nil || wait != nil || slices.Contains(full, g.ID) {
 				continue
 			}
@@ -217,8 +224,8 @@ func (c *client) pickGroup(ctx context.Context, s *session, pool string, full []
 		c.sweepGroups(ctx, s, listed, chosen)
 		if chosen == nil {
 			res, _, err := s.api.PlacementGroup.Create(ctx, hcloud.PlacementGroupCreateOpts{
-				Name: groupName(pool, next), Type: hcloud.PlacementGroupTypeSpread,
-				Labels: map[string]string{c.labels.managed: "true", c.labels.pool: poolValue},
+				Name: groupName(pool, location, next), Type: hcloud.PlacementGroupTypeSpread,
+				Labels: map[string]string{c.labels.managed: "true", c.labels.pool: poolValue, c.labels.location: location},
 			})
 			if hcloud.IsError(err, hcloud.ErrorCodeUniquenessError) && !raced {
 				raced = true // another replica made that group just now: list again
@@ -234,10 +241,11 @@ func (c *client) pickGroup(ctx context.Context, s *session, pool string, full []
 	}
 }
 
-// groupIndex is n of a group named groupName(pool, n), 0 for another name.
-func groupIndex(name, pool string) int {
-	var n int
-	if _, err := fmt.Sscanf(strings.TrimPrefix(name, strings.ToLower(KeyLabelValue(pool))+"-spread-"), "%d", &n); err != nil {
+// groupIndex is n of a group named groupName(pool, location, n), 0 for
+// another name.
+func groupIndex(name, pool, location string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(name, groupPrefix(pool, location)))
+	if err != nil || !strings.HasPrefix(name, groupPrefix(pool, location)) {
 		return 0
 	}
 	return n

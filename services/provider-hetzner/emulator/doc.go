@@ -22,7 +22,8 @@
 // and no public IPv4/IPv6 when public_net disables it (null in replies,
 // "" in ServerSnapshot, no Primary IP). It enforces what the API does: a
 // spread group holds MaxPlacementGroupServers (10; the 11th create answers
-// placement_group_member_limit_reached), a network needs a subnet in the
+// placement_group_member_limit_reached) of one location (another answers
+// placement_error; Guess, from third-party guides), a network needs a subnet in the
 // location's network zone (no_subnet_available), a server needs a public
 // IP or a network, firewalls need a public interface
 // (private_net_only_server). SetLocationFull (control: POST

@@ -57,7 +57,8 @@ func (e *Emulator) serverNetLocked(req *schema.ServerCreateRequest) (serverNet, 
 // checkPlacementLocked answers what keeps a server of sn out of loc, or
 // nil, ok: location full (412), no public IP and no network, a firewall
 // on a server without public interface, a network without a subnet (or a
-// free address) in loc's zone, a full placement group (all 422). It
+// free address) in loc's zone, a placement group whose servers are in
+// another location or that is full (all 422). It
 // returns the private addresses to assign, one per network.
 func (e *Emulator) checkPlacementLocked(sn *serverNet, loc *location) ([]privateNet, *reply) {
 	fail := func(r reply) ([]privateNet, *reply) { return nil, &r }
@@ -91,6 +92,13 @@ func (e *Emulator) checkPlacementLocked(sn *serverNet, loc *location) ([]private
 		}
 		nets = append(nets, privateNet{network: n.id, ip: ip})
 	}
+	if g := sn.group; g != nil && e.groupLocationLocked(g.id) != nil && e.groupLocationLocked(g.id) != loc {
+		// Guess: a spread group spreads over the hosts of one site, so its
+		// servers share a location (third parties say so); the emulator
+		// refuses another with placement_error.
+		return fail(errorReply(http.StatusUnprocessableEntity, "placement_error",
+			fmt.Sprintf("placement group %d has its servers in %s", g.id, e.groupLocationLocked(g.id).Name), nil))
+	}
 	if g := sn.group; g != nil && len(e.groupServersLocked(g.id)) >= MaxPlacementGroupServers {
 		// Guess: 422 (the reference calls the status Unconfirmed); the code
 		// and message are the API's.
@@ -98,6 +106,16 @@ func (e *Emulator) checkPlacementLocked(sn *serverNet, loc *location) ([]private
 			fmt.Sprintf("placement group with ID %d contains already %d servers", g.id, MaxPlacementGroupServers), nil))
 	}
 	return nets, nil
+}
+
+// groupLocationLocked is where group id's servers are (nil: it has none).
+func (e *Emulator) groupLocationLocked(id int64) *location {
+	for _, srv := range e.st.order {
+		if srv.placementGroup == id {
+			return srv.loc
+		}
+	}
+	return nil
 }
 
 // attachLocked gives srv the network part of its create.

@@ -194,3 +194,19 @@ func TestControlLocationFullAndPlacementGroups(t *testing.T) {
 	require.Len(t, groups, 1)
 	assert.Len(t, groups[0].Servers, 1)
 }
+
+// A placement group's servers share a location: a create in another
+// answers 422 placement_error.
+func TestPlacementGroupKeepsOneLocation(t *testing.T) {
+	_, c, _ := newTestClient(t, Options{})
+	ctx := testCtx(t)
+	pg, _, err := c.PlacementGroup.Create(ctx, hcloud.PlacementGroupCreateOpts{Name: "g", Type: hcloud.PlacementGroupTypeSpread})
+	require.NoError(t, err)
+	o := createOpts("a", nil)
+	o.PlacementGroup = pg.PlacementGroup
+	_, _, err = c.Server.Create(ctx, o)
+	require.NoError(t, err)
+	o.Name, o.Location = "b", &hcloud.Location{Name: "fsn1"}
+	_, _, err = c.Server.Create(ctx, o)
+	assert.True(t, hcloud.IsError(err, hcloud.ErrorCodePlacementError), "%v", err)
+}
