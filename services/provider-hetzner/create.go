@@ -89,11 +89,12 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 // locationsOf): a 412 resource_unavailable (no capacity there) made no
 // server, so the same request, labels and key go to the next location;
 // the last location's refusal is returned. With spread placement each
-// POST carries the pool's group with room in that location (pickGroup); a group the API
-// calls full (422 placement_group_member_limit_reached, another replica
-// filled it) or gone is replaced by another pick, at most maxGroupPicks
-// times. A taken name is resolved by adoptWinner.
-func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opts hcloud.ServerCreateOpts, key string) (*api.ExternalMachine, error) {
+// POST carries the pool's group with room in that location (pickGroup);
+// a group the API calls full (422 placement_group_member_limit_reached,
+// another replica filled it) or gone is replaced by another pick, at most
+// maxGroupPicks times. A taken name is resolved by adoptWinner.
+func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opts hcloud.ServerCreateOpts,
+	key string) (*api.ExternalMachine, error) {
 	locations := c.locationsOf(spec)
 	spread := spec.Placement != nil && spec.Placement.Spread
 	var skipped []string

@@ -181,7 +181,8 @@ func groupName(pool, location string, n int) string {
 // page: a project has at most 50 groups; again after each wait), a POST
 // /placement_groups when no group has room, and a DELETE per empty group
 // swept (sweepGroups).
-func (c *client) pickGroup(ctx context.Context, s *session, pool, location string, full []int64) (*hcloud.PlacementGroup, func(int64), error) {
+func (c *client) pickGroup(ctx context.Context, s *session, pool, location string,
+	full []int64) (*hcloud.PlacementGroup, func(int64), error) {
 	groups := c.set.groups
 	unlock := groups.lockPool(s.call.Account.ID + "/" + pool + "/" + location)
 	defer unlock()

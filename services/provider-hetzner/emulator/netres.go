@@ -250,7 +250,7 @@ func (e *Emulator) knownZoneLocked(zone string) bool {
 	return false
 }
 
-// toSchema renders n with the ids of its servers.
+// networkSchemaLocked renders n with the ids of its servers.
 func (e *Emulator) networkSchemaLocked(n *network) schema.Network {
 	out := schema.Network{
 		ID: n.id, Name: n.name, Created: n.created, IPRange: n.ipRange.String(),
@@ -479,7 +479,8 @@ func (e *Emulator) createFirewall(r *http.Request, _ string) reply {
 	if len(fields) > 0 {
 		return invalidInput(http.StatusUnprocessableEntity, fields)
 	}
-	return reply{status: http.StatusCreated, body: schema.FirewallCreateResponse{Firewall: e.firewallSchemaLocked(f), Actions: []schema.Action{}}}
+	return reply{status: http.StatusCreated,
+		body: schema.FirewallCreateResponse{Firewall: e.firewallSchemaLocked(f), Actions: []schema.Action{}}}
 }
 
 // --- placement groups ---
@@ -495,6 +496,7 @@ func (e *Emulator) groupServersLocked(id int64) []int64 {
 	return out
 }
 
+// groupSchemaLocked renders g with the ids of its servers.
 func (e *Emulator) groupSchemaLocked(g *placementGroup) schema.PlacementGroup {
 	return schema.PlacementGroup{ID: g.id, Name: g.name, Labels: maps.Clone(g.labels), Created: g.created,
 		Servers: e.groupServersLocked(g.id), Type: "spread"}
