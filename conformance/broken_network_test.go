@@ -3,7 +3,6 @@ package conformance_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 
 	"better-compute.io/compute/conformance"
@@ -12,63 +11,67 @@ import (
 	"better-compute.io/compute/pkg/provider"
 )
 
-// reusesHeldAddress gives every machine created with a static address the
-// address of a machine it made before that still exists (a provider that
-// caches the first address it configured), while keeping its other
-// behaviour.
-type reusesHeldAddress struct {
+// specChange is a Hetzner client whose creates see the spec changed by
+// change: a provider that drops part of the pool.
+type specChange struct {
 	full
-	mu   *sync.Mutex
-	held map[string]api.StaticAddress // machine id → the address it got
+	change func(*api.MachineSpec)
 }
 
-func (b reusesHeldAddress) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
-	b.mu.Lock()
-	for _, a := range b.held {
-		spec.Address = &a
-		break
-	}
-	b.mu.Unlock()
-	m, err := b.full.Create(ctx, call, spec)
-	if err == nil && spec.Address != nil {
-		b.mu.Lock()
-		b.held[m.ID] = *spec.Address
-		b.mu.Unlock()
-	}
-	return m, err
+func (b specChange) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
+	b.change(&spec)
+	return b.full.Create(ctx, call, spec)
 }
 
-func (b reusesHeldAddress) Delete(ctx context.Context, call *provider.Call, id string) error {
-	b.mu.Lock()
-	delete(b.held, id)
-	b.mu.Unlock()
-	return b.full.Delete(ctx, call, id)
-}
-
-// A Proxmox provider that hands a held address to a second machine fails
-// net.static.never-reused, and only it of the network behaviours: one
-// machine at a time still gets the address it asks for.
-func TestBrokenProxmoxReusingAnAddressFails(t *testing.T) {
+// TestBrokenNetworkFailsTheRightBehaviours certifies the hetzner-cloud
+// provider's network profile with a part of the pool dropped on the way
+// to the API, and checks that exactly the behaviours of that part fail.
+func TestBrokenNetworkFailsTheRightBehaviours(t *testing.T) {
 	t.Parallel()
-	s := startFake(t, "proxmox", fake.Options{Wrap: func(c provider.Client) provider.Client {
-		return reusesHeldAddress{full: c.(full), mu: &sync.Mutex{}, held: map[string]api.StaticAddress{}}
-	}})
-	network := []string{"net.vlan.applied", "net.static.applied", "net.static.never-reused", "net.placement.full-node-skipped"}
-	report, err := conformance.Certify(t.Context(), s, conformance.Options{Seed: 1, Only: network})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := report.WithStatus(conformance.Failed)
-	if !slices.Equal(got, []string{"net.static.never-reused"}) {
-		for _, id := range got {
-			res, _ := report.Result(id)
-			t.Logf("%s: %s", id, res.Reason)
-		}
-		t.Errorf("failed behaviours %v, want [net.static.never-reused]", got)
-	}
-	for _, id := range network {
-		if res, _ := report.Result(id); res.Status != conformance.Passed && res.Status != conformance.Failed {
-			t.Errorf("%s: %s (%s)", id, res.Status, res.Reason)
-		}
+	for _, tc := range []struct {
+		name   string
+		change func(*api.MachineSpec)
+		failed []string
+	}{
+		{"pool network dropped", func(s *api.MachineSpec) { s.Network = nil },
+			[]string{"net.public-ipv4-off", "net.private-network", "net.firewall-applied"}},
+		{"spread dropped", func(s *api.MachineSpec) {
+			if s.Placement != nil {
+				s.Placement = &api.PoolPlacement{Locations: s.Placement.Locations}
+			}
+		}, []string{"net.spread-chunks"}},
+		{"locations dropped", func(s *api.MachineSpec) {
+			if s.Placement != nil {
+				s.Placement = &api.PoolPlacement{Spread: s.Placement.Spread}
+			}
+		}, []string{"net.location-fallback"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := startFake(t, "hetzner-cloud", fake.Options{Wrap: func(c provider.Client) provider.Client {
+				return specChange{c.(full), tc.change}
+			}})
+			s.Profiles = []string{conformance.ProfileNetwork}
+			report, err := conformance.Certify(t.Context(), s, conformance.Options{Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if report.Verdict != conformance.VerdictFailed {
+				t.Errorf("verdict %s, want FAILED", report.Verdict)
+			}
+			got, want := report.WithStatus(conformance.Failed), slices.Clone(tc.failed)
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				for _, id := range got {
+					res, _ := report.Result(id)
+					t.Logf("%s: %s", id, res.Reason)
+				}
+				t.Errorf("failed behaviours %v, want %v", got, want)
+			}
+			if inc := report.WithStatus(conformance.Incomplete); len(inc) > 0 {
+				t.Errorf("incomplete behaviours %v", inc)
+			}
+		})
 	}
 }

@@ -1,24 +1,81 @@
 package conformance
 
 import (
-	"net/netip"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 
 	"better-compute.io/compute/pkg/api"
 )
 
-// Addresses of the subject's range each behaviour hands out (the
-// control plane's job: at most one machine holds one at a time).
-const (
-	addrApplied = 0 // net.static.applied
-	addrFirst   = 1 // net.static.never-reused, two machines
-	addrSecond  = 2
-)
+// Network sees and prepares the network resources behind the provider
+// (network profile): what its machines are attached to, where they are,
+// and a location without capacity.
+type Network interface {
+	// Pool returns a pool network the account can have, made in the
+	// backend if need be: one private network and one firewall (by id or
+	// name), public IPv4 off, public IPv6 on.
+	Pool(ctx context.Context) (*api.PoolNetwork, error)
+	// Machine is what the backend holds for machine id.
+	Machine(ctx context.Context, id string) (NetworkMachine, error)
+	// Locations are two locations machines of the subject's offer can be
+	// made in, in the order a pool lists them.
+	Locations(ctx context.Context) ([]string, error)
+	// SetFull makes creates in location fail for lack of capacity (full),
+	// or succeed again.
+	SetFull(ctx context.Context, location string, full bool) error
+}
 
-// createSpec is create with a spec of its own (name's key, the subject's
-// offer and image, and what edit sets), its deletion a cleanup.
-func (c *check) createSpec(name string, edit func(*api.MachineSpec)) (*api.ExternalMachine, error) {
+// NetworkMachine is a machine's network part as the backend holds it.
+type NetworkMachine struct {
+	// PublicIPv4 is "" when the machine has none.
+	PublicIPv4 string
+	// PrivateIPs are its addresses in private networks.
+	PrivateIPs []string
+	// Firewalls are the ids of the firewalls applied to it.
+	Firewalls []string
+	// PlacementGroup is the id of its placement group ("" for none).
+	PlacementGroup string
+	// Location is where it runs.
+	Location string
+}
+
+// spreadMachines is how many machines net.spread-chunks makes: more than
+// one Hetzner spread group holds.
+const spreadMachines = 11
+
+// maxSpreadGroup is the most machines one spread group may hold.
+const maxSpreadGroup = 10
+
+// networkPool is the subject's pool network (Fatal when the hook fails).
+func (c *check) networkPool() *api.PoolNetwork {
+	ctx, cancel := c.callCtx()
+	defer cancel()
+	n, err := c.r.s.Network.Pool(ctx)
+	if err != nil {
+		c.Fatalf("the Network hook made no pool network: %v", err)
+	}
+	return n
+}
+
+// backendMachine is the backend's view of machine id.
+func (c *check) backendMachine(id string) NetworkMachine {
+	ctx, cancel := c.callCtx()
+	defer cancel()
+	m, err := c.r.s.Network.Machine(ctx, id)
+	if err != nil {
+		c.Fatalf("the Network hook cannot see machine %s: %v", id, err)
+	}
+	return m
+}
+
+// createWith creates machine name with the spec changed by set, deleted
+// when the behaviour ends.
+func (c *check) createWith(name string, set func(*api.MachineSpec)) (*api.ExternalMachine, error) {
 	spec := c.spec(name)
-	edit(&spec)
+	set(&spec)
 	ctx, cancel := c.callCtx()
 	defer cancel()
 	m, err := c.remote().Create(ctx, c.acct(), name, spec)
@@ -29,110 +86,156 @@ func (c *check) createSpec(name string, edit func(*api.MachineSpec)) (*api.Exter
 	return m, nil
 }
 
-// mustCreateSpec is createSpec, stopping the behaviour when it fails.
-func (c *check) mustCreateSpec(name string, edit func(*api.MachineSpec)) *api.ExternalMachine {
-	m, err := c.createSpec(name, edit)
+// networkMachine creates a machine with the subject's pool network.
+func (c *check) networkMachine() (*api.ExternalMachine, *api.PoolNetwork) {
+	n := c.networkPool()
+	name := c.name("n")
+	m, err := c.createWith(name, func(s *api.MachineSpec) { s.Network = n })
 	if err != nil {
-		c.Fatalf("create %s: %v", name, err)
+		c.Fatalf("create %s with network %+v: %v", name, n, err)
 	}
-	return m
+	return m, n
 }
 
-// netMachine is how machine id is attached and placed (Network.Machine).
-func (c *check) netMachine(id string) NetworkMachine {
+// netNoPublicIPv4: a machine whose pool turns public IPv4 off has none in
+// the backend, and reports no public IPv4 address.
+func netNoPublicIPv4(c *check) {
+	m, _ := c.networkMachine()
+	b := c.backendMachine(m.ID)
+	if b.PublicIPv4 != "" {
+		c.Errorf("machine %s has public IPv4 %s in the backend; its pool turned public IPv4 off", m.ID, b.PublicIPv4)
+	}
+	for _, a := range m.Addresses {
+		if a == b.PublicIPv4 && a != "" {
+			c.Errorf("machine %s reports public IPv4 %s", m.ID, a)
+		}
+	}
+}
+
+// netPrivateNetwork: the machine has an address in the pool's private
+// network, and reports it.
+func netPrivateNetwork(c *check) {
+	m, _ := c.networkMachine()
+	b := c.backendMachine(m.ID)
+	if len(b.PrivateIPs) == 0 {
+		c.Fatalf("machine %s has no private network address in the backend", m.ID)
+	}
+	for _, ip := range b.PrivateIPs {
+		if !slices.Contains(m.Addresses, ip) {
+			c.Errorf("machine %s reports addresses %v, without its private address %s", m.ID, m.Addresses, ip)
+		}
+	}
+}
+
+// netFirewallApplied: the pool's firewall is applied to the machine.
+func netFirewallApplied(c *check) {
+	m, n := c.networkMachine()
+	if len(n.Firewalls) == 0 {
+		c.Fatalf("the Network hook's pool network has no firewall")
+	}
+	if b := c.backendMachine(m.ID); len(b.Firewalls) != len(n.Firewalls) {
+		c.Errorf("machine %s has firewalls %v in the backend, want the pool's %v", m.ID, b.Firewalls, n.Firewalls)
+	}
+}
+
+// netSpreadChunks: spreadMachines creates of one spread pool, at once,
+// put every machine in a placement group of at most maxSpreadGroup, in
+// as few groups as that allows.
+func netSpreadChunks(c *check) {
+	pool := api.NewID(api.PrefixPool)
+	ids := make([]string, spreadMachines)
+	errs := make([]error, spreadMachines)
+	var wg sync.WaitGroup
+	for i := range spreadMachines {
+		name := c.name("s")
+		wg.Go(func() {
+			m, err := c.createWith(name, func(s *api.MachineSpec) {
+				s.PoolID, s.Placement = pool, &api.PoolPlacement{Spread: true}
+			})
+			if err == nil {
+				ids[i] = m.ID
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	groups := map[string]int{}
+	for i, id := range ids {
+		if errs[i] != nil {
+			c.Fatalf("spread create %d: %v", i, errs[i])
+		}
+		g := c.backendMachine(id).PlacementGroup
+		if g == "" {
+			c.Errorf("machine %s of a spread pool is in no placement group", id)
+		}
+		groups[g]++
+	}
+	want := (spreadMachines + maxSpreadGroup - 1) / maxSpreadGroup
+	var sizes []string
+	for g, n := range groups {
+		sizes = append(sizes, g+":"+strconv.Itoa(n))
+		if n > maxSpreadGroup {
+			c.Errorf("placement group %s holds %d machines, more than %d", g, n, maxSpreadGroup)
+		}
+	}
+	if len(groups) != want {
+		c.Errorf("%d machines are in %d placement groups (%s), want %d", spreadMachines, len(groups), strings.Join(sizes, ", "), want)
+	}
+}
+
+// netLocationFallback: with the pool's first location out of capacity,
+// one machine is made, in the second, and it says why.
+func netLocationFallback(c *check) {
+	ctx, cancel := c.callCtx()
+	locs, err := c.r.s.Network.Locations(ctx)
+	cancel()
+	if err != nil || len(locs) < 2 {
+		c.Fatalf("the Network hook has no two locations (%v, %v)", locs, err)
+	}
+	c.setFull(locs[0], true)
+	c.Cleanup(func() { c.setFull(locs[0], false) })
+	name := c.name("l")
+	m, err := c.createWith(name, func(s *api.MachineSpec) { s.Placement = &api.PoolPlacement{Locations: locs[:2]} })
+	if err != nil {
+		c.Fatalf("create with locations %v, the first full: %v", locs[:2], err)
+	}
+	if m.Region != locs[1] {
+		c.Errorf("machine %s is in region %q, want %s (the first location is full)", m.ID, m.Region, locs[1])
+	}
+	if b := c.backendMachine(m.ID); b.Location != locs[1] {
+		c.Errorf("the backend has machine %s in %s, want %s", m.ID, b.Location, locs[1])
+	}
+	if !strings.Contains(m.PlacementNote, locs[0]) {
+		c.Errorf("machine %s's placement note %q does not say why it is not in %s", m.ID, m.PlacementNote, locs[0])
+	}
+	c.expectNoOther(name, m.ID)
+}
+
+// setFull is the hook's SetFull, Fatal when it fails.
+func (c *check) setFull(location string, full bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.r.opts.CallTimeout)
+	defer cancel()
+	if err := c.r.s.Network.SetFull(ctx, location, full); err != nil {
+		c.Fatalf("the Network hook cannot set %s full=%v: %v", location, full, err)
+	}
+}
+
+// expectNoOther fails when the backend has another machine named name
+// than id (needs the Inventory hook; skipped without it).
+func (c *check) expectNoOther(name, id string) {
+	if c.r.s.Inventory == nil {
+		return
+	}
 	ctx, cancel := c.callCtx()
 	defer cancel()
-	nm, err := c.r.s.Network.Machine(ctx, id)
+	all, err := c.r.s.Inventory.Machines(ctx)
 	if err != nil {
-		c.Fatalf("the Network hook cannot tell how machine %s is attached: %v", id, err)
+		c.Errorf("inventory: %v", err)
+		return
 	}
-	return nm
-}
-
-// span is the subject's address range, parsed; it must hold addrSecond+1
-// addresses.
-func (c *check) span() api.AddressSpan {
-	rng := c.r.s.Network.Pool().Addresses
-	s, err := rng.Parse("addresses")
-	if err != nil || s.Size() <= addrSecond {
-		c.Fatalf("the Network hook's address range %+v is unusable (%v): it needs %d addresses", rng, err, addrSecond+1)
+	for _, im := range all {
+		if im.Name == name && im.ID != id {
+			c.Errorf("the backend has a second machine %s named %s", im.ID, name)
+		}
 	}
-	return s
-}
-
-// netVLANApplied: the machine's NIC is on the pool's bridge with its tag.
-func netVLANApplied(c *check) {
-	nw := c.r.s.Network.Pool().Network
-	if nw.VLAN == 0 {
-		c.Fatalf("the Network hook's pool network has no VLAN tag to check")
-	}
-	m := c.mustCreateSpec(c.name("vlan"), func(s *api.MachineSpec) { s.Network = &nw })
-	got := c.netMachine(m.ID)
-	if (nw.Bridge != "" && got.Bridge != nw.Bridge) || got.VLAN != nw.VLAN {
-		c.Errorf("machine %s is on bridge %q tag %d, want bridge %q tag %d", m.ID, got.Bridge, got.VLAN, nw.Bridge, nw.VLAN)
-	}
-}
-
-// netStaticApplied: a machine carries the static address it was made
-// with, in the backend and in what get reports once it runs.
-func netStaticApplied(c *check) {
-	span := c.span()
-	want := span.Static(span.At(addrApplied))
-	m := c.mustCreateSpec(c.name("static"), func(s *api.MachineSpec) { s.Address = &want })
-	c.expectAddress(m.ID, want)
-}
-
-// expectAddress checks that machine id carries address a, in the backend
-// and first among the addresses get reports once it runs.
-func (c *check) expectAddress(id string, a api.StaticAddress) {
-	if got := c.netMachine(id).Address; got != a.Address {
-		c.Errorf("machine %s has address %q in the backend, want %s", id, got, a.Address)
-	}
-	running := c.waitState(id, api.StateRunning)
-	host := netip.MustParsePrefix(a.Address).Addr().String()
-	if len(running.Addresses) == 0 || running.Addresses[0] != host {
-		c.Errorf("machine %s reports addresses %v, want %s first", id, running.Addresses, host)
-	}
-}
-
-// netStaticNeverReused: two machines alive at once, made with distinct
-// addresses, each carry their own.
-func netStaticNeverReused(c *check) {
-	span := c.span()
-	first, second := span.Static(span.At(addrFirst)), span.Static(span.At(addrSecond))
-	a := c.mustCreateSpec(c.name("held"), func(s *api.MachineSpec) { s.Address = &first })
-	b := c.mustCreateSpec(c.name("next"), func(s *api.MachineSpec) { s.Address = &second })
-	c.expectAddress(a.ID, first)
-	c.expectAddress(b.ID, second)
-}
-
-// netFullNodeSkipped: a full allowed node is skipped; with every allowed
-// node full, nothing is made.
-func netFullNodeSkipped(c *check) {
-	nodes := c.r.s.Network.Pool().Placement.Nodes
-	if len(nodes) < 2 {
-		c.Fatalf("the Network hook's placement names %d nodes; the behaviour needs two", len(nodes))
-	}
-	allowed := &api.PoolPlacement{Nodes: nodes[:2]}
-	c.fill(nodes[0])
-	m := c.mustCreateSpec(c.name("place"), func(s *api.MachineSpec) { s.Placement = allowed })
-	if got := c.netMachine(m.ID).Node; got != nodes[1] {
-		c.Errorf("machine %s landed on %s with %s full, want %s", m.ID, got, nodes[0], nodes[1])
-	}
-	c.fill(nodes[1])
-	name := c.name("nowhere")
-	_, err := c.createSpec(name, func(s *api.MachineSpec) { s.Placement = allowed })
-	c.expectCode("create with every allowed node full", err, api.CodeCapacityUnavailable)
-	c.expectNone(name)
-}
-
-// fill makes node full until the behaviour ends.
-func (c *check) fill(node string) {
-	ctx, cancel := c.callCtx()
-	defer cancel()
-	undo, err := c.r.s.Network.FillNode(ctx, node)
-	if err != nil {
-		c.Incompletef("the Network hook cannot fill node %s: %v", node, err)
-	}
-	c.Cleanup(undo)
 }

@@ -41,11 +41,17 @@ const (
 	// ProfileLabels gives machines labels at create and by relabel and
 	// reads them back; its behaviours need provider.CapabilityLabels.
 	ProfileLabels = "labels"
+	// ProfileNetwork attaches machines to the pool network and placement
+	// a provider claims (the Subject's Network or NodeNetwork hook):
+	// public IPs off, private networks, firewalls, spread placement
+	// groups, ordered locations; bridges, VLAN tags, static addresses,
+	// node placement. Each behaviour needs its provider.Capability*.
+	ProfileNetwork = "network"
 )
 
 // Profiles lists every profile.
 var Profiles = []string{ProfileCore, ProfileCloud, ProfileFaults, ProfileDurable, ProfileTransport, ProfileSecrets, ProfileScale,
-	ProfileSpot, ProfileSSH, ProfileLabels}
+	ProfileSpot, ProfileSSH, ProfileLabels, ProfileNetwork}
 
 // Areas group behaviours; every id starts with its area's short name.
 const (
@@ -76,6 +82,7 @@ const (
 	needLogs
 	needSSH
 	needNetwork
+	needNodeNetwork
 )
 
 // Behaviour is one checked property of a provider. ID is stable forever
@@ -93,7 +100,7 @@ type Behaviour struct {
 }
 
 // Needs lists the Subject hooks the behaviour cannot run without ("Faults",
-// "Inventory", "Service", "SecretValues", "Logs", "SSH").
+// "Inventory", "Service", "SecretValues", "Logs", "SSH", "Network").
 func (b Behaviour) Needs() []string {
 	var out []string
 	for _, h := range hooks {
@@ -108,7 +115,7 @@ var hooks = []struct {
 	bit  hook
 	name string
 }{{needFaults, "Faults"}, {needInventory, "Inventory"}, {needService, "Service"}, {needSecretValues, "SecretValues"}, {needLogs, "Logs"},
-	{needSSH, "SSH"}, {needNetwork, "Network"}}
+	{needSSH, "SSH"}, {needNetwork, "Network"}, {needNodeNetwork, "NodeNetwork"}}
 
 // registry is the frozen behaviour table. Append only: never remove,
 // rename, reorder or re-profile an entry (TestRegistryAppendOnly compares
@@ -251,16 +258,16 @@ var registry = []Behaviour{
 			"a missing machine is NOT_FOUND"},
 	{ID: "labels.list.not-selected", Area: AreaLabels, Profiles: labelsProfile, Capability: provider.CapabilityLabels,
 		run: labelsNotSelected, Title: "selecting by labels is the control plane's: list answers every managed machine whatever its labels"},
-	{ID: "net.vlan.applied", Area: AreaNetwork, Profiles: core, Capability: provider.CapabilityNetworkVLAN, needs: needNetwork,
+	{ID: "net.vlan.applied", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityNetworkVLAN, needs: needNodeNetwork,
 		run: netVLANApplied, Title: "a machine created with a pool network's bridge and VLAN tag is attached to that bridge with that tag"},
-	{ID: "net.static.applied", Area: AreaNetwork, Profiles: core, Capability: provider.CapabilityStaticIPv4, needs: needNetwork,
+	{ID: "net.static.applied", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityStaticIPv4, needs: needNodeNetwork,
 		run: netStaticApplied, Title: "a machine created with a static address from the pool's range carries it " +
 			"(in the backend and first in the addresses get reports), not a DHCP lease"},
-	{ID: "net.static.never-reused", Area: AreaNetwork, Profiles: core, Capability: provider.CapabilityStaticIPv4, needs: needNetwork,
+	{ID: "net.static.never-reused", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityStaticIPv4, needs: needNodeNetwork,
 		run: netStaticNeverReused, Title: "machines created at once with distinct static addresses each carry their own: " +
 			"no address is given to a second machine while the first holds it"},
-	{ID: "net.placement.full-node-skipped", Area: AreaNetwork, Profiles: core, Capability: provider.CapabilityPlacementNodes,
-		needs: needNetwork, run: netFullNodeSkipped, Title: "with one allowed node full a machine lands on another allowed node; " +
+	{ID: "net.placement.full-node-skipped", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityPlacementNodes,
+		needs: needNodeNetwork, run: netFullNodeSkipped, Title: "with one allowed node full a machine lands on another allowed node; " +
 			"with every allowed node full create answers CAPACITY_UNAVAILABLE and makes nothing"},
 	{ID: "resize.moves-offer", Area: AreaResize, Profiles: core, Capability: provider.CapabilityResize, run: resizeMovesOffer,
 		Title: "a running machine resized to another offer keeps its id, reports the new offer (reply and get) and runs again"},
@@ -275,6 +282,16 @@ var registry = []Behaviour{
 	{ID: "metrics.window-refused", Area: AreaMetrics, Profiles: core, Capability: provider.CapabilityMetrics,
 		run:   metricsWindowRefused,
 		Title: "metrics with an unknown type, from after to or a negative step are INVALID_INPUT naming the field"},
+	{ID: "net.public-ipv4-off", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityNetworkPublicIP, needs: needNetwork,
+		run: netNoPublicIPv4, Title: "a machine whose pool turns public IPv4 off has none in the backend and reports none"},
+	{ID: "net.private-network", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityNetworkPrivate, needs: needNetwork,
+		run: netPrivateNetwork, Title: "a machine of a pool with a private network has an address in it and reports it"},
+	{ID: "net.firewall-applied", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityNetworkFirewalls, needs: needNetwork,
+		run: netFirewallApplied, Title: "the pool's firewalls are applied to its machine at create"},
+	{ID: "net.spread-chunks", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityPlacementSpread, needs: needNetwork,
+		run: netSpreadChunks, Title: "11 concurrent creates of one spread pool land in 2 placement groups of at most 10"},
+	{ID: "net.location-fallback", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityPlacementLocations, needs: needNetwork,
+		run: netLocationFallback, Title: "with the pool's first location out of capacity, one machine is made in the second and notes why"},
 }
 
 // Profile sets of the table above.
@@ -291,6 +308,7 @@ var (
 	sshProfile = []string{ProfileSSH}
 	// labelsProfile is named apart from the labels of a machine.
 	labelsProfile = []string{ProfileLabels}
+	network       = []string{ProfileNetwork}
 )
 
 // Registry returns a copy of the behaviour registry, in registry order.

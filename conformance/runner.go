@@ -199,6 +199,8 @@ func (r *run) has(h hook) bool {
 		return r.s.SSH != nil
 	case needNetwork:
 		return r.s.Network != nil
+	case needNodeNetwork:
+		return r.s.NodeNetwork != nil
 	}
 	return false
 }

@@ -56,10 +56,14 @@ type Subject struct {
 	Service Service
 	// SSH logs in to the machines the provider makes (ssh profile).
 	SSH SSH
-	// Network sees how machines are attached and placed, for the network
-	// and placement behaviours (capabilities network.vlan,
-	// network.staticIPv4, placement.nodes).
+	// Network sees and prepares the backend's network resources
+	// (network profile).
 	Network Network
+	// NodeNetwork sees how machines are attached and placed on a cluster
+	// of nodes, for the bridge, VLAN, static address and node placement
+	// behaviours (capabilities network.vlan, network.staticIPv4,
+	// placement.nodes).
+	NodeNetwork NodeNetwork
 }
 
 // SSH reaches the provider's machines over SSH (pkg/access): an

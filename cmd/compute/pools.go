@@ -47,6 +47,7 @@ func poolsCmd(g *globals) *cobra.Command {
 	create.Flags().StringVar(&req.Agent, "agent", api.PoolAgentNone, "agent")
 	create.Flags().StringArrayVar(&flavors, "flavor", nil, "flavor as name=offerId[:image] (repeatable)")
 	accessFileFlag(create, &req)
+	poolNetworkFlags(create, &req)
 
 	var lreq api.ListRequest
 	list := listCommand(g, &lreq, "pools", func(ctx context.Context, c *client.Client) error {

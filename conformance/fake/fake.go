@@ -45,7 +45,9 @@ type backend struct {
 	inventory conformance.Inventory
 	ssh       conformance.SSH
 	network   conformance.Network
-	close     func()
+	// nodeNetwork is the Proxmox side (bridges, VLANs, static addresses, nodes).
+	nodeNetwork conformance.NodeNetwork
+	close       func()
 }
 
 // setup starts a provider's emulator accepting token, listening on addr
@@ -151,6 +153,7 @@ func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error
 		OfferID: be.offerID, Image: be.image, Profiles: slices.Clone(be.profiles),
 		PowerObservable: true, SecretValues: []string{token}, Logs: h.Logs,
 		Faults: be.faults, Inventory: be.inventory, Service: svc, SSH: be.ssh, Network: be.network,
+		NodeNetwork: be.nodeNetwork,
 	}
 	return env, nil
 }

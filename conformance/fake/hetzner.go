@@ -2,7 +2,9 @@ package fake
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -72,6 +74,7 @@ func hetznerBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 		config:    func(ref string) map[string]any { return map[string]any{hetzner.FieldToken: ref} },
 		faults:    h,
 		inventory: h,
+		network:   &hetznerNetwork{emu: srv.Emulator()},
 		ssh:       fs,
 		close:     func() { _ = srv.Close(); fs.fleet.Close() },
 	}, nil
@@ -194,5 +197,61 @@ func (h hetznerHooks) Remove(_ context.Context, ids []string) error {
 			h.emu.DeleteServerOutOfBand(n)
 		}
 	}
+	return nil
+}
+
+// hetznerNetwork implements conformance.Network on the emulator: one
+// network (10.0.0.0/16, subnet 10.0.1.0/24 in eu-central) and one
+// firewall, made on first use; fsn1 and nbg1 as locations.
+type hetznerNetwork struct {
+	emu  *emulator.Emulator
+	once sync.Once
+	pool api.PoolNetwork
+}
+
+var _ conformance.Network = (*hetznerNetwork)(nil)
+
+// Pool makes the network and firewall once and names them by name.
+func (h *hetznerNetwork) Pool(context.Context) (*api.PoolNetwork, error) {
+	h.once.Do(func() {
+		h.emu.AddNetwork("conformance-net", "10.0.0.0/16", "10.0.1.0/24@eu-central")
+		h.emu.AddFirewall("conformance-fw")
+		off := false
+		h.pool = api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{{Network: "conformance-net"}},
+			Firewalls: []string{"conformance-fw"}, PublicIPv4: &off}
+	})
+	p := h.pool
+	return &p, nil
+}
+
+// Machine reads the server's network part from the emulator's state.
+func (h *hetznerNetwork) Machine(_ context.Context, id string) (conformance.NetworkMachine, error) {
+	for _, s := range h.emu.Servers() {
+		if strconv.FormatInt(s.ID, 10) != id {
+			continue
+		}
+		m := conformance.NetworkMachine{PublicIPv4: s.PublicIPv4, Location: s.Location}
+		for _, ip := range s.PrivateIPs {
+			m.PrivateIPs = append(m.PrivateIPs, ip)
+		}
+		for _, f := range s.Firewalls {
+			m.Firewalls = append(m.Firewalls, strconv.FormatInt(f, 10))
+		}
+		if s.PlacementGroup != 0 {
+			m.PlacementGroup = strconv.FormatInt(s.PlacementGroup, 10)
+		}
+		return m, nil
+	}
+	return conformance.NetworkMachine{}, fmt.Errorf("the emulator has no server %s", id)
+}
+
+// Locations are fsn1 and nbg1 (both sell the subject's cx23).
+func (h *hetznerNetwork) Locations(context.Context) ([]string, error) {
+	return []string{"fsn1", "nbg1"}, nil
+}
+
+// SetFull is emulator.SetLocationFull.
+func (h *hetznerNetwork) SetFull(_ context.Context, location string, full bool) error {
+	h.emu.SetLocationFull(location, full)
 	return nil
 }

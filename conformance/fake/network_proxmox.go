@@ -38,28 +38,28 @@ func proxmoxNodes() []emulator.Node {
 	return out
 }
 
-// proxmoxNetwork implements conformance.Network on the emulator.
+// proxmoxNetwork implements conformance.NodeNetwork on the emulator.
 type proxmoxNetwork struct{ emu *emulator.Emulator }
 
-var _ conformance.Network = proxmoxNetwork{}
+var _ conformance.NodeNetwork = proxmoxNetwork{}
 
 // Pool is vmbr1 tag 42 on both nodes, addresses of proxmoxRange.
-func (proxmoxNetwork) Pool() conformance.NetworkPool {
-	return conformance.NetworkPool{Network: api.PoolNetwork{Bridge: proxmoxBridge, VLAN: proxmoxVLAN},
+func (proxmoxNetwork) Pool() conformance.NodeNetworkPool {
+	return conformance.NodeNetworkPool{Network: api.PoolNetwork{Bridge: proxmoxBridge, VLAN: proxmoxVLAN},
 		Placement: api.PoolPlacement{Nodes: append([]string(nil), proxmoxNodeNames...)}, Addresses: proxmoxRange}
 }
 
 // Machine reads VM id's net0 (bridge=, tag=), ipconfig0 (ip=) and node.
-func (n proxmoxNetwork) Machine(_ context.Context, id string) (conformance.NetworkMachine, error) {
+func (n proxmoxNetwork) Machine(_ context.Context, id string) (conformance.NodeMachine, error) {
 	vmid, err := strconv.Atoi(id)
 	if err != nil {
-		return conformance.NetworkMachine{}, fmt.Errorf("machine id %q is not a VMID", id)
+		return conformance.NodeMachine{}, fmt.Errorf("machine id %q is not a VMID", id)
 	}
 	v, ok := n.emu.VM(vmid)
 	if !ok {
-		return conformance.NetworkMachine{}, fmt.Errorf("VM %d does not exist", vmid)
+		return conformance.NodeMachine{}, fmt.Errorf("VM %d does not exist", vmid)
 	}
-	out := conformance.NetworkMachine{Node: v.Node}
+	out := conformance.NodeMachine{Node: v.Node}
 	for _, opt := range strings.Split(v.Config["net0"], ",")[1:] {
 		if b, ok := strings.CutPrefix(opt, "bridge="); ok {
 			out.Bridge = b

@@ -105,7 +105,7 @@ func proxmoxBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 		endpoint: srv.URL(),
 		profiles: []string{conformance.ProfileCore, conformance.ProfileCloud, conformance.ProfileDurable,
 			conformance.ProfileTransport, conformance.ProfileSecrets, conformance.ProfileScale, conformance.ProfileSpot,
-			conformance.ProfileSSH, conformance.ProfileLabels},
+			conformance.ProfileSSH, conformance.ProfileLabels, conformance.ProfileNetwork},
 		offerID: proxmoxOffer, image: proxmoxTemplate,
 		config: func(ref string) map[string]any {
 			return map[string]any{
@@ -115,11 +115,11 @@ func proxmoxBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 					map[string]any{"name": proxmoxOffer + "-large", "vcpu": 4, "memoryGiB": 4, "diskGiB": 30}},
 			}
 		},
-		faults:    h,
-		inventory: h,
-		ssh:       fs,
-		network:   proxmoxNetwork{emu: srv.Emulator()},
-		close:     func() { _ = srv.Close(); fs.fleet.Close() },
+		faults:      h,
+		inventory:   h,
+		ssh:         fs,
+		nodeNetwork: proxmoxNetwork{emu: srv.Emulator()},
+		close:       func() { _ = srv.Close(); fs.fleet.Close() },
 	}, nil
 }
 

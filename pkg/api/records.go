@@ -252,6 +252,11 @@ type ExternalMachine struct {
 	// Labels are the user labels the machine carries (system labels, such
 	// as the idempotency key's, left out).
 	Labels map[string]string `json:"labels,omitempty"`
+	// PlacementNote says why the machine is not where the pool asked
+	// first (e.g. "created in nbg1: no capacity (412
+	// resource_unavailable) in fsn1 (…)"); empty when it is. Create
+	// answers it; the reconciler records it as the Placed condition.
+	PlacementNote string `json:"placementNote,omitempty"`
 }
 
 // Condition is one observed aspect of an instance, Kubernetes style. For
@@ -267,9 +272,10 @@ type Condition struct {
 }
 
 // Problem reports whether the condition reports a problem: True, and not
-// Ready (the summary, which is True when all is well).
+// Ready (the summary, which is True when all is well) nor Placed (a note
+// on where the machine landed).
 func (c Condition) Problem() bool {
-	return c.Status == ConditionTrue && c.Type != ConditionReady
+	return c.Status == ConditionTrue && c.Type != ConditionReady && c.Type != ConditionPlaced
 }
 
 // Event is published on compute.v1.<tenant>.events.<resource>.<id>.<type>

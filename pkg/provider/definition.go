@@ -67,10 +67,9 @@ var CallCapabilities = []string{CapabilityPower, CapabilityReinstall, Capability
 	CapabilityResize, CapabilityMetrics}
 
 // Capabilities lists every capability: the CallCapabilities, spot (a
-// claim about offers), ssh (a claim about machines) and the network and
-// placement claims (network.vlan, network.staticIPv4, placement.nodes).
-var Capabilities = append(slices.Clone(CallCapabilities), CapabilitySpot, CapabilitySSH,
-	CapabilityNetworkVLAN, CapabilityStaticIPv4, CapabilityPlacementNodes)
+// claim about offers), ssh (a claim about machines)
+// and the PoolCapabilities (claims about create's pool fields).
+var Capabilities = append(append(slices.Clone(CallCapabilities), CapabilitySpot, CapabilitySSH), PoolCapabilities...)
 
 // Provides lists what a provider may provide.
 var Provides = []string{api.KindVPS, api.KindMetal}

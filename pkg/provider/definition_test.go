@@ -104,7 +104,7 @@ func TestDefineRefusals(t *testing.T) {
 		{"duplicate capability", func(d *provider.Definition) { d.Capabilities = []string{"power", "list", "power"} }, "capabilities[2]",
 			`"power" is listed twice`},
 		{"unknown capability", func(d *provider.Definition) { d.Capabilities = []string{"power", "snapshot"} }, "capabilities[1]",
-			`"snapshot" is not one of [power reinstall list delete.byKey labels resize metrics spot ssh network.vlan network.staticIPv4 placement.nodes]`},
+			`"snapshot" is not one of [power reinstall list delete.byKey labels resize metrics spot ssh network.private network.firewalls network.publicIP placement.spread placement.locations network.vlan network.staticIPv4 placement.nodes]`},
 		{"nil constructor", func(d *provider.Definition) { d.New = nil }, "new", "a provider needs a constructor"},
 		{"field name with a hyphen", field(api.ManifestField{Name: "api-key", Type: provider.TypeString}), "manifest.api-key",
 			`field name "api-key" must be letters, digits and _, starting with a letter`},

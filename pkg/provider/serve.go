@@ -97,7 +97,7 @@ func Serve(nc *nats.Conn, d *Defined, o ServeOptions) (*bus.Service, error) {
 	for verb, h := range map[string]callHandler{
 		VerbOffers: s.offers, VerbCreate: s.create, VerbGet: s.get, VerbDelete: s.delete,
 		VerbPower: s.power, VerbReinstall: s.reinstall, VerbList: s.list, VerbRelabel: s.relabel,
-		VerbCheckPool: s.checkpool, VerbResize: s.resize, VerbMetrics: s.metrics,
+		VerbCheckPool: s.checkPool, VerbResize: s.resize, VerbMetrics: s.metrics,
 	} {
 		eps = append(eps,
 			bus.Endpoint{Name: bus.EndpointName(bus.ResourceProvider, verb), Subject: bus.ProviderCall(d.ID(), verb), Handler: s.wrap(h)})

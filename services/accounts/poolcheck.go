@@ -36,8 +36,8 @@ func (s *service) checkPoolPlacement(ctx context.Context, a *api.Account, in *ap
 	if in.Network == nil && in.Placement == nil && !hasStorage(in.Flavors) {
 		return nil
 	}
-	return provider.Remote{NC: s.nc, ID: a.Provider}.CheckPool(ctx, a.ProviderAccount(),
-		api.ProviderPoolCheckRequest{Network: in.Network, Placement: in.Placement, Flavors: in.Flavors})
+	return provider.Remote{NC: s.nc, ID: a.Provider}.CheckPool(ctx, api.ProviderPoolCheckRequest{
+		Account: a.ProviderAccount(), Network: in.Network, Placement: in.Placement, Flavors: in.Flavors})
 }
 
 // checkRangeFree parses rng and refuses it when it overlaps the range of

@@ -22,7 +22,9 @@ const rollbackTimeout = 5 * time.Second
 // Errors: INVALID_INPUT naming the field (see checkPoolRequest; path
 // providerAccountId for an account that does not exist in this tenant,
 // flavors[i].offerId for an offer the account does not have; the network,
-// placement and flavor storage fields, see checkPoolPlacement), ALREADY_EXISTS
+// placement and flavor storage fields the account cannot have, as its
+// provider's checkpool answers, or an address range overlapping another
+// pool's: see checkPoolPlacement), ALREADY_EXISTS
 // (path name) when the tenant has a pool of that name, the provider's
 // errors (UNAVAILABLE when it does not answer), UNAVAILABLE.
 func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error) {

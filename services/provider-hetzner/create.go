@@ -2,8 +2,12 @@ package hetzner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -18,16 +22,27 @@ import (
 //  1. GET /servers?label_selector=<prefix>/managed=true,<prefix>/idempotency-key=<v>:
 //     a server made for the key earlier is returned, with no POST.
 //  2. POST /servers with the hostname-safe name (ServerName), the offer as
-//     server type, the image, the spec's region or else the account's
-//     location, user data, SSH keys and the two labels.
+//     server type, the image, the first of the pool's locations (else the
+//     spec's region, else the account's location), user data, SSH keys,
+//     the two labels, and the pool's network (networkOpts: networks,
+//     firewalls, public_net) and spread placement group (pickGroup). On
+//     412 resource_unavailable the next location is tried with the same
+//     request (see post); the machine's region is where it landed, and its
+//     PlacementNote says why when that is not the first location.
 //  3. If the name is taken (409 uniqueness_error), GET /servers?name=…:
 //     a server carrying the same key (a concurrent create of the same key
 //     won) is returned; any other is never adopted.
 //
-// So a create costs 2 requests (3 when it races). SSH keys must be ids of
+// So a create costs 2 requests (3 when it races), plus one per network or
+// firewall named by name, one per location without capacity, and, with
+// spread placement, a GET /placement_groups (and a POST when a new group
+// is needed). SSH keys must be ids of
 // SSH keys stored in the Hetzner project.
 //
-// Errors: INVALID_INPUT (machine.sshKeys[i] not an id), PROVIDER_ERROR
+// Errors: INVALID_INPUT (machine.sshKeys[i] not an id; machine.poolId
+// missing with spread placement; a network or firewall name naming
+// nothing any more), PROVIDER_ERROR (412 resource_unavailable when no
+// location has capacity, retryable; 422 from the network part)
 // (details.status 409, code uniqueness_error, permanent when another
 // machine holds the name, with details.NameHolder when that server is managed
 // (see api.NameHolder): the caller can tell a name still held by one of
@@ -41,6 +56,9 @@ import (
 // both POST meet on the server name, unique in a project: the loser gets
 // uniqueness_error and adopts the winner, which carries its key.
 func (c *client) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (m *api.ExternalMachine, err error) {
+	if spec.Placement != nil && spec.Placement.Spread && spec.PoolID == "" {
+		return nil, api.InvalidInput("machine.poolId", "spread placement needs the machine's pool id (groups are kept per pool)")
+	}
 	opts := c.createOpts(call.IdempotencyKey, spec)
 	s, err := c.open(ctx, call, provider.VerbCreate)
 	if err != nil {
@@ -58,19 +76,114 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		}
 		if len(found) > 0 {
 			s.serverID = strconv.FormatInt(found[0].ID, 10)
-			return c.toMachine(found[0], call.IdempotencyKey), nil
+			return c.placed(c.toMachine(found[0], call.IdempotencyKey), spec, nil), nil
 		}
 	}
-
-	res, _, err := s.api.Server.Create(ctx, opts)
-	if err == nil {
-		s.serverID = strconv.FormatInt(res.Server.ID, 10)
-		return c.toMachine(res.Server, call.IdempotencyKey), nil
-	}
-	if !hcloud.IsError(err, hcloud.ErrorCodeUniquenessError) {
+	if err := networkOpts(ctx, s, spec.Network, &opts); err != nil {
 		return nil, err
 	}
-	return c.adoptWinner(ctx, s, opts.Name, call.IdempotencyKey)
+	return c.post(ctx, s, spec, opts, call.IdempotencyKey)
+}
+
+// post sends POST /servers in the spec's locations in turn (see
+// locationsOf): a 412 resource_unavailable (no capacity there) made no
+// server, so the same request, labels and key go to the next location;
+// the last location's refusal is returned. With spread placement each
+// POST carries the pool's group with room in that location (pickGroup);
+// a group the API calls full (422 placement_group_member_limit_reached,
+// another replica filled it) or gone is replaced by another pick, at most
+// maxGroupPicks times. A taken name is resolved by adoptWinner.
+func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opts hcloud.ServerCreateOpts,
+	key string) (*api.ExternalMachine, error) {
+	locations := c.locationsOf(spec)
+	spread := spec.Placement != nil && spec.Placement.Spread
+	var skipped []string
+	var full []int64
+	for i := 0; ; {
+		opts.Location = &hcloud.Location{Name: locations[i]}
+		release := func(int64) {}
+		if spread {
+			g, rel, err := c.pickGroup(ctx, s, spec.PoolID, locations[i], full)
+			if err != nil {
+				return nil, err
+			}
+			opts.PlacementGroup, release = g, rel
+		}
+		res, _, err := s.api.Server.Create(ctx, opts)
+		var made int64
+		if err == nil {
+			made = res.Server.ID
+		}
+		release(made)
+		switch {
+		case err == nil:
+			s.serverID = strconv.FormatInt(res.Server.ID, 10)
+			return c.placed(c.toMachine(res.Server, key), spec, skipped), nil
+		case hcloud.IsError(err, hcloud.ErrorCodeUniquenessError):
+			m, err := c.adoptWinner(ctx, s, opts.Name, key)
+			if err != nil {
+				return nil, err
+			}
+			return c.placed(m, spec, skipped), nil
+		case spread && len(full) < maxGroupPicks && (hcloud.IsError(err, errGroupFull) || groupGone(err)):
+			full = append(full, opts.PlacementGroup.ID)
+		case hcloud.IsError(err, hcloud.ErrorCodeResourceUnavailable) && i+1 < len(locations):
+			skipped = append(skipped, fmt.Sprintf("%s (%s)", locations[i], apiMessage(err)))
+			s.call.Log.Info().Str("location", locations[i]).Str("next", locations[i+1]).Msg("no capacity: trying the next location")
+			i++
+		default:
+			return nil, err
+		}
+	}
+}
+
+// locationsOf are the locations a create tries, in order: the pool's
+// placement.locations, else the spec's region, else the account's.
+func (c *client) locationsOf(spec api.MachineSpec) []string {
+	switch {
+	case spec.Placement != nil && len(spec.Placement.Locations) > 0:
+		return spec.Placement.Locations
+	case spec.Region != "":
+		return []string{spec.Region}
+	}
+	return []string{c.location}
+}
+
+// placed notes on m why it is not in the first of the pool's locations
+// (ExternalMachine.PlacementNote): the locations skipped by this create,
+// or, for a server an earlier attempt made, that one did.
+func (c *client) placed(m *api.ExternalMachine, spec api.MachineSpec, skipped []string) *api.ExternalMachine {
+	if spec.Placement == nil || len(spec.Placement.Locations) < 2 || m.Region == spec.Placement.Locations[0] {
+		return m
+	}
+	if len(skipped) > 0 {
+		m.PlacementNote = fmt.Sprintf("created in %s: no capacity (412 resource_unavailable) in %s",
+			m.Region, strings.Join(skipped, ", "))
+	} else {
+		m.PlacementNote = fmt.Sprintf("created in %s, not %s (the first of placement.locations): an earlier attempt found no capacity there",
+			m.Region, spec.Placement.Locations[0])
+	}
+	return m
+}
+
+// apiMessage is the message of an API error.
+func apiMessage(err error) string {
+	var he hcloud.Error
+	if errors.As(err, &he) {
+		return he.Message
+	}
+	return err.Error()
+}
+
+// groupGone reports whether a create was refused for its placement group
+// not existing (a sweep of another replica deleted it as empty).
+func groupGone(err error) bool {
+	var he hcloud.Error
+	if !errors.As(err, &he) || he.Code != hcloud.ErrorCodeInvalidInput {
+		return false
+	}
+	d, ok := he.Details.(hcloud.ErrorDetailsInvalidInput)
+	return ok && slices.ContainsFunc(d.Fields, func(f hcloud.ErrorDetailsInvalidInputField) bool { return f.Name == "placement_group" })
 }
 
 // adoptWinner resolves a taken name: the server called name is ours only

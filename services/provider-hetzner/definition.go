@@ -43,14 +43,21 @@ func Manifest() []api.ManifestField {
 }
 
 // capabilities are the provider's: every call capability (labels: server
-// labels beside the system ones, see labels.withUser), and ssh (its
-// machines answer SSH at the address it reports; pkg/access).
+// labels beside the system ones, see labels.withUser), ssh (its machines
+// answer SSH at the address it reports; pkg/access), and the pool
+// capabilities of Hetzner Cloud: private networks, firewalls, public IPs
+// on or off (network.go), spread placement groups (placement.go) and
+// ordered locations (create.go's post).
 var capabilities = []string{provider.CapabilityPower, provider.CapabilityReinstall, provider.CapabilityList,
-	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels, provider.CapabilityResize, provider.CapabilityMetrics}
+	provider.CapabilityDeleteByKey, provider.CapabilitySSH, provider.CapabilityLabels, provider.CapabilityResize, provider.CapabilityMetrics,
+	provider.CapabilityNetworkPrivate, provider.CapabilityNetworkFirewalls, provider.CapabilityNetworkPublicIP,
+	provider.CapabilityPlacementSpread, provider.CapabilityPlacementLocations}
 
 // Definition returns the hetzner-cloud provider definition: id ProviderID,
 // version Version, provides vps, capabilities power, reinstall, list,
-// delete.byKey, ssh and labels, the Manifest, and a constructor configured by opts.
+// delete.byKey, ssh, labels, resize, metrics, network.private,
+// network.firewalls, network.publicIP, placement.spread and
+// placement.locations, the Manifest, and a constructor configured by opts.
 //
 // The constructor answers INVALID_CONFIG (details.path "options.<name>")
 // when an option is unusable (a malformed endpoint or label prefix, a

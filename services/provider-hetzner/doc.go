@@ -29,5 +29,11 @@
 //     carries retryAfterMs QuotaRetryAfter, every other failure (including an unreachable API) is
 //     PROVIDER_ERROR with details.status and details.code, and
 //     details.permanent when the same request can never pass (400, 422
-//     other than service_error, 409 uniqueness_error; see providerError).
+//     other than service_error, 409 uniqueness_error; see providerError);
+//   - a pool's network (networks, firewalls, public_net; network.go) and
+//     spread placement group (placement.go) travel in the one POST
+//     /servers, and a location without capacity (412 resource_unavailable)
+//     passes the same request to the pool's next location (create.go's
+//     post): a create still makes one server per key; checkpool
+//     (CheckPool) refuses at pools.create what the project cannot have.
 package hetzner

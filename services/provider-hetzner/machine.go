@@ -41,7 +41,8 @@ func machineState(status hcloud.ServerStatus) api.MachineState {
 // (labels.reportedKey of the key the call expects, "" for none), name,
 // state, offer (server type), region (location) and addresses (public IPv4,
 // then the first address of the public IPv6 /64, "::1", which Hetzner
-// configures) and user labels (labels.user).
+// configures, then the private network addresses; a family the server
+// has not is left out) and user labels (labels.user).
 func (c *client) toMachine(srv *hcloud.Server, key string) *api.ExternalMachine {
 	m := &api.ExternalMachine{
 		ID:             strconv.FormatInt(srv.ID, 10),
@@ -61,6 +62,11 @@ func (c *client) toMachine(srv *hcloud.Server, key string) *api.ExternalMachine 
 	}
 	if v6 := srv.PublicNet.IPv6; !v6.IsUnspecified() {
 		m.Addresses = append(m.Addresses, firstHost(v6.IP).String())
+	}
+	for _, p := range srv.PrivateNet {
+		if p.IP != nil {
+			m.Addresses = append(m.Addresses, p.IP.String())
+		}
 	}
 	m.SSHEndpoint = api.EmulatorSSHEndpoint(srv.Labels[api.EmulatorSSHPortKey]) // emulator-only
 	m.Labels = c.labels.user(srv.Labels)

@@ -24,6 +24,10 @@ func ServerName(name string) string {
 const (
 	labelManaged        = "managed"
 	labelIdempotencyKey = "idempotency-key"
+	// labelPool and labelLocation mark a placement group with the pool
+	// and the location it serves.
+	labelPool     = "pool"
+	labelLocation = "location"
 )
 
 // hashedKeyPrefix starts the label value of an idempotency key that cannot
@@ -53,11 +57,12 @@ func KeyLabelValue(key string) string {
 
 // labels are the label keys of one label prefix.
 type labels struct {
-	prefix, managed, key string
+	prefix, managed, key, pool, location string
 }
 
 func newLabels(prefix string) labels {
-	return labels{prefix: prefix, managed: prefix + "/" + labelManaged, key: prefix + "/" + labelIdempotencyKey}
+	return labels{prefix: prefix, managed: prefix + "/" + labelManaged, key: prefix + "/" + labelIdempotencyKey,
+		pool: prefix + "/" + labelPool, location: prefix + "/" + labelLocation}
 }
 
 // forKey are the labels of a server made for an idempotency key.

@@ -17,7 +17,9 @@ const currencyEUR = "EUR"
 // ListOffers returns the server types offered in the query's region (or
 // the account's location) that match q: GET /server_types, every page
 // (GET /datacenters is gone and never called). A query for GPUs or for a
-// kind other than vps answers no offer without calling the API.
+// kind other than vps answers no offer without calling the API. Offers
+// come cheapest first (api.SortOffersByPrice) and carry their
+// architecture: amd64 for x86 types, arm64 for Arm (the cax types).
 //
 // Errors: RATE_LIMITED, PROVIDER_ERROR, UNAVAILABLE.
 func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) (offers []api.Offer, err error) {
@@ -43,6 +45,7 @@ func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.Offe
 			offers = append(offers, o)
 		}
 	}
+	api.SortOffersByPrice(offers)
 	return offers, nil
 }
 

@@ -22,7 +22,8 @@ func TestDefinition(t *testing.T) {
 	d := Definition()
 	desc := d.Describe()
 	if desc.ID != ProviderID || desc.Version != Version || strings.Join(desc.Provides, ",") != api.KindVPS ||
-		strings.Join(desc.Capabilities, ",") != "power,reinstall,list,delete.byKey,ssh,labels,resize,metrics" {
+		strings.Join(desc.Capabilities, ",") != "power,reinstall,list,delete.byKey,ssh,labels,resize,metrics,"+
+			"network.private,network.firewalls,network.publicIP,placement.spread,placement.locations" {
 		t.Fatalf("description = %+v", desc)
 	}
 	cfg, err := provider.ValidateConfig(d.Manifest(), map[string]any{FieldToken: testTokenRef})

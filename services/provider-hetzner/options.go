@@ -76,7 +76,7 @@ func WithBatchWindow(d time.Duration) Option {
 }
 
 // CallCounter receives, after every provider call, the operation ("offers",
-// "create", "get", "delete", "power", "reinstall", "list"; "actions" for
+// "create", "get", "delete", "power", "reinstall", "list", "checkpool"; "actions" for
 // a batched action poll, which serves power and reinstall waits) and how
 // many HTTP requests it sent to the API (failed ones included). A batched
 // get request is reported once, as "get".
@@ -96,6 +96,8 @@ type settings struct {
 	pollInterval time.Duration
 	batchWindow  time.Duration
 	countCalls   CallCounter
+	// groups is the spread placement state of every account's creates.
+	groups *spreadGroups
 }
 
 func newSettings(opts []Option) *settings {
@@ -105,6 +107,7 @@ func newSettings(opts []Option) *settings {
 		labelPrefix:  DefaultLabelPrefix,
 		pollInterval: DefaultPollInterval,
 		batchWindow:  DefaultBatchWindow,
+		groups:       &spreadGroups{},
 	}
 	for _, o := range opts {
 		o(s)

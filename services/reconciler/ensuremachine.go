@@ -75,10 +75,12 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*api.External
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info().Str("machine", m.ID).Str("state", string(m.State)).Str("image", image).Msg("provider create answered")
+	s.log.Info().Str("machine", m.ID).Str("state", string(m.State)).Str("image", image).Str("region", m.Region).
+		Str("placement_note", m.PlacementNote).Msg("provider create answered")
 	if err := r.update(ctx, s, func(i *api.Instance) {
 		i.Status.Machine, i.Status.Retries, i.Status.Polls = m, 0, 0
 		i.Status.AppliedLabels = labels // relabel gives it later changes
+		notePlacement(&i.Status, m)
 		if op := unclaimedReinstall(i); reinstall != nil && op != nil && op.ID == reinstall.ID {
 			now := r.now()
 			i.Image = reinstall.Image
@@ -109,4 +111,16 @@ func withPoolNetwork(spec *api.MachineSpec, s *scope, addr *api.StaticAddress) {
 	if s.pool != nil {
 		spec.Network, spec.Placement = s.pool.Network, s.pool.Placement
 	}
+}
+
+// notePlacement records why machine m is not where its pool asked first
+// (the Placed condition, api.ConditionPlaced) or, for a machine that is,
+// drops the note a machine made before it left.
+func notePlacement(st *api.InstanceStatus, m *api.ExternalMachine) {
+	if m.PlacementNote != "" {
+		setCondition(st, api.Condition{Type: api.ConditionPlaced, Status: api.ConditionTrue,
+			Reason: api.ReasonLocationFallback, Message: m.PlacementNote})
+		return
+	}
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c api.Condition) bool { return c.Type == api.ConditionPlaced })
 }

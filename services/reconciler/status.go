@@ -139,12 +139,16 @@ func statusCondition(s *api.InstanceStatus, typ api.ConditionType) *api.Conditio
 }
 
 // conditionMessage is the phase event's message: the first problem
-// condition's reason and message ("" when there is none).
+// condition's reason and message, else the Placed condition's (why the
+// machine is not where the pool asked first), "" when there is neither.
 func conditionMessage(s *api.InstanceStatus) string {
 	for _, c := range s.Conditions {
 		if c.Problem() {
 			return string(c.Reason) + ": " + c.Message
 		}
+	}
+	if c := statusCondition(s, api.ConditionPlaced); c != nil && c.Status == api.ConditionTrue {
+		return string(c.Reason) + ": " + c.Message
 	}
 	return ""
 }

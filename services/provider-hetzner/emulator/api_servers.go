@@ -168,9 +168,13 @@ type createResponse struct {
 }
 
 // createServer serves POST /servers. Invalid or unknown name, server type,
-// image, location or labels answer 422 invalid_input listing every bad
-// field; a type not orderable in the location 412 resource_unavailable; a
-// taken name 409 uniqueness_error. The server starts "initializing" with a
+// image, location, labels, networks, firewalls or placement group answer
+// 422 invalid_input listing every bad field; a type not orderable in the
+// location, or a location out of capacity (SetLocationFull), 412
+// resource_unavailable; the network part's refusals (checkPlacementLocked)
+// 422; a taken name 409 uniqueness_error. The server gets the networks'
+// addresses, the firewalls and the placement group at once, and no public
+// IPv4 (IPv6) when public_net disables it. The server starts "initializing" with a
 // create_server action and, unless start_after_create is false, a
 // start_server next action. Both end after ActionDuration: the server is
 // then running (off without start_after_create). If create_server fails
@@ -215,6 +219,8 @@ func (e *Emulator) createServer(r *http.Request, _ string) reply {
 		labels = maps.Clone(*req.Labels)
 		fields = append(fields, validateLabels(labels)...)
 	}
+	sn, netFields := e.serverNetLocked(&req)
+	fields = append(fields, netFields...)
 	if len(fields) > 0 {
 		return invalidInput(http.StatusUnprocessableEntity, fields)
 	}
@@ -231,6 +237,10 @@ func (e *Emulator) createServer(r *http.Request, _ string) reply {
 		return errorReply(http.StatusPreconditionFailed, "resource_unavailable",
 			fmt.Sprintf("server type %s is unavailable in %s", typ.name, loc.Name), nil)
 	}
+	nets, refused := e.checkPlacementLocked(&sn, loc)
+	if refused != nil {
+		return *refused
+	}
 	if e.st.names[req.Name] != nil {
 		return uniquenessReply()
 	}
@@ -240,6 +250,7 @@ func (e *Emulator) createServer(r *http.Request, _ string) reply {
 
 	// The actions record "off" as the status to fall back to if they fail.
 	srv := e.addServerLocked(req.Name, statusOff, typ, loc, img, labels, now)
+	srv.attachLocked(&sn, nets)
 	e.startSSHLocked(srv)
 	srv.startAfterCreate = req.StartAfterCreate == nil || *req.StartAfterCreate
 	resp := createResponse{Action: e.startActionLocked(cmdCreate, srv, now).toSchema(now), NextActions: []schema.Action{}}

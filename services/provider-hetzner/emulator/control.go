@@ -66,6 +66,8 @@ type (
 //	POST   /_emulator/faults/action        {command, code, message}
 //	POST   /_emulator/availability         {server_type, location, available}
 //	POST   /_emulator/deprecate            {server_type, location}
+//	POST   /_emulator/location-full        {location, full}
+//	GET    /_emulator/placement-groups     → [placement group with servers]
 //	POST   /_emulator/ratelimit            {remaining, reset_at}
 //	POST   /_emulator/reset
 //
@@ -109,6 +111,17 @@ func (e *Emulator) control(r *http.Request) reply {
 		return e.withBody(r, &req, func() reply {
 			return catalogueReply(e.setAvailability(req.ServerType, req.Location, req.Available))
 		})
+	case "POST location-full":
+		var req locationFull
+		return e.withBody(r, &req, func() reply {
+			if e.locationName(req.Location) == "" {
+				return notFound("location " + req.Location)
+			}
+			e.SetLocationFull(req.Location, req.Full)
+			return ok(struct{}{})
+		})
+	case "GET placement-groups":
+		return ok(e.PlacementGroups())
 	case "POST deprecate":
 		var req catalogueChange
 		return e.withBody(r, &req, func() reply {
@@ -187,4 +200,20 @@ func (e *Emulator) controlServer(r *http.Request, rest string) reply {
 		})
 	}
 	return notFound("control endpoint " + r.Method + " " + r.URL.Path)
+}
+
+// locationFull is the body of POST /_emulator/location-full.
+type locationFull struct {
+	Location string `json:"location"`
+	Full     bool   `json:"full"`
+}
+
+// locationName is the name of the location ref names ("" for none).
+func (e *Emulator) locationName(ref string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l := e.locationByName(ref); l != nil {
+		return l.Name
+	}
+	return ""
 }

@@ -86,6 +86,8 @@ type state struct {
 
 	serverLimit int // 0: no quota (see Options.ServerLimit)
 
+	net netState // networks, firewalls, placement groups (netres.go)
+
 	serverSeq    int64 // servers ever created, for addresses
 	nextServerID int64
 	nextActionID int64
@@ -112,6 +114,7 @@ func newState() *state {
 		nextServerID: firstServerID,
 		nextActionID: firstActionID,
 		selectors:    map[string]selector{},
+		net:          newNetState(),
 	}
 }
 

@@ -38,6 +38,12 @@ type server struct {
 	ipv4             string
 	ipv6             string
 	startAfterCreate bool
+	// privateNets, firewalls and placementGroup are what POST /servers
+	// attached (see netcreate.go); ipv4 and ipv6 are "" when public_net
+	// disabled them.
+	privateNets    []privateNet
+	firewalls      []int64
+	placementGroup int64
 	// sshPort is the loopback port of its SSH endpoint (0: none).
 	sshPort int
 	// createFailure is set when create_server failed.
@@ -69,6 +75,13 @@ type ServerSnapshot struct {
 	Image      string            `json:"image"`
 	Labels     map[string]string `json:"labels"`
 	Created    time.Time         `json:"created"`
+	// PublicIPv4 and PublicIPv6 are "" when the server has none.
+	PublicIPv4 string `json:"public_ipv4"`
+	PublicIPv6 string `json:"public_ipv6"`
+	// PrivateIPs maps network id to the server's address in it.
+	PrivateIPs     map[int64]string `json:"private_ips"`
+	Firewalls      []int64          `json:"firewalls"`
+	PlacementGroup int64            `json:"placement_group"`
 }
 
 // addServerLocked registers a new server with a fresh id, unique name
@@ -126,7 +139,18 @@ func ipv6For(seq int64) string {
 // has, plus the datacenter object the API still embeds.
 type serverJSON struct {
 	schema.Server
+	// PublicNet shadows Server.PublicNet: a disabled family is null.
+	PublicNet  publicNetJSON  `json:"public_net"`
 	Datacenter datacenterJSON `json:"datacenter"`
+}
+
+// publicNetJSON is a server's public_net: ipv4 and ipv6 null when the
+// server has none.
+type publicNetJSON struct {
+	IPv4        *schema.ServerPublicNetIPv4 `json:"ipv4"`
+	IPv6        *schema.ServerPublicNetIPv6 `json:"ipv6"`
+	FloatingIPs []int64                     `json:"floating_ips"`
+	Firewalls   []schema.ServerFirewall     `json:"firewalls"`
 }
 
 // datacenterJSON is a server's datacenter.
@@ -150,16 +174,33 @@ func (srv *server) toSchema() serverJSON {
 	}
 	traffic := uint64(0)
 	ptr := "static." + srv.ipv4 + ".clients.your-server.de"
+	pub := publicNetJSON{FloatingIPs: []int64{}, Firewalls: []schema.ServerFirewall{}}
+	if srv.ipv4 != "" {
+		pub.IPv4 = &schema.ServerPublicNetIPv4{ID: srv.primaryIPID("ipv4"), IP: srv.ipv4, DNSPtr: ptr}
+	}
+	if srv.ipv6 != "" {
+		pub.IPv6 = &schema.ServerPublicNetIPv6{ID: srv.primaryIPID("ipv6"), IP: srv.ipv6, DNSPtr: []schema.ServerPublicNetIPv6DNSPtr{}}
+	}
+	for _, f := range srv.firewalls {
+		// Guess: the apply_firewall action is not modelled; the firewall
+		// shows applied at once.
+		pub.Firewalls = append(pub.Firewalls, schema.ServerFirewall{ID: f, Status: "applied"})
+	}
+	private := []schema.ServerPrivateNet{}
+	for _, p := range srv.privateNets {
+		private = append(private, schema.ServerPrivateNet{Network: p.network, IP: p.ip.String(), AliasIPs: []string{},
+			MACAddress: fmt.Sprintf("86:00:00:%02x:%02x:%02x", byte(srv.id>>16), byte(srv.id>>8), byte(srv.id))})
+	}
+	var group *schema.PlacementGroup
+	if srv.placementGroup != 0 {
+		group = &schema.PlacementGroup{ID: srv.placementGroup, Type: "spread", Servers: []int64{}, Labels: map[string]string{}}
+	}
 	return serverJSON{
+		PublicNet: pub,
 		Server: schema.Server{
 			ID: srv.id, Name: srv.name, Status: srv.status, Created: srv.created,
-			PublicNet: schema.ServerPublicNet{
-				IPv4:        schema.ServerPublicNetIPv4{ID: srv.id*2 + 1, IP: srv.ipv4, DNSPtr: ptr},
-				IPv6:        schema.ServerPublicNetIPv6{ID: srv.id*2 + 2, IP: srv.ipv6, DNSPtr: []schema.ServerPublicNetIPv6DNSPtr{}},
-				FloatingIPs: []int64{},
-				Firewalls:   []schema.ServerFirewall{},
-			},
-			PrivateNet:      []schema.ServerPrivateNet{},
+			PlacementGroup:  group,
+			PrivateNet:      private,
 			ServerType:      srv.typ.toSchema(),
 			IncludedTraffic: srv.loc.includedTraffic,
 			OutgoingTraffic: &traffic,
@@ -181,10 +222,16 @@ func (srv *server) toSchema() serverJSON {
 
 // snapshot copies srv for callers outside the lock.
 func (srv *server) snapshot() ServerSnapshot {
-	return ServerSnapshot{
+	snap := ServerSnapshot{
 		ID: srv.id, Name: srv.name, Status: srv.status, ServerType: srv.typ.name,
 		Location: srv.loc.Name, Image: srv.img.name, Labels: maps.Clone(srv.labels), Created: srv.created,
+		PublicIPv4: srv.ipv4, PublicIPv6: srv.ipv6, PrivateIPs: map[int64]string{},
+		Firewalls: slices.Clone(srv.firewalls), PlacementGroup: srv.placementGroup,
 	}
+	for _, p := range srv.privateNets {
+		snap.PrivateIPs[p.network] = p.ip.String()
+	}
+	return snap
 }
 
 // Servers returns every server, by ascending id, after completing the

@@ -47,6 +47,7 @@ func TestCreateWaitRunning(t *testing.T) {
 	assert.Equal(t, ServerSnapshot{
 		ID: res.Server.ID, Name: "web-1", Status: "running", ServerType: "cx23", Location: "nbg1",
 		Image: "ubuntu-24.04", Labels: map[string]string{"env": "prod"}, Created: snaps[0].Created,
+		PublicIPv4: "203.0.113.1", PublicIPv6: "2001:db8:0:0::/64", PrivateIPs: map[int64]string{},
 	}, snaps[0])
 }
 

@@ -1,0 +1,205 @@
+package hetzner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
+)
+
+// CheckPool answers checkpool: whether the account's project can have the
+// pool's network and placement. It refuses, with INVALID_INPUT naming the
+// pool request's field:
+//   - Proxmox VE fields (network.bridge, network.vlan, network.addresses,
+//     placement.nodes, flavors[i].storage);
+//   - network.publicIPv4: both public IPs off and no private network (the
+//     server would be unreachable; the hcloud CLI refuses it too);
+//   - network.firewalls: firewalls with both public IPs off (they act on
+//     the public interface only: private_net_only_server);
+//   - placement.locations[i]: an unknown location, or one listed twice;
+//   - network.privateNetworks[i].network: a network that does not exist,
+//     is listed twice, or has no subnet in the network zone of a location
+//     the pool may use (placement.locations, else the account's location);
+//   - network.privateNetworks[i].ipRange: not a CIDR, not a subnet of the
+//     network, in another zone than a location's, or not the network's
+//     first subnet in its zone (the one POST /servers attaches through;
+//     see network.go);
+//   - network.firewalls[i]: a firewall that does not exist.
+//
+// Requests: GET /locations when the pool names networks or locations, one
+// GET per network and per firewall. Errors besides INVALID_INPUT: the
+// API's (RATE_LIMITED, PROVIDER_ERROR, UNAVAILABLE).
+func (c *client) CheckPool(ctx context.Context, call *provider.Call, req api.ProviderPoolCheckRequest) (err error) {
+	if err := checkProxmoxFields(req); err != nil {
+		return err
+	}
+	n, p := req.Network, req.Placement
+	if n == nil {
+		n = &api.PoolNetwork{}
+	}
+	if p == nil {
+		p = &api.PoolPlacement{}
+	}
+	switch {
+	case !on(n.PublicIPv4) && !on(n.PublicIPv6) && len(n.PrivateNetworks) == 0:
+		return api.InvalidInput("network.publicIPv4", "a server without public IPv4 and IPv6 needs a private network (network.privateNetworks)")
+	case !on(n.PublicIPv4) && !on(n.PublicIPv6) && len(n.Firewalls) > 0:
+		return api.InvalidInput("network.firewalls", "firewalls act on the public interface only: a server without public IPs cannot have one")
+	}
+	if len(n.PrivateNetworks) == 0 && len(n.Firewalls) == 0 && len(p.Locations) == 0 {
+		return nil
+	}
+	s, err := c.open(ctx, call, provider.VerbCheckPool)
+	if err != nil {
+		return err
+	}
+	defer func() { err = s.done(ctx, err) }()
+	zones, err := c.locationZones(ctx, s, p.Locations)
+	if err != nil {
+		return err
+	}
+	if err := checkNetworks(ctx, s, n.PrivateNetworks, zones); err != nil {
+		return err
+	}
+	for i, ref := range n.Firewalls {
+		f, err := resolveFirewall(ctx, s, ref)
+		if err != nil {
+			return err
+		}
+		if f == nil {
+			return api.InvalidInput(fmt.Sprintf("network.firewalls[%d]", i), "the project has no firewall %q", ref)
+		}
+	}
+	return nil
+}
+
+// checkProxmoxFields refuses the pool fields of Proxmox VE.
+func checkProxmoxFields(req api.ProviderPoolCheckRequest) error {
+	pve := func(path string) error {
+		return api.InvalidInput(path, "%s is a Proxmox VE field; provider %s does not take it", path, ProviderID)
+	}
+	if n := req.Network; n != nil {
+		switch {
+		case n.Bridge != "":
+			return pve("network.bridge")
+		case n.VLAN != 0:
+			return pve("network.vlan")
+		case n.Addresses != nil:
+			return pve("network.addresses")
+		}
+	}
+	if req.Placement != nil && len(req.Placement.Nodes) > 0 {
+		return pve("placement.nodes")
+	}
+	for i, f := range req.Flavors {
+		if f.Storage != "" {
+			return pve(fmt.Sprintf("flavors[%d].storage", i))
+		}
+	}
+	return nil
+}
+
+// locationZone is a location the pool may use, its network zone, and the
+// field that named it ("" for the account's location).
+type locationZone struct {
+	location, zone, path string
+}
+
+// locationZones reads the network zone of each location (GET /locations):
+// the pool's, else the account's. Errors: INVALID_INPUT naming
+// placement.locations[i] for an unknown or repeated one.
+func (c *client) locationZones(ctx context.Context, s *session, locations []string) ([]locationZone, error) {
+	all, err := s.api.Location.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	zoneOf := make(map[string]string, len(all))
+	for _, l := range all {
+		zoneOf[l.Name] = string(l.NetworkZone)
+	}
+	if len(locations) == 0 {
+		return []locationZone{{location: c.location, zone: zoneOf[c.location]}}, nil
+	}
+	out := make([]locationZone, 0, len(locations))
+	for i, l := range locations {
+		path := fmt.Sprintf("placement.locations[%d]", i)
+		switch zone, known := zoneOf[l]; {
+		case !known:
+			return nil, api.InvalidInput(path, "location %q does not exist (known: %v)", l, slices.Sorted(maps.Keys(zoneOf)))
+		case slices.Index(locations, l) != i:
+			return nil, api.InvalidInput(path, "location %q is listed twice", l)
+		default:
+			out = append(out, locationZone{location: l, zone: zone, path: path})
+		}
+	}
+	return out, nil
+}
+
+// checkNetworks checks each attachment against the project's networks and
+// the zones the pool's servers may land in.
+func checkNetworks(ctx context.Context, s *session, nets []api.NetworkAttachment, zones []locationZone) error {
+	seen := map[int64]bool{}
+	for i, a := range nets {
+		path := fmt.Sprintf("network.privateNetworks[%d]", i)
+		n, err := resolveNetwork(ctx, s, a.Network)
+		if err != nil {
+			return err
+		}
+		switch {
+		case n == nil:
+			return api.InvalidInput(path+".network", "the project has no network %q", a.Network)
+		case seen[n.ID]:
+			return api.InvalidInput(path+".network", "network %q is listed twice", a.Network)
+		}
+		seen[n.ID] = true
+		for _, z := range zones {
+			if !slices.ContainsFunc(n.Subnets, func(sn hcloud.NetworkSubnet) bool { return string(sn.NetworkZone) == z.zone }) {
+				return api.InvalidInput(path+".network", "network %q has no subnet in network zone %s of location %s%s",
+					a.Network, z.zone, z.location, pathNote(z.path))
+			}
+		}
+		if a.IPRange != "" {
+			if err := checkIPRange(path+".ipRange", a, n, zones); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkIPRange checks that an attachment's ipRange is the network's first
+// subnet in the zone of every location the pool may use.
+func checkIPRange(path string, a api.NetworkAttachment, n *hcloud.Network, zones []locationZone) error {
+	want, err := netip.ParsePrefix(a.IPRange)
+	if err != nil {
+		return api.InvalidInput(path, "ipRange must be a CIDR such as 10.0.1.0/24")
+	}
+	for _, z := range zones {
+		var first *hcloud.NetworkSubnet
+		for i := range n.Subnets {
+			if string(n.Subnets[i].NetworkZone) == z.zone {
+				first = &n.Subnets[i]
+				break
+			}
+		}
+		if first == nil || first.IPRange == nil || first.IPRange.String() != want.Masked().String() {
+			return api.InvalidInput(path, "ipRange %s must be network %q's first subnet in network zone %s (location %s): "+
+				"POST /servers attaches a server through that subnet", a.IPRange, a.Network, z.zone, z.location)
+		}
+	}
+	return nil
+}
+
+// pathNote names the field a location came from, if any.
+func pathNote(path string) string {
+	if path == "" {
+		return " (the account's)"
+	}
+	return " (" + path + ")"
+}
