@@ -7,8 +7,9 @@ import (
 	"better-compute.io/compute/pkg/api"
 )
 
-// resizeTarget is an offer other than the subject's, in its region, of at
-// least its disk (so every provider can move a machine there), available
+// resizeTarget is an offer other than the subject's, in its region, of its
+// architecture and at least its disk (so every provider can move a
+// machine there: Hetzner refuses a type of another architecture), available
 // if one is; it ends the behaviour as failed when the account has none.
 func (c *check) resizeTarget() api.Offer {
 	ctx, cancel := c.callCtx()
@@ -24,7 +25,7 @@ func (c *check) resizeTarget() api.Offer {
 	from := offers[i]
 	var fits []api.Offer
 	for _, o := range offers {
-		if o.ID != from.ID && o.Region == from.Region && o.Kind == from.Kind &&
+		if o.ID != from.ID && o.Region == from.Region && o.Kind == from.Kind && o.Architecture == from.Architecture &&
 			o.DiskGiB >= from.DiskGiB && o.CapacityType == from.CapacityType {
 			fits = append(fits, o)
 		}

@@ -223,14 +223,15 @@ func TestLocationFallbackAfter412(t *testing.T) {
 	}
 }
 
-// describe claims the pool capabilities.
+// describe claims the pool capabilities of Hetzner Cloud.
 func TestDescribeClaimsPoolCapabilities(t *testing.T) {
 	e := newBusEnv(t)
 	d, err := e.r.Describe(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range provider.PoolCapabilities {
+	for _, c := range []string{provider.CapabilityNetworkPrivate, provider.CapabilityNetworkFirewalls, provider.CapabilityNetworkPublicIP,
+		provider.CapabilityPlacementSpread, provider.CapabilityPlacementLocations} {
 		if !slices.Contains(d.Capabilities, c) {
 			t.Errorf("describe capabilities %v lack %s", d.Capabilities, c)
 		}
