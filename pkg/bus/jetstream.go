@@ -20,6 +20,9 @@ const (
 	BucketIdempotency = "compute_idempotency"
 	// BucketTenants holds the tenant records of the tenants service.
 	BucketTenants = "compute_tenants"
+	// BucketPoolControl holds the pool controller's record of each sized
+	// pool (api.PoolControl: lease, slots, status).
+	BucketPoolControl = "compute_poolctl"
 )
 
 // Stream names of DESIGN.md.
@@ -52,6 +55,7 @@ type Stores struct {
 	Idempotency jetstream.KeyValue
 	Watermarks  jetstream.KeyValue
 	Tenants     jetstream.KeyValue
+	PoolControl jetstream.KeyValue
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -78,6 +82,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 			jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
 		{&st.Watermarks, jetstream.KeyValueConfig{Bucket: BucketWatermarks, Description: "high-water marks of the buckets above"}},
 		{&st.Tenants, jetstream.KeyValueConfig{Bucket: BucketTenants, Description: "tenants: NATS accounts, limits, quotas, credentials"}},
+		{&st.PoolControl, jetstream.KeyValueConfig{Bucket: BucketPoolControl, Description: "pool controller: leases, slots, status of sized pools"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage
