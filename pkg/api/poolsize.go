@@ -196,13 +196,15 @@ type PoolControl struct {
 	Status         PoolStatus `json:"status"`
 }
 
-// PoolSlot is one instance of a sized pool: its ordinal, flavor and
-// template revision, the instance id once the create answered, and whether
-// its delete was asked for.
+// PoolSlot is one instance of a sized pool: its ordinal, flavor, template
+// revision and image (the template's or, without one, the flavor's when the
+// slot was made: a create sent again is the same request), the instance id
+// once the create answered, and whether its delete was asked for.
 type PoolSlot struct {
 	Ordinal         int64     `json:"ordinal"`
 	Flavor          string    `json:"flavor"`
 	Revision        int64     `json:"revision"`
+	Image           string    `json:"image"`
 	InstanceID      string    `json:"instanceId,omitempty"`
 	DeleteRequested bool      `json:"deleteRequested,omitempty"`
 	CreatedAt       time.Time `json:"createdAt"`

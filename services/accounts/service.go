@@ -44,7 +44,7 @@ type service struct {
 	pools     table[api.Pool]
 	instances bus.Reader[api.Instance]
 	// control is the pool controller's records: a sized pool's status.
-	control bus.Reader[api.PoolControl]
+	control   bus.Reader[api.PoolControl]
 	manifests *manifestCache
 	// providers are the ids providers.list describes.
 	providers []string
