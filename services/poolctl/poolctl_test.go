@@ -2,12 +2,15 @@ package poolctl
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
 )
 
 // Scale 0 → 50 → 10 → 30 on the Hetzner emulator ends with exactly 30
@@ -46,34 +49,51 @@ func TestRollingDeployKeepsAvailability(t *testing.T) {
 	h.update(api.PoolUpdateRequest{Sizes: map[string]int{"small": 20}, Rollout: &api.PoolRollout{MaxSurge: 1, MaxUnavailable: 1}})
 	h.waitSettled(20, 1, 45*time.Second)
 
+	// Every phase change of every instance is an event: the count of
+	// instances down is sampled at each one.
+	phases := map[string]api.Phase{}
+	for _, i := range h.instances() {
+		phases[i.ID] = i.Status.Phase
+	}
 	var (
-		stop    atomic.Bool
-		wg      sync.WaitGroup
+		mu      sync.Mutex
 		worst   int
 		samples int
 	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for !stop.Load() {
-			running := 0
-			for _, i := range h.instances() {
-				if i.Status.Phase == api.PhaseRunning && i.DeletionRequestedAt == nil {
-					running++
-				}
-			}
-			worst = max(worst, 20-running)
-			samples++
-			time.Sleep(5 * time.Millisecond)
+	sub, err := h.env.NC.Subscribe(bus.EventsOf(tenant), func(m *nats.Msg) {
+		var e api.Event
+		if json.Unmarshal(m.Data, &e) != nil || e.Resource != bus.ResourceInstances || e.Phase == "" {
+			return
 		}
-	}()
+		mu.Lock()
+		defer mu.Unlock()
+		phases[e.ResourceID] = e.Phase
+		if e.Type == api.EventDeleted {
+			delete(phases, e.ResourceID)
+		}
+		running := 0
+		for _, ph := range phases {
+			if ph == api.PhaseRunning {
+				running++
+			}
+		}
+		worst = max(worst, 20-running)
+		samples++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	p := h.update(api.PoolUpdateRequest{Template: &api.PoolTemplate{Image: "debian-12", Labels: map[string]string{"app": "web"}}})
 	if p.Revision != 2 {
 		t.Fatalf("revision after the template change: %d, want 2", p.Revision)
 	}
 	h.waitSettled(20, 2, 60*time.Second)
-	stop.Store(true)
-	wg.Wait()
+	if err := h.env.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	t.Logf("%d samples during the rollout; at worst %d of 20 down", samples, worst)
 	if worst > 1 {
 		t.Errorf("at worst %d instances were not Running during the rollout, maxUnavailable is 1", worst)
