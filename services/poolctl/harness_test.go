@@ -255,4 +255,3 @@ func (h *harness) images() map[string]int {
 	}
 	return out
 }
-
