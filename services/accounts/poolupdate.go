@@ -56,7 +56,7 @@ func (s *service) updatePool(ctx context.Context, req *bus.Request) (any, error)
 		if in.Template != nil {
 			tmpl = in.Template
 		}
-		if tmpl != nil && tmpl.Image == "" {
+		if tmpl == nil || tmpl.Image == "" {
 			if err := checkFlavorImages(p); err != nil {
 				return err
 			}
@@ -214,10 +214,10 @@ func revisionList(p *api.Pool) string {
 }
 
 // checkFlavorImages refuses a template without an image for a pool with a
-// flavor that has none: INVALID_INPUT path template.image.
+// sized flavor (size > 0) that has none: INVALID_INPUT path template.image.
 func checkFlavorImages(p *api.Pool) error {
 	for _, f := range p.Flavors {
-		if f.Image == "" {
+		if f.Image == "" && p.Sizes[f.Name] > 0 {
 			return api.InvalidInput("template.image", "template.image is required: flavor %q has no image", f.Name)
 		}
 	}
