@@ -92,7 +92,7 @@ func (c *Controller) pass(ctx context.Context, tenant, id string) (time.Duration
 	s.createAll(actCtx, s.fresh)
 	rec, _, err = c.write(ctx, tenant, id, rec, rev, false, func(r *api.PoolControl) error {
 		r.Slots = s.settle(r.Slots)
-		r.Status = status(&pool, r.Slots, insts, s.problem)
+		r.Status = keepTransitions(r.Status, status(&pool, r.Slots, insts, s.problem))
 		return nil
 	})
 	if err != nil {

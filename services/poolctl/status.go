@@ -86,3 +86,16 @@ func status(p *api.Pool, slots []api.PoolSlot, insts map[string]api.Instance, pr
 	st.Conditions = []api.Condition{avail, progressing}
 	return st
 }
+
+// keepTransitions is next with the lastTransitionTime of each condition
+// whose status did not change since prev.
+func keepTransitions(prev, next api.PoolStatus) api.PoolStatus {
+	for i, c := range next.Conditions {
+		for _, p := range prev.Conditions {
+			if p.Type == c.Type && p.Status == c.Status {
+				next.Conditions[i].LastTransitionTime = p.LastTransitionTime
+			}
+		}
+	}
+	return next
+}
