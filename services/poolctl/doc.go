@@ -20,7 +20,13 @@
 //     leaves a slot without an instance id, and whoever acts next sends
 //     that create again under the same key (the same request: the slot's
 //     revision's template), which answers the instance the first attempt
-//     made, if it made one. So no crash makes a surplus.
+//     made, if it made one. So no crash makes a surplus. A slot the plan
+//     deletes before its create answered is created (the same request)
+//     first, so its instance, if any, is found and deleted, not left
+//     behind. One case cannot be resent: a slot whose revision the pool no
+//     longer keeps (ten template changes while its create stayed
+//     unanswered) is dropped, and an instance its lost create made would
+//     stay in the pool uncounted.
 //   - Lease: a controller acts on a pool only while it holds the lease in
 //     the pool's record (Holder, LeaseExpiresAt), taken and renewed by a
 //     CAS write at the start of every pass and again before it acts. A pass

@@ -66,10 +66,12 @@ func (c *Controller) pass(ctx context.Context, tenant, id string) (time.Duration
 	}
 	s := &passState{c: c, cl: cl, pool: &pool, insts: insts}
 
-	// 1. Creates that never answered (this controller's, or one that died).
+	// 1. Creates that never answered (this controller's, or one that died),
+	// also of slots to delete since: their instance may exist, and only
+	// its id lets it be deleted.
 	var pending []api.PoolSlot
 	for _, sl := range rec.Slots {
-		if sl.InstanceID == "" && !sl.DeleteRequested {
+		if sl.InstanceID == "" {
 			pending = append(pending, sl)
 		}
 	}
@@ -205,13 +207,14 @@ func (s *passState) settle(slots []api.PoolSlot) []api.PoolSlot {
 			}
 		}
 		if s.dropped[sl.Ordinal] {
-			continue
+			continue // refused: nothing was made
 		}
-		if _, listed := s.insts[sl.InstanceID]; sl.InstanceID != "" && !listed {
-			continue
+		inst, listed := s.insts[sl.InstanceID]
+		if sl.InstanceID != "" && !listed {
+			continue // gone
 		}
-		if sl.InstanceID == "" && sl.DeleteRequested {
-			continue // never made (or its create keeps failing): nothing to delete
+		if listed && inst.DeletionRequestedAt != nil {
+			sl.DeleteRequested = true // deleted by someone else: going, replaced
 		}
 		out = append(out, sl)
 	}
@@ -319,13 +322,18 @@ func (s *passState) each(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// refusal reports whether a create's error proves it made nothing that
-// a retry under the same key would find: INVALID_INPUT, ALREADY_EXISTS
-// (a name taken), CONFLICT, INVALID_STATE (the pool is being deleted, or
-// the key's instance was deleted since).
+// refusal reports whether a create's error proves that no instance of the
+// key exists to be found by a retry: INVALID_INPUT (checked before the key
+// is claimed), ALREADY_EXISTS (the name is taken: the key was claimed, no
+// instance written), INVALID_STATE (the pool is being deleted, or the
+// key's instance was deleted since) and CONFLICT naming idempotencyKey (the
+// key is another request's: never, as the request of a slot is always the
+// same). Any other failure (UNAVAILABLE, a CONFLICT of the store) may have
+// made the instance: the slot waits for the next pass.
 func refusal(err error) bool {
 	return api.IsCode(err, api.CodeInvalidInput) || api.IsCode(err, api.CodeAlreadyExists) ||
-		api.IsCode(err, api.CodeConflict) || api.IsCode(err, api.CodeInvalidState)
+		api.IsCode(err, api.CodeInvalidState) ||
+		(api.IsCode(err, api.CodeConflict) && api.AsComputeError(err).Path() == "idempotencyKey")
 }
 
 // templateOf is the template of p's revision rev: the empty template for
