@@ -27,6 +27,8 @@ func TestScaleZeroFiftyTenThirty(t *testing.T) {
 		t.Logf("size %d: settled, next ordinal %d", n, h.control().NextOrdinal)
 	}
 	h.checkNoOrphans()
+	t.Logf("server creates sent to the emulator: %d for 70 instances made (%.2f per instance)",
+		h.emu.Emulator().Calls("POST /servers"), float64(h.emu.Emulator().Calls("POST /servers"))/70)
 	// 50 + 20 made, never one more: every ordinal went to one instance
 	if got := h.control().NextOrdinal; got != 70 {
 		t.Errorf("ordinals used: %d, want 70 (50 made, then 20)\n%s", got, h.dump())
