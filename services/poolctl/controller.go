@@ -127,7 +127,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Controller, error) {
 		c.cancel()
 		return nil, err
 	}
-	sub, err := nc.Subscribe(bus.EventsOf("*"), c.onEvent)
+	sub, err := nc.Subscribe(bus.PublicRoot+".*.events."+bus.ResourceInstances+".>", c.onEvent)
 	if err != nil {
 		_ = w.Stop()
 		c.cancel()
