@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -211,6 +213,17 @@ var revisionColumns = []column[api.PoolRevision]{
 	{name: "USER-DATA", value: func(r *api.PoolRevision) string { return yesNo(r.Template.UserData != "") }},
 	{name: "ROLLBACK-OF", value: func(r *api.PoolRevision) string { return len0(int(r.RollbackOf)) }},
 	{name: "CREATED", value: func(r *api.PoolRevision) string { return timestamp(r.CreatedAt) }},
+}
+
+// sizesText prints a pool's sizes as flavor=n, in flavor order ("" when
+// the pool is not sized).
+func sizesText(sizes map[string]int) string {
+	names := slices.Sorted(maps.Keys(sizes))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + strconv.Itoa(sizes[n])
+	}
+	return strings.Join(parts, ",")
 }
 
 // len0 prints n, or nothing for 0.
