@@ -131,7 +131,7 @@ func messages(t testing.TB) map[string][]any {
 			ProviderAccountID: accountID, Agent: api.PoolAgentNone, Flavors: flavors},
 			api.PoolCreateRequest{Class: api.PoolClassProvider, ProviderAccountID: accountID, Agent: api.PoolAgentNone,
 				Flavors: flavors[:1], Access: accessPool.Access}},
-		"pool.json":      {pool, accessPool, sizedPool},
+		"pool.json": {pool, accessPool, sizedPool},
 		"pools.update.request.json": {api.PoolUpdateRequest{ID: poolID, Sizes: map[string]int{"small": 3}},
 			api.PoolUpdateRequest{TenantID: tenant, ID: poolID, Version: 2, Template: &tmpl,
 				Rollout: &api.PoolRollout{MaxSurge: 0, MaxUnavailable: 1}}},

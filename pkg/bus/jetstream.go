@@ -82,7 +82,8 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 			jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
 		{&st.Watermarks, jetstream.KeyValueConfig{Bucket: BucketWatermarks, Description: "high-water marks of the buckets above"}},
 		{&st.Tenants, jetstream.KeyValueConfig{Bucket: BucketTenants, Description: "tenants: NATS accounts, limits, quotas, credentials"}},
-		{&st.PoolControl, jetstream.KeyValueConfig{Bucket: BucketPoolControl, Description: "pool controller: leases, slots, status of sized pools"}},
+		{&st.PoolControl, jetstream.KeyValueConfig{Bucket: BucketPoolControl,
+			Description: "pool controller: leases, slots, status of sized pools"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage

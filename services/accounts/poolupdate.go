@@ -254,7 +254,8 @@ func checkPoolUpdate(in *api.PoolUpdateRequest) error {
 		case r.MaxUnavailable < 0 || r.MaxUnavailable > api.MaxPoolSize:
 			return api.InvalidInput("rollout.maxUnavailable", "rollout.maxUnavailable must be 0 to %d", api.MaxPoolSize)
 		case r.MaxSurge == 0 && r.MaxUnavailable == 0:
-			return api.InvalidInput("rollout.maxUnavailable", "rollout.maxSurge and rollout.maxUnavailable must not both be 0: nothing could be replaced")
+			return api.InvalidInput("rollout.maxUnavailable",
+				"rollout.maxSurge and rollout.maxUnavailable must not both be 0: nothing could be replaced")
 		}
 	}
 	if t := in.Template; t != nil {
