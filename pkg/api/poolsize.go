@@ -9,18 +9,22 @@ import "time"
 // pools.rollback makes a new revision from an earlier one's template.
 
 // Labels the pool controller sets on every instance it makes (and that reach
-// the machine with the instance's labels). Users may read them; the
-// controller keeps its own record of the instances it made, so changing
-// them does not move an instance in or out of a pool.
+// the machine with the instance's labels). They are ordinary user labels,
+// not under the platform's better-compute.io prefix: the controller is a
+// client of instances.create, which refuses that prefix, and machines show
+// them. Users may read and select on them; the controller keeps its own
+// record of the instances it made, so changing them does not move an
+// instance in or out of a pool. A pool template may not set keys under
+// compute.pool/.
 const (
 	// LabelPoolID names the pool that made the instance (its id).
-	LabelPoolID = "pool.better-compute.io/id"
+	LabelPoolID = "compute.pool/id"
 	// LabelPoolRevision is the template revision the instance was made
 	// from, in decimal.
-	LabelPoolRevision = "pool.better-compute.io/revision"
+	LabelPoolRevision = "compute.pool/revision"
 	// LabelPoolSlot is the instance's ordinal in the pool, in decimal:
 	// never reused, so its idempotency key is never reused either.
-	LabelPoolSlot = "pool.better-compute.io/slot"
+	LabelPoolSlot = "compute.pool/slot"
 )
 
 // Limits of sized pools.

@@ -17,7 +17,7 @@ func FuzzCheckPoolUpdate(f *testing.F) {
 		`{"id":"pool_01jd3x5y7z9a1b2c3d4e5f6g7h","sizes":{"small":-1}}`,
 		`{"id":"pool_01jd3x5y7z9a1b2c3d4e5f6g7h","rollout":{"maxSurge":0,"maxUnavailable":0}}`,
 		`{"id":"pool_01jd3x5y7z9a1b2c3d4e5f6g7h","template":{"image":"debian-12","labels":{"app":"web","a/b":"c"}}}`,
-		`{"id":"pool_01jd3x5y7z9a1b2c3d4e5f6g7h","template":{"labels":{"pool.better-compute.io/id":"x","":"y"}}}`,
+		`{"id":"pool_01jd3x5y7z9a1b2c3d4e5f6g7h","template":{"labels":{"compute.pool/id":"x","":"y"}}}`,
 		`{"id":"x"}`,
 		`{}`,
 	} {

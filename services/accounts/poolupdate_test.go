@@ -75,8 +75,8 @@ func TestPoolUpdateRefusals(t *testing.T) {
 		{api.PoolUpdateRequest{Rollout: rollout(0, 0)}, "rollout.maxUnavailable"},
 		{api.PoolUpdateRequest{Rollout: rollout(-1, 1)}, "rollout.maxSurge"},
 		{api.PoolUpdateRequest{Template: &api.PoolTemplate{Image: "bad\x00image"}}, "template.image"},
-		{api.PoolUpdateRequest{Template: &api.PoolTemplate{Labels: map[string]string{"pool.better-compute.io/id": "x"}}},
-			"template.labels.pool.better-compute.io/id"},
+		{api.PoolUpdateRequest{Template: &api.PoolTemplate{Labels: map[string]string{"compute.pool/id": "x"}}},
+			"template.labels.compute.pool/id"},
 		{api.PoolUpdateRequest{Template: &api.PoolTemplate{Labels: map[string]string{"bad key": "x"}}}, "template.labels.bad key"},
 		{api.PoolUpdateRequest{Template: &api.PoolTemplate{Labels: map[string]string{"app": "-x"}}}, "template.labels.app"},
 		// the flavor has no image, so the template must name one
