@@ -153,11 +153,12 @@ func TestLeaseOneControllerActs(t *testing.T) {
 	h.checkNoOrphans()
 }
 
-// A controller that dies (its connection gone, its lease kept) after its
-// slots were written but before some creates were sent: the next one
-// takes over once the lease expires, sends the missing creates under the
-// slots' keys and makes no surplus.
-func TestTakeoverAfterHardStopMakesNoSurplus(t *testing.T) {
+// hardStopDuringScaleUp scales a pool to 20 with a controller that dies
+// (its connection gone, its lease kept) after its slots were written and 10
+// creates made their instances, before the others were sent and before any
+// answer was recorded.
+func hardStopDuringScaleUp(t *testing.T) *harness {
+	t.Helper()
 	h := newHarness(t)
 	nc := h.env.Connect(t)
 	closed := make(chan struct{})
@@ -186,6 +187,7 @@ func TestTakeoverAfterHardStopMakesNoSurplus(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the dying controller never reached slot 10:\n%s", h.dump())
 	}
+	time.Sleep(200 * time.Millisecond) // the dead one's last writes fail on its closed connection
 	rec := h.control()
 	pending := 0
 	for _, s := range rec.Slots {
@@ -194,11 +196,33 @@ func TestTakeoverAfterHardStopMakesNoSurplus(t *testing.T) {
 		}
 	}
 	t.Logf("after the stop: %d slots, %d without an instance id, %d instance records", len(rec.Slots), pending, len(h.instances()))
+	return h
+}
+
+// After that stop the next controller takes over once the lease expires,
+// sends the missing creates under the slots' keys and makes no surplus.
+func TestTakeoverAfterHardStopMakesNoSurplus(t *testing.T) {
+	h := hardStopDuringScaleUp(t)
 	h.startController(fastOptions("heir"))
 	h.waitSettled(20, 1, 45*time.Second)
 	h.checkNoOrphans()
 	if got := h.control().NextOrdinal; got != 20 {
 		t.Errorf("ordinals used: %d, want 20: the heir re-sent the dead one's creates instead of making more", got)
+	}
+}
+
+// The same stop, then a scale-down to 5 before the heir starts: the heir
+// deletes slots whose creates never answered; it sends them first, so the
+// instances the dead one's creates made are found and deleted, none left
+// behind uncounted.
+func TestScaleDownOfUnansweredCreatesLeavesNoOrphan(t *testing.T) {
+	h := hardStopDuringScaleUp(t)
+	h.scale(5)
+	h.startController(fastOptions("heir"))
+	h.waitSettled(5, 1, 45*time.Second)
+	h.checkNoOrphans()
+	if got := h.control().NextOrdinal; got != 20 {
+		t.Errorf("ordinals used: %d, want 20", got)
 	}
 }
 
