@@ -142,6 +142,24 @@ func (p PoolClient) Delete(ctx context.Context, id string) (api.Deleted, error) 
 	return call[api.Deleted](ctx, p.c, bus.ResourcePools, "delete", api.IDRequest{ID: id})
 }
 
+// Update changes a pool's sizes, template or rollout (pools.update): a
+// template other than the current one is a new revision, rolled over the
+// pool by the pool controller. Errors: INVALID_INPUT naming the field
+// (sizes.<flavor>, template.image, template.labels.<key>, rollout.*),
+// NOT_FOUND, CONFLICT (path version), INVALID_STATE while the pool is
+// being deleted, UNAVAILABLE.
+func (p PoolClient) Update(ctx context.Context, req api.PoolUpdateRequest) (api.Pool, error) {
+	return call[api.Pool](ctx, p.c, bus.ResourcePools, "update", req)
+}
+
+// Rollback makes a new revision of pool req.ID from an earlier revision's
+// template (pools.rollback; default the one before the current).
+// Errors: INVALID_INPUT (path revision), INVALID_STATE (no earlier
+// revision), NOT_FOUND, CONFLICT (path version), UNAVAILABLE.
+func (p PoolClient) Rollback(ctx context.Context, req api.PoolRollbackRequest) (api.Pool, error) {
+	return call[api.Pool](ctx, p.c, bus.ResourcePools, "rollback", req)
+}
+
 // Resolve returns the id of the pool handle names (a pool id, or the name
 // of one pool). Errors: NOT_FOUND, INVALID_INPUT (details.candidates) when
 // several have the name.

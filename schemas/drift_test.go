@@ -34,6 +34,8 @@ var goTypes = map[string]any{
 	"pools.create.request.json":        api.PoolCreateRequest{},
 	"pool.json":                        api.Pool{},
 	"pool-list.json":                   api.List[api.Pool]{},
+	"pools.update.request.json":        api.PoolUpdateRequest{},
+	"pools.rollback.request.json":      api.PoolRollbackRequest{},
 	"instances.create.request.json":    api.InstanceCreateRequest{},
 	"instances.list.request.json":      api.InstanceListRequest{},
 	"instances.power.request.json":     api.InstancePowerRequest{},

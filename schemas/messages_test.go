@@ -45,6 +45,18 @@ func messages(t testing.TB) map[string][]any {
 	bareMachine := api.ExternalMachine{ID: "100", State: api.StatePending, Addresses: []string{}}
 	emulated := api.ExternalMachine{ID: "101", State: api.StateRunning, Addresses: []string{"10.0.1.101"}, SSHEndpoint: "127.0.0.1:40022"}
 	exit0 := 0
+	tmpl := api.PoolTemplate{Image: "debian-12", Labels: map[string]string{"app": "web"}, UserData: "#cloud-config\n", SSHKeys: []string{sshKey}}
+	sizedPool := pool
+	sizedPool.Sizes, sizedPool.Template, sizedPool.Revision = map[string]int{"small": 3, "gpu": 0}, &tmpl, 3
+	sizedPool.Rollout = &api.PoolRollout{MaxSurge: 1, MaxUnavailable: 0}
+	sizedPool.Revisions = []api.PoolRevision{{Revision: 1, Template: tmpl, CreatedAt: now},
+		{Revision: 2, Template: api.PoolTemplate{Image: "ubuntu-24.04"}, CreatedAt: later}, {Revision: 3, Template: tmpl, CreatedAt: later, RollbackOf: 1}}
+	sizedPool.Status = &api.PoolStatus{ObservedVersion: 3, TargetRevision: 3, CurrentRevision: 2, Replicas: 3, Updated: 1, Ready: 2,
+		Flavors: []api.PoolFlavorStatus{{Flavor: "small", Size: 3, Replicas: 3, Updated: 1, Ready: 2}},
+		Rollout: api.RolloutProgressing, Message: "revision 3: 1 of 3 updated, 2 ready",
+		Conditions: []api.Condition{{Type: api.ConditionAvailable, Status: api.ConditionTrue, Reason: api.ReasonMinimum, LastTransitionTime: now},
+			{Type: api.ConditionProgressing, Status: api.ConditionTrue, Reason: api.ReasonNewRevision, LastTransitionTime: now}},
+		UpdatedAt: now}
 	accessPool := pool
 	accessPool.Access = &api.PoolAccess{User: "root", PrivateKey: ref, PublicKey: sshKey, Port: 2222, HostKeyPolicy: api.HostKeyPinFirstContact,
 		Configure: &api.AccessStep{Script: "apt-get install -y k3s", TimeoutMs: 600000, OnFailure: api.OnFailureRetry},
@@ -138,7 +150,12 @@ func messages(t testing.TB) map[string][]any {
 			ProviderAccountID: accountID, Agent: api.PoolAgentNone, Flavors: flavors},
 			api.PoolCreateRequest{Class: api.PoolClassProvider, ProviderAccountID: accountID, Agent: api.PoolAgentNone,
 				Flavors: flavors[:1], Access: accessPool.Access}},
-		"pool.json":      {pool, accessPool},
+		"pool.json": {pool, accessPool, sizedPool},
+		"pools.update.request.json": {api.PoolUpdateRequest{ID: poolID, Sizes: map[string]int{"small": 3}},
+			api.PoolUpdateRequest{TenantID: tenant, ID: poolID, Version: 2, Template: &tmpl,
+				Rollout: &api.PoolRollout{MaxSurge: 0, MaxUnavailable: 1}}},
+		"pools.rollback.request.json": {api.PoolRollbackRequest{ID: poolID},
+			api.PoolRollbackRequest{TenantID: tenant, ID: poolID, Version: 4, Revision: 1}},
 		"pool-list.json": {api.List[api.Pool]{Items: []api.Pool{pool}, NextCursor: poolID}},
 		"instances.create.request.json": {api.InstanceCreateRequest{PoolID: poolID, Flavor: "small"},
 			api.InstanceCreateRequest{TenantID: tenant, PoolID: poolID, Flavor: "gpu", Image: "debian-12", Name: "gpu-1.lab",

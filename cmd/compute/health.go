@@ -93,7 +93,7 @@ func healthCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&service, "service", "",
-		"service to check: secrets, accounts, reconciler, provider-hetzner, provider-proxmox, or any micro service name")
+		"service to check: secrets, accounts, reconciler, poolctl, provider-hetzner, provider-proxmox, or any micro service name")
 	cmd.Flags().StringVar(&url, "http", "", "URL to GET instead")
 	cmd.Flags().StringVar(&caFile, "http-ca", "", "PEM file of the CA that signed the --http server's certificate")
 	return cmd

@@ -66,7 +66,7 @@ func poolsCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return showOne(g, poolView, p)
+		return showPool(g, p)
 	})
 	del := handleCmd(g, "delete", "Delete a pool (refused while it has instances)", func(ctx context.Context, c *client.Client,
 		handle string) error {
@@ -81,6 +81,7 @@ func poolsCmd(g *globals) *cobra.Command {
 		return showOne(g, deletedView, d)
 	})
 	c.AddCommand(create, list, get, del)
+	c.AddCommand(poolSizeCmds(g)...)
 	return c
 }
 

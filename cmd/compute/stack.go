@@ -23,6 +23,7 @@ import (
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/pkg/provider/egress"
 	"better-compute.io/compute/services/accounts"
+	"better-compute.io/compute/services/poolctl"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 	proxmox "better-compute.io/compute/services/provider-proxmox"
 	"better-compute.io/compute/services/reconciler"
@@ -65,6 +66,7 @@ var guarded = map[string][]string{
 	"accounts":   {bus.BucketAccounts, bus.BucketPools},
 	"reconciler": {bus.BucketInstances},
 	"tenants":    {bus.BucketTenants},
+	"poolctl":    {bus.BucketPoolControl},
 }
 
 // markInterval is how often a running service raises its buckets' marks:
@@ -220,6 +222,13 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 			unregister = func() {}
 		}
 		return stopFunc(func() { unregister(); r.Stop() }), nil
+	},
+	"poolctl": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
+		pc, err := poolctl.Start(nc, st, poolctl.Options{Logger: c.log})
+		if err != nil {
+			return nil, err
+		}
+		return stopFunc(pc.Stop), nil
 	},
 	"tenants": func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) (stopper, error) {
 		load := natsauth.Load

@@ -381,7 +381,7 @@ compute is up.
   Proxmox (emu)   %s   (token id %s, CA in %s)
   metrics         %s
   data            %s
-  services        accounts, provider-hetzner, provider-proxmox, reconciler, secrets, tenants
+  services        accounts, poolctl, provider-hetzner, provider-proxmox, reconciler, secrets, tenants
 %s  tenant demo     credential %s (scope compute:admin)
   admin           credential %s (operators: compute tenants, secrets rekey)
 

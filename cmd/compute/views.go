@@ -47,6 +47,7 @@ var poolView = view[api.Pool]{
 		{name: "ID", value: func(p *api.Pool) string { return p.ID }},
 		{name: "ACCOUNT", value: func(p *api.Pool) string { return p.ProviderAccountID }},
 		{name: "FLAVORS", value: func(p *api.Pool) string { return flavorsText(p.Flavors) }},
+		{name: "SIZES", wide: true, value: func(p *api.Pool) string { return sizesText(p.Sizes) }},
 		{name: "SITE", wide: true, value: func(p *api.Pool) string { return p.SiteID }},
 		{name: "CLASS", wide: true, value: func(p *api.Pool) string { return p.Class }},
 		{name: "AGENT", wide: true, value: func(p *api.Pool) string { return p.Agent }},

@@ -19,6 +19,7 @@ func TestServicesKeepOnlyTheirOwnMarks(t *testing.T) {
 		"accounts":   {bus.BucketAccounts, bus.BucketPools},
 		"reconciler": {bus.BucketInstances},
 		"tenants":    {bus.BucketTenants},
+		"poolctl":    {bus.BucketPoolControl},
 	}
 	for user, buckets := range own {
 		nc := s.ServiceConn(t, user, "_INBOX_svc_"+user)

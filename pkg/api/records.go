@@ -143,6 +143,17 @@ type Pool struct {
 	// connected and run (see PoolNetwork, PoolPlacement).
 	Network   *PoolNetwork   `json:"network,omitempty"`
 	Placement *PoolPlacement `json:"placement,omitempty"`
+	// Sized pools (poolsize.go): Sizes per flavor name (nil: not sized),
+	// the instance Template and Rollout bounds, the current template
+	// Revision (0 until the pool is first sized or templated) and the
+	// PoolRevisionsKept newest Revisions; Status is the controller's view,
+	// filled in by pools.get (never stored with the pool).
+	Sizes     map[string]int `json:"sizes,omitempty"`
+	Template  *PoolTemplate  `json:"template,omitempty"`
+	Rollout   *PoolRollout   `json:"rollout,omitempty"`
+	Revision  int64          `json:"revision,omitempty"`
+	Revisions []PoolRevision `json:"revisions,omitempty"`
+	Status    *PoolStatus    `json:"status,omitempty"`
 }
 
 // Flavor returns the pool's flavor called name.

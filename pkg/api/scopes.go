@@ -62,6 +62,8 @@ var Verbs = []CommandVerb{
 	{"pools", "get", ScopePoolsManage},
 	{"pools", "list", ScopePoolsManage},
 	{"pools", "delete", ScopePoolsManage},
+	{"pools", "update", ScopePoolsManage},
+	{"pools", "rollback", ScopePoolsManage},
 	{"instances", "create", ScopeInstancesManage},
 	{"instances", "get", ScopeInstancesRead},
 	{"instances", "list", ScopeInstancesRead},

@@ -25,6 +25,9 @@ const (
 	// addressKey: <tenant>.<poolId>.<a-b-c-d>), its value
 	// the holding instance's id: creating the key is claiming it.
 	BucketAddresses = "compute_addresses"
+	// BucketPoolControl holds the pool controller's record of each sized
+	// pool (api.PoolControl: lease, slots, status).
+	BucketPoolControl = "compute_poolctl"
 )
 
 // Stream names of DESIGN.md.
@@ -59,6 +62,7 @@ type Stores struct {
 	Tenants     jetstream.KeyValue
 	// Addresses is BucketAddresses.
 	Addresses jetstream.KeyValue
+	PoolControl jetstream.KeyValue
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -86,6 +90,8 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		{&st.Watermarks, jetstream.KeyValueConfig{Bucket: BucketWatermarks, Description: "high-water marks of the buckets above"}},
 		{&st.Tenants, jetstream.KeyValueConfig{Bucket: BucketTenants, Description: "tenants: NATS accounts, limits, quotas, credentials"}},
 		{&st.Addresses, jetstream.KeyValueConfig{Bucket: BucketAddresses, Description: "static addresses held, by pool"}},
+		{&st.PoolControl, jetstream.KeyValueConfig{Bucket: BucketPoolControl,
+			Description: "pool controller: leases, slots, status of sized pools"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage

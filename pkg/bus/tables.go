@@ -14,10 +14,12 @@ import "better-compute.io/compute/pkg/api"
 //	compute_idempotency  create results (<tenant>.<op>.<sha256 of key>)    the service of op:
 //	                     (IdempotencyID)                                   secrets-put: secrets,
 //	                                                                       instances-create: reconciler
+//	compute_poolctl      pool controller records (<tenant>.<poolId>)       poolctl
 //
 // Readers: the reconciler reads pools and accounts, accounts reads
 // instances (a pool in use is not deleted), secrets reads accounts (a
-// referenced secret is not deleted).
+// referenced secret is not deleted), accounts reads the pool controller's
+// records (a sized pool's status in pools.get).
 
 // InstanceTable is compute_instances (owner: the reconciler), records named
 // "instance" in errors. A create keeps GrowthRoom for the status the
@@ -34,4 +36,10 @@ func (st *Stores) PoolTable() *Table[api.Pool] { return NewTable[api.Pool](st.Po
 // AccountTable is compute_accounts (owner: accounts), records named "account".
 func (st *Stores) AccountTable() *Table[api.Account] {
 	return NewTable[api.Account](st.Accounts, "account")
+}
+
+// PoolControlTable is compute_poolctl (owner: poolctl), records named
+// "pool control".
+func (st *Stores) PoolControlTable() *Table[api.PoolControl] {
+	return NewTable[api.PoolControl](st.PoolControl, "pool control")
 }

@@ -17,6 +17,7 @@ const (
 	UserTenants         = "tenants"
 	UserProviderHetzner = "provider-hetzner"
 	UserProviderProxmox = "provider-proxmox"
+	UserPoolctl         = "poolctl"
 )
 
 // AdminRoot prefixes the operator-only subjects of the SERVICES account
@@ -72,6 +73,13 @@ var services = map[string]jwt.Permissions{
 			// machine access: the pool's private key, resolved per use
 			"compute.internal.secrets.resolve"}, noStreamRemoval,
 		[]string{"compute.v1.*.instances.*", "$SRV.>", "_INBOX_svc_reconciler.>"}),
+	// poolctl: its own bucket, reads of the pools (a KV watch), the instance
+	// API as a client of every tenant, and the instance events it reacts to
+	UserPoolctl: servicePerms(
+		[]string{"$JS.API.>", "$KV." + bus.BucketPoolControl + ".>", watermark(bus.BucketPoolControl), "$SRV.PING.poolctl",
+			"compute.v1.*.instances.create", "compute.v1.*.instances.list", "compute.v1.*.instances.delete",
+			"compute.v1.*.instances.get"}, noStreamRemoval,
+		[]string{bus.EventsOf("*"), "$SRV.>", "_INBOX_svc_poolctl.>"}),
 	// tenants: its own bucket and the operator-only subjects; the account
 	// JWTs it pushes go through its SYS connection (SysUser)
 	UserTenants: servicePerms(
@@ -98,7 +106,7 @@ func servicePerms(pub, deny, sub []string) jwt.Permissions {
 // Services lists the service users of the SERVICES account (each with
 // ServicePermissions), sorted.
 func Services() []string {
-	return []string{UserAccounts, UserProviderHetzner, UserProviderProxmox, UserReconciler, UserSecrets, UserTenants}
+	return []string{UserAccounts, UserPoolctl, UserProviderHetzner, UserProviderProxmox, UserReconciler, UserSecrets, UserTenants}
 }
 
 // ServicePermissions are the permissions of the SERVICES account's user

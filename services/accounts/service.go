@@ -43,6 +43,8 @@ type service struct {
 	accounts  table[api.Account]
 	pools     table[api.Pool]
 	instances bus.Reader[api.Instance]
+	// control is the pool controller's records: a sized pool's status.
+	control   bus.Reader[api.PoolControl]
 	manifests *manifestCache
 	// providers are the ids providers.list describes.
 	providers []string
@@ -70,6 +72,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 		accounts:  table[api.Account]{Table: st.AccountTable(), prefix: api.PrefixAccount},
 		pools:     table[api.Pool]{Table: st.PoolTable(), prefix: api.PrefixPool},
 		instances: st.InstanceTable().Reader(),
+		control:   st.PoolControlTable().Reader(),
 		manifests: newManifestCache(nc, o.DescribeTTL, o.Providers),
 		providers: o.Providers,
 	}
@@ -93,9 +96,11 @@ func (s *service) endpoints() []bus.Endpoint {
 		ep(bus.ResourceAccounts, "delete", deleteHandler(s.accounts, "pools", setPools, s.poolsOf)),
 		ep(bus.ResourceAccounts, "offers", s.accountOffers),
 		ep(bus.ResourcePools, "create", s.createPool),
-		ep(bus.ResourcePools, "get", getHandler[api.Pool](s.pools)),
+		ep(bus.ResourcePools, "get", s.getPool),
 		ep(bus.ResourcePools, "list", listHandler[api.Pool](s.pools)),
 		ep(bus.ResourcePools, "delete", s.deletePool),
+		ep(bus.ResourcePools, "update", s.updatePool),
+		ep(bus.ResourcePools, "rollback", s.rollbackPool),
 		ep(bus.ResourceProviders, "list", s.listProviders),
 		ep(bus.ResourceProviders, "describe", s.describeProvider),
 	}
