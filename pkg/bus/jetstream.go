@@ -62,6 +62,7 @@ type Stores struct {
 	Tenants     jetstream.KeyValue
 	// Addresses is BucketAddresses.
 	Addresses jetstream.KeyValue
+	// PoolControl is BucketPoolControl.
 	PoolControl jetstream.KeyValue
 }
 
