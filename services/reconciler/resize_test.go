@@ -10,22 +10,14 @@ import (
 	"better-compute.io/compute/pkg/provider"
 )
 
-// setFlavor changes the instance's flavor as instances.update does: the
-// new flavor, the generation bumped, in one CAS write, and work queued.
-// (Stand-in for the instances.update verb, which another branch builds.)
+// setFlavor changes the instance's flavor through instances.update.
 func (h *harness) setFlavor(id, flavor string) *api.Instance {
 	h.t.Helper()
-	inst, _, err := h.env.Stores.InstanceTable().Mutate(context.Background(), tenant, id, func(rec *api.Instance) error {
-		rec.Flavor = flavor
-		rec.Generation++
-		sealRecord(rec, h.rec.now())
-		return nil
-	})
+	inst, err := h.update(api.InstanceUpdateRequest{ID: id, Flavor: flavor})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.rec.enqueue(&inst)
-	return &inst
+	return inst
 }
 
 // addFlavors adds flavors to the harness pool (in KV).
