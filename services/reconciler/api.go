@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 
 	"better-compute.io/compute/pkg/api"
@@ -223,21 +222,19 @@ func decodeID(req *bus.Request) (string, error) {
 	return in.ID, nil
 }
 
-// list answers instances.list: a page of the tenant's instances, optionally
-// of one pool and one phase. Errors: INVALID_INPUT, UNAVAILABLE.
+// list answers instances.list: a page of the tenant's instances in id
+// order, optionally of one pool and one phase (matches), answered from the
+// replica's instance index (list.go). Errors: INVALID_INPUT, UNAVAILABLE.
 func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.InstanceListRequest
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	if in.Phase != "" && !slices.Contains(api.Phases(), in.Phase) {
-		return nil, api.InvalidInput("phase", "phase must be one of %v", api.Phases())
+	if err := checkList(in); err != nil {
+		return nil, err
 	}
-	if in.PoolID != "" && !api.ValidID(api.PrefixPool, in.PoolID) {
-		return nil, api.InvalidInput("poolId", "poolId must be a pool id (pool_…)")
-	}
-	return r.instances.List(ctx, req.Tenant, in.Limit, in.Cursor, func(i *api.Instance) bool {
-		return (in.PoolID == "" || i.PoolID == in.PoolID) && (in.Phase == "" || i.Status.Phase == in.Phase)
+	return r.index.List(ctx, req.Tenant, in.Limit, in.Cursor, requiredFacets(in), func(i *api.Instance) bool {
+		return matches(i, in)
 	})
 }
 

@@ -1,0 +1,74 @@
+package reconciler
+
+import (
+	"slices"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// instances.list is answered from an in-memory index of every instance
+// (bus.Index, kept by each replica from a watch of compute_instances and
+// caught up to the stream's last sequence before each list): a page costs
+// its own records' reads, whatever the tenant's inventory. The index
+// keeps only listView of each instance; matches is the list's one filter,
+// applied to the views to pick a page's ids and again to the records read.
+
+// matches reports whether inst belongs in a list of req: the one filter
+// predicate of instances.list, over every field a list filters on (each
+// must also be kept by listView). A request field left empty matches all.
+func matches(inst *api.Instance, req api.InstanceListRequest) bool {
+	return (req.PoolID == "" || inst.PoolID == req.PoolID) &&
+		(req.Phase == "" || inst.Status.Phase == req.Phase)
+}
+
+// listView is what the index keeps of an instance: the fields matches
+// reads, nothing else (the page's records are read from the bucket).
+func listView(inst *api.Instance) api.Instance {
+	var v api.Instance
+	v.ID, v.PoolID, v.Status.Phase = inst.ID, inst.PoolID, inst.Status.Phase
+	return v
+}
+
+// Facet names of the instance index: the sets a list walks instead of
+// every instance of the tenant when its request names a pool or a phase.
+const (
+	facetPool  = "pool="
+	facetPhase = "phase="
+)
+
+// listFacets are the index's facets of an instance view: its pool and
+// its phase.
+func listFacets(v *api.Instance) []string {
+	return []string{facetPool + v.PoolID, facetPhase + string(v.Status.Phase)}
+}
+
+// requiredFacets are the facets every instance matching req has: the
+// index walks the smaller of their sets.
+func requiredFacets(req api.InstanceListRequest) []string {
+	var fs []string
+	if req.PoolID != "" {
+		fs = append(fs, facetPool+req.PoolID)
+	}
+	if req.Phase != "" {
+		fs = append(fs, facetPhase+string(req.Phase))
+	}
+	return fs
+}
+
+// instanceIndex starts the instance index of st's instances table.
+func instanceIndex(instances *bus.Table[api.Instance], o Options) (*bus.Index[api.Instance], error) {
+	return bus.NewIndex(instances, bus.IndexOptions[api.Instance]{View: listView, Facets: listFacets, Logger: o.Logger})
+}
+
+// checkList refuses a list request with an unknown phase or a pool that
+// is no pool id. Errors: INVALID_INPUT (paths phase, poolId).
+func checkList(in api.InstanceListRequest) error {
+	if in.Phase != "" && !slices.Contains(api.Phases(), in.Phase) {
+		return api.InvalidInput("phase", "phase must be one of %v", api.Phases())
+	}
+	if in.PoolID != "" && !api.ValidID(api.PrefixPool, in.PoolID) {
+		return api.InvalidInput("poolId", "poolId must be a pool id (pool_…)")
+	}
+	return nil
+}
