@@ -1,0 +1,76 @@
+package reconciler
+
+import (
+	"slices"
+	"testing"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// matches is the one filter of instances.list, and it must give the same
+// answer on an instance's index view (listView) as on the whole record.
+func TestListPredicate(t *testing.T) {
+	inst := api.Instance{ID: "inst_1", PoolID: "pool_a", Name: "web-1", Flavor: "small",
+		Status: api.InstanceStatus{Phase: api.PhaseRunning, Machine: &api.ExternalMachine{ID: "7"}}}
+	cases := []struct {
+		name string
+		req  api.InstanceListRequest
+		want bool
+	}{
+		{"no filter", api.InstanceListRequest{}, true},
+		{"its pool", api.InstanceListRequest{PoolID: "pool_a"}, true},
+		{"another pool", api.InstanceListRequest{PoolID: "pool_b"}, false},
+		{"its phase", api.InstanceListRequest{Phase: api.PhaseRunning}, true},
+		{"another phase", api.InstanceListRequest{Phase: api.PhaseStopped}, false},
+		{"its pool and phase", api.InstanceListRequest{PoolID: "pool_a", Phase: api.PhaseRunning}, true},
+		{"its pool, another phase", api.InstanceListRequest{PoolID: "pool_a", Phase: api.PhaseFailed}, false},
+		{"another pool, its phase", api.InstanceListRequest{PoolID: "pool_b", Phase: api.PhaseRunning}, false},
+	}
+	view := listView(&inst)
+	for _, c := range cases {
+		if got := matches(&inst, c.req); got != c.want {
+			t.Errorf("%s: matches(record) = %v, want %v", c.name, got, c.want)
+		}
+		if got := matches(&view, c.req); got != c.want {
+			t.Errorf("%s: matches(view) = %v, want %v", c.name, got, c.want)
+		}
+		// Every facet a matching request requires is one the instance has.
+		if c.want {
+			for _, f := range requiredFacets(c.req) {
+				if !slices.Contains(listFacets(&view), f) {
+					t.Errorf("%s: requires facet %q the instance lacks (%v)", c.name, f, listFacets(&view))
+				}
+			}
+		}
+	}
+	if view.Name != "" || view.Status.Machine != nil {
+		t.Errorf("the view keeps more than the list filters read: %+v", view)
+	}
+}
+
+// Through the bus, with two replicas answering instances.list (the API
+// alone: no pass changes a phase meanwhile): a list sent right after a
+// create was answered holds the instance, whichever replica answers, and
+// a list by its pool or phase too.
+func TestListHoldsEveryCreateBeforeIt(t *testing.T) {
+	h := newHarness(t, fastOptions(), startAPI)
+	h.startAPIOnly()
+	other := h.otherPool()
+	for i := range 40 {
+		req := api.InstanceCreateRequest{}
+		if i%2 == 1 {
+			req = withPool(req, other)
+		}
+		inst := h.create(req)
+		for _, filter := range []map[string]any{{"limit": 1000}, {"limit": 1000, "poolId": inst.PoolID},
+			{"limit": 1000, "phase": inst.Status.Phase}} {
+			var page api.List[api.Instance]
+			if err := h.call("list", filter, &page); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(page.Items, func(i api.Instance) bool { return i.ID == inst.ID }) {
+				t.Fatalf("list %v right after creating %s (%s) lacks it: %d items", filter, inst.ID, inst.Status.Phase, len(page.Items))
+			}
+		}
+	}
+}
