@@ -49,8 +49,8 @@ func BenchmarkListAtScale(b *testing.B) {
 		s := newListScale(b)
 		rows := []string{
 			"| inventory | get p50 / p99 | list first page p50 / p99 | by pool (10 %) p50 / p99 | by phase (1 %) p50 / p99 | " +
-				"before: first page / by phase (median) | index heap, load | process heap / RSS |",
-			"|---|---|---|---|---|---|---|---|",
+				"before: first page / by phase (median) | index heap, load | resync: time, heap peak | process heap / RSS |",
+			"|---|---|---|---|---|---|---|---|---|",
 		}
 		for _, n := range sizes {
 			s.seed(n)
@@ -120,13 +120,21 @@ func (s *listScale) seedInstance(i int) api.Instance {
 	if i%100 == 1 {
 		phase, power = api.PhaseStopped, api.PowerOff
 	}
+	id := api.NewID(api.PrefixInstance)
+	m := s.h.cloud.Seed(id, fmt.Sprintf("web-%06d", i))
+	if power == api.PowerOff {
+		s.h.cloud.SetState(m.ID, api.StateStopped)
+	}
+	m.State = api.StateRunning
+	if power == api.PowerOff {
+		m.State = api.StateStopped
+	}
 	return api.Instance{
-		ID: api.NewID(api.PrefixInstance), TenantID: tenant, PoolID: pool, Flavor: "small", Image: "debian-12",
+		ID: id, TenantID: tenant, PoolID: pool, Flavor: "small", Image: "debian-12",
 		Name: fmt.Sprintf("web-%06d", i), SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl bench"},
 		Desired: api.DesiredState{Power: power}, Generation: 1, Version: 3, CreatedAt: now, UpdatedAt: now,
 		Status: api.InstanceStatus{Phase: phase, ObservedGeneration: 1, CreateRequested: true, CreateRequestedAt: &now,
-			Machine: &api.ExternalMachine{ID: strconv.Itoa(1_000_000 + i), IdempotencyKey: "inst", Name: fmt.Sprintf("web-%06d", i),
-				State: api.StateRunning, OfferID: "small", Region: "mem1", Addresses: []string{"203.0.113.7", "2001:db8::7"}}},
+			Machine: &m},
 	}
 }
 
@@ -225,12 +233,13 @@ func (s *listScale) measure(n, samples, before int) string {
 		oldPhase, _ := s.latencies(before, func() error { return s.listLimit("scan", byPhase) })
 		old = ms(oldPage) + " / " + ms(oldPhase) + " ms"
 	}
+	resync := s.resync(n)
 	heap, load := s.indexHeap()
 	var m runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m)
-	return fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %.1f MB, %v | %.0f / %.0f MB |", n, get, page, pool, phase, old,
-		float64(heap)/1e6, load.Round(time.Millisecond), float64(m.HeapInuse)/1e6, float64(rss())/1e6)
+	return fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %.1f MB, %v | %s | %.0f / %.0f MB |", n, get, page, pool, phase, old,
+		float64(heap)/1e6, load.Round(time.Millisecond), resync, float64(m.HeapInuse)/1e6, float64(rss())/1e6)
 }
 
 // listLimit is list with the request's own limit (0: the default page).
@@ -246,6 +255,45 @@ func (s *listScale) listLimit(verb string, req api.InstanceListRequest) error {
 		return fmt.Errorf("%s %+v: a page of %d", verb, req, len(page.Items))
 	}
 	return nil
+}
+
+// resync runs one resync of the n seeded (settled, listed as desired)
+// instances and returns its time and the heap's peak above the heap
+// before it (sampled every 5 ms), failing if it queued any.
+func (s *listScale) resync(n int) string {
+	s.b.Helper()
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	base, peak := m.HeapAlloc, m.HeapAlloc
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				peak = max(peak, m.HeapAlloc)
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	queued, err := s.h.rec.Resync(ctx)
+	took := time.Since(start)
+	close(done)
+	<-sampled
+	if err != nil || queued != 0 {
+		s.b.Fatalf("resync of %d settled instances: queued %d, %v", n, queued, err)
+	}
+	return fmt.Sprintf("%v, %.0f MB", took.Round(time.Millisecond), float64(peak-base)/1e6)
 }
 
 // indexHeap starts a second instance index and returns the heap it holds
