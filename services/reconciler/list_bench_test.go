@@ -189,7 +189,9 @@ func (s *listScale) latencies(count int, fn func() error) (time.Duration, time.D
 	return d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]
 }
 
-func ms(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) }
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64)
+}
 
 func pair(p50, p99 time.Duration) string { return ms(p50) + " / " + ms(p99) + " ms" }
 
@@ -212,7 +214,7 @@ func (s *listScale) measure(n, samples, before int) string {
 	byPool := api.InstanceListRequest{PoolID: s.small}
 	byPhase := api.InstanceListRequest{Phase: api.PhaseStopped}
 	byPhase.Limit = min(bus.DefaultPageSize, n/100) // a full page of the phase's instances
-	if err := s.list("list", first); err != nil { // the index catches up
+	if err := s.list("list", first); err != nil {   // the index catches up
 		s.b.Fatal(err)
 	}
 	var id string
