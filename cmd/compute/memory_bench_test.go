@@ -107,7 +107,7 @@ func seedSettled(b *testing.B, nc *nats.Conn, tenant string, n int) {
 
 // measured is a compute process of the benchmark.
 type measured struct {
-	cmd                            *exec.Cmd
+	cmd                             *exec.Cmd
 	metricsURL, natsURL, adminCreds string
 }
 
