@@ -429,6 +429,29 @@ func (ix *Index[T]) fetch(ctx context.Context, tenant string, ids []string) ([]f
 	return recs, nil
 }
 
+// Views calls fn with the view of every record the index holds, of every
+// tenant (tenants in no order, each tenant's records in id order), once it
+// has caught up as a list does: a scan of every record for a summary
+// (counts by phase) at the cost of memory reads. fn runs under the index's
+// read lock: it must be quick and must not call the index.
+// Errors: UNAVAILABLE (catching up failed).
+func (ix *Index[T]) Views(ctx context.Context, fn func(tenant string, view *T)) error {
+	ctx, cancel := withDefaultDeadline(ctx)
+	defer cancel()
+	if err := ix.catchUp(ctx); err != nil {
+		return err
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for tenant, ti := range ix.tenants {
+		ti.all.Ascend(func(e *indexEntry[T]) bool {
+			fn(tenant, &e.view)
+			return true
+		})
+	}
+	return nil
+}
+
 // Len is the number of records the index holds of tenant.
 func (ix *Index[T]) Len(tenant string) int {
 	ix.mu.RLock()

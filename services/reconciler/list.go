@@ -23,11 +23,44 @@ func matches(inst *api.Instance, req api.InstanceListRequest) bool {
 }
 
 // listView is what the index keeps of an instance: the fields matches
-// reads, nothing else (the page's records are read from the bucket).
+// reads and those the metrics collector counts (the conditions' type,
+// status, reason and transition time, without their messages), nothing
+// else: a page's records are read from the bucket.
 func listView(inst *api.Instance) api.Instance {
 	var v api.Instance
 	v.ID, v.PoolID, v.Status.Phase = inst.ID, inst.PoolID, inst.Status.Phase
+	if n := len(inst.Status.Conditions); n > 0 {
+		v.Status.Conditions = make([]api.Condition, n)
+		for i, c := range inst.Status.Conditions {
+			v.Status.Conditions[i] = api.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime}
+		}
+	}
 	return v
+}
+
+// interned is listView whose strings repeated across instances (pool id,
+// phase, condition type, status and reason) share one copy each. It keeps
+// a table of its own and is not safe for concurrent use: the index calls
+// its view from its one watch goroutine.
+func interned() func(*api.Instance) api.Instance {
+	table := map[string]string{}
+	intern := func(s string) string {
+		if t, ok := table[s]; ok {
+			return t
+		}
+		table[s] = s
+		return s
+	}
+	return func(inst *api.Instance) api.Instance {
+		v := listView(inst)
+		v.PoolID, v.Status.Phase = intern(v.PoolID), api.Phase(intern(string(v.Status.Phase)))
+		for i := range v.Status.Conditions {
+			c := &v.Status.Conditions[i]
+			c.Type, c.Status = api.ConditionType(intern(string(c.Type))), api.ConditionStatus(intern(string(c.Status)))
+			c.Reason = api.ConditionReason(intern(string(c.Reason)))
+		}
+		return v
+	}
 }
 
 // Facet names of the instance index: the sets a list walks instead of
@@ -58,7 +91,7 @@ func requiredFacets(req api.InstanceListRequest) []string {
 
 // instanceIndex starts the instance index of st's instances table.
 func instanceIndex(instances *bus.Table[api.Instance], o Options) (*bus.Index[api.Instance], error) {
-	return bus.NewIndex(instances, bus.IndexOptions[api.Instance]{View: listView, Facets: listFacets, Logger: o.Logger})
+	return bus.NewIndex(instances, bus.IndexOptions[api.Instance]{View: interned(), Facets: listFacets, Logger: o.Logger})
 }
 
 // checkList refuses a list request with an unknown phase or a pool that

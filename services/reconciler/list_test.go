@@ -1,8 +1,10 @@
 package reconciler
 
 import (
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"better-compute.io/compute/pkg/api"
 )
@@ -45,6 +47,16 @@ func TestListPredicate(t *testing.T) {
 	}
 	if view.Name != "" || view.Status.Machine != nil {
 		t.Errorf("the view keeps more than the list filters read: %+v", view)
+	}
+	// The collector's fields stay, messages go; interning changes nothing.
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	inst.Status.Conditions = []api.Condition{{Type: api.ConditionReady, Status: api.ConditionFalse, Reason: "Provisioning",
+		Message: "booting", LastTransitionTime: at}}
+	want := []api.Condition{{Type: api.ConditionReady, Status: api.ConditionFalse, Reason: "Provisioning", LastTransitionTime: at}}
+	for name, v := range map[string]api.Instance{"listView": listView(&inst), "interned": interned()(&inst)} {
+		if !reflect.DeepEqual(v.Status.Conditions, want) || v.PoolID != inst.PoolID || v.Status.Phase != inst.Status.Phase {
+			t.Errorf("%s: %+v, want conditions %+v", name, v, want)
+		}
 	}
 }
 
