@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -428,6 +429,53 @@ func (ix *Index[T]) fetch(ctx context.Context, tenant string, ids []string) ([]f
 	}
 	return recs, nil
 }
+
+// Each calls fn with every record of every tenant the index holds once
+// it has caught up (so every record written before the call, as
+// Table.Each), tenant by tenant in id order, skipping records deleted
+// since they were indexed. The records are read from the bucket
+// indexFetchers at a time, eachBatch ids per round, so a scan of the whole
+// bucket costs neither a listing of its keys nor one read at a time. An
+// error of fn ends it and is returned. Errors: those of fn, UNAVAILABLE,
+// INTERNAL (undecodable value).
+func (ix *Index[T]) Each(ctx context.Context, fn func(tenant, id string, v T) error) error {
+	if err := ix.catchUp(ctx); err != nil {
+		return err
+	}
+	ix.mu.RLock()
+	tenants := make([]string, 0, len(ix.tenants))
+	for t := range ix.tenants {
+		tenants = append(tenants, t)
+	}
+	ix.mu.RUnlock()
+	slices.Sort(tenants)
+	for _, tenant := range tenants {
+		after := ""
+		for {
+			ids, more := ix.candidates(tenant, nil, after, eachBatch, func(*T) bool { return true })
+			recs, err := ix.fetch(ctx, tenant, ids)
+			if err != nil {
+				return err
+			}
+			for i, rec := range recs {
+				if !rec.found {
+					continue
+				}
+				if err := fn(tenant, ids[i], rec.v); err != nil {
+					return err
+				}
+			}
+			if !more {
+				break
+			}
+			after = ids[len(ids)-1]
+		}
+	}
+	return nil
+}
+
+// eachBatch is how many records Each reads per round.
+const eachBatch = 256
 
 // Views calls fn with the view of every record the index holds, of every
 // tenant (tenants in no order, each tenant's records in id order), once it

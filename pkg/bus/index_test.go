@@ -185,3 +185,38 @@ func TestReplicatedIndexAcrossNodeLoss(t *testing.T) {
 		t.Fatalf("facet odd=false: %d ids, want %d", len(ids), n)
 	}
 }
+
+// Each visits every record of every tenant, tenant by tenant in id order,
+// more than one batch of them, every write before it included; an error
+// of fn ends it.
+func TestIndexEach(t *testing.T) {
+	env := bustest.Start(t)
+	ctx := testCtx(t)
+	raw := bus.NewTable[rec](env.Stores.Instances, "rec")
+	ix := startIndex(t, env.Stores)
+	var want []string
+	for _, tenant := range []string{"acme", "globex"} {
+		for i := range 300 {
+			id := fmt.Sprintf("inst_%04d", i)
+			if _, err := raw.Create(ctx, tenant, id, rec{N: i}); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, tenant+"."+id)
+		}
+	}
+	var got []string
+	err := ix.Each(ctx, func(tenant, id string, v rec) error {
+		if fmt.Sprintf("inst_%04d", v.N) != id {
+			t.Errorf("%s.%s holds %+v", tenant, id, v)
+		}
+		got = append(got, tenant+"."+id)
+		return nil
+	})
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Each: %d records (%v), want %d in order", len(got), err, len(want))
+	}
+	stop := fmt.Errorf("enough")
+	if err := ix.Each(ctx, func(string, string, rec) error { return stop }); err != stop { //nolint:errorlint // the very error
+		t.Fatalf("Each with a failing fn: %v, want its error", err)
+	}
+}

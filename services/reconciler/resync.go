@@ -57,7 +57,9 @@ const resyncPageSize = provider.MaxListLimit
 // are deduplicated by message id. An account whose rate-limit window is
 // closed (or whose list is answered RATE_LIMITED) is left to the next
 // resync: nothing is sent to it before its reset, not a list and not a get
-// per instance. Errors: UNAVAILABLE (state store).
+// per instance. The instances are those of the replica's instance index
+// (every one written before the resync started), read from the bucket in
+// parallel batches (bus.Index.Each). Errors: UNAVAILABLE (state store).
 func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	// With the periodic resync off (tests), every call queues anew.
 	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, 1))
@@ -70,7 +72,7 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	}
 	byAccount := map[string][]settledInstance{} // settled instances by "<tenant>.<account id>"
 	accounts := &accountCache{byPool: map[string]*api.Account{}, byAccount: map[string]*api.Account{}}
-	err := r.instances.Each(ctx, "", func(_, _ string, inst api.Instance, _ uint64) error {
+	err := r.index.Each(ctx, func(_, _ string, inst api.Instance) error {
 		if !settled(&inst) {
 			queue(inst.TenantID, inst.ID)
 			return nil
