@@ -121,22 +121,22 @@ func (s *listScale) seedInstance(i int) api.Instance {
 		phase, power = api.PhaseStopped, api.PowerOff
 	}
 	id := api.NewID(api.PrefixInstance)
-	m := s.h.cloud.Seed(id, fmt.Sprintf("web-%06d", i))
+	m := s.h.cloud.Seed(id, fmt.Sprintf("web-%06d", i)) // a running machine, so the instance lists as desired
 	if power == api.PowerOff {
 		s.h.cloud.SetState(m.ID, api.StateStopped)
-	}
-	m.State = api.StateRunning
-	if power == api.PowerOff {
 		m.State = api.StateStopped
 	}
 	return api.Instance{
 		ID: id, TenantID: tenant, PoolID: pool, Flavor: "small", Image: "debian-12",
-		Name: fmt.Sprintf("web-%06d", i), SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl bench"},
+		Name: fmt.Sprintf("web-%06d", i), SSHKeys: []string{benchKey},
 		Desired: api.DesiredState{Power: power}, Generation: 1, Version: 3, CreatedAt: now, UpdatedAt: now,
 		Status: api.InstanceStatus{Phase: phase, ObservedGeneration: 1, CreateRequested: true, CreateRequestedAt: &now,
 			Machine: &m},
 	}
 }
+
+// benchKey is the SSH key of every seeded instance.
+const benchKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl bench"
 
 // seed writes instances until the bucket holds n, asynchronously (many
 // publishes in flight), as the records of settled instances.
