@@ -23,12 +23,13 @@ func matches(inst *api.Instance, req api.InstanceListRequest) bool {
 }
 
 // listView is what the index keeps of an instance: the fields matches
-// reads and those the metrics collector counts (the conditions' type,
-// status, reason and transition time, without their messages), nothing
-// else: a page's records are read from the bucket.
+// reads (pool, phase, labels for a selector) and those the metrics
+// collector counts (the conditions' type, status, reason and transition
+// time, without their messages), nothing else: a page's records are read
+// from the bucket.
 func listView(inst *api.Instance) api.Instance {
 	var v api.Instance
-	v.ID, v.PoolID, v.Status.Phase = inst.ID, inst.PoolID, inst.Status.Phase
+	v.ID, v.PoolID, v.Status.Phase, v.Labels = inst.ID, inst.PoolID, inst.Status.Phase, inst.Labels
 	if n := len(inst.Status.Conditions); n > 0 {
 		v.Status.Conditions = make([]api.Condition, n)
 		for i, c := range inst.Status.Conditions {

@@ -12,7 +12,7 @@ import (
 // matches is the one filter of instances.list, and it must give the same
 // answer on an instance's index view (listView) as on the whole record.
 func TestListPredicate(t *testing.T) {
-	inst := api.Instance{ID: "inst_1", PoolID: "pool_a", Name: "web-1", Flavor: "small",
+	inst := api.Instance{ID: "inst_1", PoolID: "pool_a", Name: "web-1", Flavor: "small", Labels: map[string]string{"app": "web"},
 		Status: api.InstanceStatus{Phase: api.PhaseRunning, Machine: &api.ExternalMachine{ID: "7"}}}
 	cases := []struct {
 		name string
@@ -54,7 +54,8 @@ func TestListPredicate(t *testing.T) {
 		Message: "booting", LastTransitionTime: at}}
 	want := []api.Condition{{Type: api.ConditionReady, Status: api.ConditionFalse, Reason: "Provisioning", LastTransitionTime: at}}
 	for name, v := range map[string]api.Instance{"listView": listView(&inst), "interned": interned()(&inst)} {
-		if !reflect.DeepEqual(v.Status.Conditions, want) || v.PoolID != inst.PoolID || v.Status.Phase != inst.Status.Phase {
+		if !reflect.DeepEqual(v.Status.Conditions, want) || v.PoolID != inst.PoolID || v.Status.Phase != inst.Status.Phase ||
+			!reflect.DeepEqual(v.Labels, inst.Labels) {
 			t.Errorf("%s: %+v, want conditions %+v", name, v, want)
 		}
 	}
