@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -215,8 +216,8 @@ func TestIndexEach(t *testing.T) {
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("Each: %d records (%v), want %d in order", len(got), err, len(want))
 	}
-	stop := fmt.Errorf("enough")
-	if err := ix.Each(ctx, func(string, string, rec) error { return stop }); err != stop { //nolint:errorlint // the very error
+	stop := errors.New("enough")
+	if err := ix.Each(ctx, func(string, string, rec) error { return stop }); !errors.Is(err, stop) {
 		t.Fatalf("Each with a failing fn: %v, want its error", err)
 	}
 }
