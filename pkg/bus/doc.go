@@ -16,6 +16,11 @@
 //     delete) whichever JetStream code reports it (conflictError); a list
 //     holds every record written before it, on a replicated bucket too
 //     (consistentKeys).
+//   - A list that must not cost O(inventory) is answered from an Index: a
+//     table's records (a view of each) kept in memory from one ordered
+//     watch of the bucket, sorted by id per tenant and per facet, and
+//     caught up to the stream leader's last sequence before each list, so
+//     it keeps List's guarantee; a page's records are read from the bucket.
 //   - Each bucket has one owner, the only service that writes it; the
 //     others read through the table's Reader. compute_secrets: secrets;
 //     compute_accounts and compute_pools: accounts (read by the reconciler,

@@ -232,17 +232,15 @@ const (
 // previous page (api.List.NextCursor).
 // Errors: INVALID_INPUT (path limit), UNAVAILABLE, INTERNAL.
 func (r Reader[T]) List(ctx context.Context, tenant string, limit int, cursor string, keep func(*T) bool) (api.List[T], error) {
-	switch {
-	case limit == 0:
-		limit = DefaultPageSize
-	case limit < 0 || limit > MaxPageSize:
-		return api.List[T]{}, api.InvalidInput("limit", "limit must be between 1 and %d", MaxPageSize)
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return api.List[T]{}, err
 	}
 	page := api.List[T]{Items: []T{}}
 	lastID := ""
 	bytes := 0
 	errFull := errors.New("page full")
-	err := r.each(ctx, tenant, func(_, id string, v T, _ uint64, size int) error {
+	err = r.each(ctx, tenant, func(_, id string, v T, _ uint64, size int) error {
 		if cursor != "" && id <= cursor || keep != nil && !keep(&v) {
 			return nil
 		}
@@ -259,6 +257,18 @@ func (r Reader[T]) List(ctx context.Context, tenant string, limit int, cursor st
 		return api.List[T]{}, err
 	}
 	return page, nil
+}
+
+// pageLimit is a list request's limit as a page size: 0 is
+// DefaultPageSize. Errors: INVALID_INPUT (path limit) outside [0, MaxPageSize].
+func pageLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultPageSize, nil
+	case limit < 0 || limit > MaxPageSize:
+		return 0, api.InvalidInput("limit", "limit must be between 1 and %d", MaxPageSize)
+	}
+	return limit, nil
 }
 
 // Keys is Table.Keys: UNAVAILABLE.

@@ -234,9 +234,10 @@ func decodeID(req *bus.Request) (string, error) {
 	return in.ID, nil
 }
 
-// list answers instances.list: a page of the tenant's instances, optionally
-// of one pool and one phase, and matching a label selector
-// (instanceFilter). Errors: INVALID_INPUT, UNAVAILABLE.
+// list answers instances.list: a page of the tenant's instances in id
+// order, optionally of one pool and one phase, and matching a label
+// selector (instanceFilter), answered from the replica's instance index
+// (list.go). Errors: INVALID_INPUT, UNAVAILABLE.
 func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.InstanceListRequest
 	if err := req.Decode(&in); err != nil {
@@ -246,7 +247,7 @@ func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.instances.List(ctx, req.Tenant, in.Limit, in.Cursor, match)
+	return r.index.List(ctx, req.Tenant, in.Limit, in.Cursor, requiredFacets(in), match)
 }
 
 // delete answers instances.delete: marks the instance for deletion (phase

@@ -12,4 +12,8 @@
 // in the file named after it). The phase is derived from the instance's
 // facts by derivePhase (phase.go) in sealRecord, the only writer of
 // status.phase; no decision reads it. Time comes from Options.Clock (pkg/clock).
+//
+// instances.list is answered from the replica's in-memory instance index
+// (list.go, bus.Index): pages cost O(page) at any inventory, filtered by the
+// one predicate matches, and still hold every instance written before them.
 package reconciler

@@ -225,6 +225,12 @@ func (h *harness) waitGone(id string) {
 func (h *harness) startAPIOnly() {
 	h.t.Helper()
 	h.rec = newReconciler(h.env.NC, h.env.Stores, h.opts)
+	index, err := instanceIndex(h.rec.instances, h.rec.o)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.rec.index = index
+	h.t.Cleanup(index.Stop)
 	svc, err := bus.StartService(h.env.NC, bus.ServiceConfig{Name: "instances-api", Version: "0.0.1", Endpoints: h.rec.endpoints(), Logger: zerolog.Nop()})
 	if err != nil {
 		h.t.Fatal(err)

@@ -76,8 +76,9 @@ type collector struct{ r *Reconciler }
 // instances by phase and by condition, the age of the longest not-Ready
 // instance, the work queue's depth and oldest message age (COMPUTE_WORK
 // stream and consumer info) and each paced account's rate-limit budget.
-// A scrape lists the instances bucket (one KV read per instance): scrape
-// every 30 s or slower on large fleets. Register it with metrics.Register.
+// The instance samples come from the replica's instance index (list.go),
+// caught up to the bucket like a list: a scrape reads memory, not one
+// record per instance. Register it with metrics.Register.
 func (r *Reconciler) Collector() prometheus.Collector { return collector{r} }
 
 // Describe implements prometheus.Collector.
@@ -112,7 +113,7 @@ func (c collector) collectInstances(ctx context.Context, ch chan<- prometheus.Me
 	phases := map[api.Phase]float64{}
 	conditions := map[conditionKey]float64{}
 	notReady := map[api.Phase]time.Duration{}
-	err := c.r.instances.Each(ctx, "", func(_, _ string, inst api.Instance, _ uint64) error {
+	err := c.r.index.Views(ctx, func(_ string, inst *api.Instance) {
 		s := &inst.Status
 		phases[s.Phase]++
 		for _, cond := range s.Conditions {
@@ -121,7 +122,6 @@ func (c collector) collectInstances(ctx context.Context, ch chan<- prometheus.Me
 				notReady[s.Phase] = max(notReady[s.Phase], now.Sub(cond.LastTransitionTime))
 			}
 		}
-		return nil
 	})
 	if err != nil {
 		return err

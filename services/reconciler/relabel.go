@@ -56,24 +56,3 @@ func appliedLabels(labels map[string]string) map[string]string {
 	}
 	return maps.Clone(labels)
 }
-
-// instanceFilter is instances.list's one predicate over a record, built
-// from the request: the pool (when named), the phase (when named) and the
-// label selector (api.ParseSelector) must all match. A list
-// implementation, scanning or indexed, applies it to each candidate.
-// Errors: INVALID_INPUT naming phase, poolId or selector.
-func instanceFilter(in api.InstanceListRequest) (func(*api.Instance) bool, error) {
-	if in.Phase != "" && !slices.Contains(api.Phases(), in.Phase) {
-		return nil, api.InvalidInput("phase", "phase must be one of %v", api.Phases())
-	}
-	if in.PoolID != "" && !api.ValidID(api.PrefixPool, in.PoolID) {
-		return nil, api.InvalidInput("poolId", "poolId must be a pool id (pool_…)")
-	}
-	sel, err := api.ParseSelector("selector", in.Selector)
-	if err != nil {
-		return nil, err
-	}
-	return func(i *api.Instance) bool {
-		return (in.PoolID == "" || i.PoolID == in.PoolID) && (in.Phase == "" || i.Status.Phase == in.Phase) && sel.Matches(i.Labels)
-	}, nil
-}

@@ -57,31 +57,33 @@ const resyncPageSize = provider.MaxListLimit
 // are deduplicated by message id. An account whose rate-limit window is
 // closed (or whose list is answered RATE_LIMITED) is left to the next
 // resync: nothing is sent to it before its reset, not a list and not a get
-// per instance. Errors: UNAVAILABLE (state store).
+// per instance. The instances are those of the replica's instance index
+// (every one written before the resync started), read from the bucket in
+// parallel batches (bus.Index.Each). Errors: UNAVAILABLE (state store).
 func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	// With the periodic resync off (tests), every call queues anew.
 	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, 1))
 	queued := 0
-	queue := func(inst *api.Instance) {
+	queue := func(tenant, id string) {
 		pctx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 		defer cancel()
-		r.publishWork(pctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-resync-%d", inst.ID, window))
+		r.publishWork(pctx, tenant, id, fmt.Sprintf("%s-resync-%d", id, window))
 		queued++
 	}
-	byAccount := map[string][]*api.Instance{} // settled instances by "<tenant>.<account id>"
+	byAccount := map[string][]settledInstance{} // settled instances by "<tenant>.<account id>"
 	accounts := &accountCache{byPool: map[string]*api.Account{}, byAccount: map[string]*api.Account{}}
-	err := r.instances.Each(ctx, "", func(_, _ string, inst api.Instance, _ uint64) error {
+	err := r.index.Each(ctx, func(_, _ string, inst api.Instance) error {
 		if !settled(&inst) {
-			queue(&inst)
+			queue(inst.TenantID, inst.ID)
 			return nil
 		}
 		acct, err := r.accountOf(ctx, &inst, accounts)
 		if err != nil {
-			queue(&inst) // its reconcile records what is missing
+			queue(inst.TenantID, inst.ID) // its reconcile records what is missing
 			return nil
 		}
 		key := bus.RecordKey(acct.TenantID, acct.ID)
-		byAccount[key] = append(byAccount[key], &inst)
+		byAccount[key] = append(byAccount[key], settledOf(&inst))
 		return nil
 	})
 	if err != nil {
@@ -102,7 +104,7 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 		}
 		for _, inst := range insts {
 			if machines == nil || !listedAsDesired(inst, machines) {
-				queue(inst)
+				queue(inst.tenant, inst.id)
 			}
 		}
 	}
@@ -133,11 +135,30 @@ func settled(inst *api.Instance) bool {
 	return true
 }
 
+// settledInstance is what a resync keeps of a settled instance until its
+// account's machine list is read: what listedAsDesired compares and what
+// queueing it takes, not the record (at 100,000 instances the records
+// would hold hundreds of MB; docs/benchmarks.md).
+type settledInstance struct {
+	tenant, id, machineID string
+	power                 api.Power
+}
+
+func settledOf(inst *api.Instance) settledInstance {
+	return settledInstance{tenant: inst.TenantID, id: inst.ID, machineID: inst.Status.Machine.ID, power: inst.Desired.Power}
+}
+
+// listedMachine is what a resync keeps of a listed machine.
+type listedMachine struct {
+	key   string
+	state api.MachineState
+}
+
 // listedAsDesired reports whether the account's machine list (by id) holds
 // the instance's machine, carrying its key and in its desired power state.
-func listedAsDesired(inst *api.Instance, machines map[string]api.ExternalMachine) bool {
-	m, ok := machines[inst.Status.Machine.ID]
-	return ok && (m.IdempotencyKey == "" || m.IdempotencyKey == inst.ID) && machineMatches(inst.Desired.Power, m.State)
+func listedAsDesired(inst settledInstance, machines map[string]listedMachine) bool {
+	m, ok := machines[inst.machineID]
+	return ok && (m.key == "" || m.key == inst.id) && machineMatches(inst.power, m.state)
 }
 
 // accountCache holds the provider accounts a resync looked up, by pool
@@ -171,14 +192,15 @@ func (r *Reconciler) accountOf(ctx context.Context, inst *api.Instance, cache *a
 	return acct, nil
 }
 
-// listMachines reads every page of an account's machine list, paced by the
+// listMachines reads every page of an account's machine list (the key
+// and state of each machine, by id), paced by the
 // account's budget like any other call; it sends nothing while the
 // account's rate-limit window is closed. Errors: RATE_LIMITED (the window
 // is closed, or the provider answered so), the provider's others (e.g.
 // UNSUPPORTED for a provider without the list capability), or ctx's.
-func (r *Reconciler) listMachines(ctx context.Context, acct *api.Account) (map[string]api.ExternalMachine, error) {
+func (r *Reconciler) listMachines(ctx context.Context, acct *api.Account) (map[string]listedMachine, error) {
 	remote, account := r.remote(acct), acct.ProviderAccount()
-	machines := map[string]api.ExternalMachine{}
+	machines := map[string]listedMachine{}
 	cursor := ""
 	for {
 		if reset, closed := r.budgets.closedUntil(acct.ID, r.o.Clock.Now()); closed {
@@ -201,7 +223,7 @@ func (r *Reconciler) listMachines(ctx context.Context, acct *api.Account) (map[s
 			return nil, err
 		}
 		for _, m := range page.Items {
-			machines[m.ID] = m
+			machines[m.ID] = listedMachine{key: m.IdempotencyKey, state: m.State}
 		}
 		if page.NextCursor == "" {
 			return machines, nil

@@ -141,6 +141,8 @@ type Reconciler struct {
 	pulled  map[string]bool
 	wg      sync.WaitGroup
 	budgets *budgets
+	// index answers instances.list (list.go); nil until Start.
+	index *bus.Index[api.Instance]
 }
 
 // Start serves the instance API on nc and starts consuming work. Stop it
@@ -149,12 +151,19 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	r := newReconciler(nc, st, o)
 	o = r.o
 	r.pulled = map[string]bool{}
+	index, err := instanceIndex(r.instances, o)
+	if err != nil {
+		r.cancel()
+		return nil, err
+	}
+	r.index = index
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
 		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),
 	})
 	if err != nil {
 		r.cancel()
+		index.Stop()
 		return nil, err
 	}
 	r.svc = svc
@@ -204,4 +213,7 @@ func (r *Reconciler) Stop() {
 	}
 	r.cancel()
 	<-drained
+	if r.index != nil {
+		r.index.Stop()
+	}
 }

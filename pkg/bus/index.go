@@ -1,0 +1,511 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/btree"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// IndexOptions configures NewIndex.
+type IndexOptions[T any] struct {
+	// View is what the index keeps in memory of a record: the fields the
+	// lists' filters read (default: the whole record). A page's records
+	// are read from the bucket, so a view need hold nothing else.
+	View func(v *T) T
+	// Facets are the indexed values of a record ("pool=pool_…",
+	// "phase=Running"), each kept as a sorted set of ids, so a list that
+	// requires a facet walks only the records that have it (nil: none).
+	// It must be a function of the view alone: a record's old facets are
+	// computed again from its stored view when it changes.
+	Facets func(view *T) []string
+	// Logger receives a line when the index's watch restarts.
+	Logger zerolog.Logger
+}
+
+// Index is an in-memory index of one Table's records, per tenant sorted
+// by id, kept from an ordered watch of the whole bucket (one JetStream
+// ordered consumer delivering every put and delete in stream order).
+// Lists answered from it cost O(page) instead of O(tenant's records):
+// the index names a page's ids, the page's records are read from the
+// bucket (in parallel, from the stream leader like every read).
+//
+// Guarantee (the same as Reader.List's): a list holds every record
+// written before it started, on a replicated bucket too. Before a list
+// walks the index it asks the stream leader for the stream's last
+// sequence (stream info) and waits until the watch has applied at least
+// that one: every write acknowledged before is at or below it. A watch
+// that does not advance while a list waits is restarted from the last
+// sequence applied (indexStall); one that ends (a closed subscription) too.
+//
+// Only for buckets whose messages are removed by newer writes alone (no
+// MaxAge): an expired message is never delivered, so an index of a TTL
+// bucket would keep expired records. Memory: one view, one id and
+// a btree slot per facet per record.
+type Index[T any] struct {
+	t      *Table[T]
+	stream jetstream.Stream
+	o      IndexOptions[T]
+
+	mu      sync.RWMutex
+	tenants map[string]*tenantIndex[T]
+	// applied is the stream sequence of the last message applied.
+	applied uint64
+	// advanced is closed (and replaced) when applied grows while waiting > 0.
+	advanced chan struct{}
+	waiting  int
+	// reset asks the next watch to start over from an empty index (the
+	// stream's sequence went back: the bucket was made again).
+	reset bool
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// tenantIndex is one tenant's records: all of them, and per facet.
+type tenantIndex[T any] struct {
+	all     *btree.BTreeG[*indexEntry[T]]
+	byFacet map[string]*btree.BTreeG[*indexEntry[T]]
+}
+
+// indexEntry is one record in the index: its id and its view.
+type indexEntry[T any] struct {
+	id   string
+	view T
+}
+
+// indexDegree is the btree degree of the index's sets.
+const indexDegree = 32
+
+// indexStall is how long a list waits for a watch that applies nothing
+// before the watch is restarted.
+const indexStall = 2 * time.Second
+
+// indexFetchers bounds the parallel reads of one page's records.
+const indexFetchers = 16
+
+func newIDTree[T any]() *btree.BTreeG[*indexEntry[T]] {
+	return btree.NewG(indexDegree, func(a, b *indexEntry[T]) bool { return a.id < b.id })
+}
+
+// NewIndex starts an index of t, which must be a table of a bucket of
+// OpenStores (its stream is read for the last sequence). The index loads
+// in the background; a list waits until it has caught up. Stop it with
+// Stop. Errors: INTERNAL (a table of another bucket).
+func NewIndex[T any](t *Table[T], o IndexOptions[T]) (*Index[T], error) {
+	b, ok := t.kv.(*bucket)
+	if !ok {
+		return nil, api.Errorf(api.CodeInternal, "index of %s: not a bucket of OpenStores", t.kind)
+	}
+	if o.View == nil {
+		o.View = func(v *T) T { return *v }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ix := &Index[T]{t: t, stream: b.stream, o: o, tenants: map[string]*tenantIndex[T]{},
+		advanced: make(chan struct{}), kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go ix.run(ctx)
+	return ix, nil
+}
+
+// Stop ends the index's watch and waits for it.
+func (ix *Index[T]) Stop() {
+	ix.cancel()
+	<-ix.done
+}
+
+// run keeps the watch going until Stop (or the connection closes for
+// good), resuming after the last sequence applied whenever it ends.
+func (ix *Index[T]) run(ctx context.Context) {
+	defer close(ix.done)
+	for ctx.Err() == nil {
+		err := ix.watch(ctx)
+		if ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
+			return
+		}
+		ix.o.Logger.Debug().Err(err).Str("bucket", ix.t.kv.Bucket()).Msg("index watch restarts")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// watch applies the bucket's messages after the last one applied until
+// the watcher ends, the index is kicked or ctx ends.
+func (ix *Index[T]) watch(ctx context.Context) error {
+	opts := []jetstream.WatchOpt{}
+	ix.mu.Lock()
+	if ix.reset {
+		ix.tenants, ix.applied, ix.reset = map[string]*tenantIndex[T]{}, 0, false
+	}
+	if ix.applied > 0 {
+		opts = append(opts, jetstream.ResumeFromRevision(ix.applied+1))
+	}
+	ix.mu.Unlock()
+	w, err := ix.t.kv.WatchAll(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ix.kick:
+			return errors.New("stalled while a list waited")
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("watcher closed")
+			}
+			if e != nil {
+				ix.apply(e)
+			}
+		}
+	}
+}
+
+// apply records one message of the bucket: a put replaces the record's
+// entry, a delete or purge removes it.
+func (ix *Index[T]) apply(e jetstream.KeyValueEntry) {
+	tenant, id, ok := SplitKey(e.Key())
+	var view T
+	put := ok && e.Operation() == jetstream.KeyValuePut
+	if put {
+		var v T
+		if err := json.Unmarshal(e.Value(), &v); err != nil {
+			put = false // a corrupt record lists as absent; a get reports it
+		} else {
+			view = ix.o.View(&v)
+		}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ok {
+		ti := ix.tenants[tenant]
+		if ti == nil {
+			ti = &tenantIndex[T]{all: newIDTree[T](), byFacet: map[string]*btree.BTreeG[*indexEntry[T]]{}}
+			ix.tenants[tenant] = ti
+		}
+		if old, had := ti.all.Delete(&indexEntry[T]{id: id}); had {
+			ix.unfacet(ti, old)
+		}
+		if put {
+			entry := &indexEntry[T]{id: id, view: view}
+			ti.all.ReplaceOrInsert(entry)
+			ix.facet(ti, entry)
+		} else if ti.all.Len() == 0 {
+			delete(ix.tenants, tenant)
+		}
+	}
+	if rev := e.Revision(); rev > ix.applied {
+		ix.applied = rev
+		if ix.waiting > 0 {
+			close(ix.advanced)
+			ix.advanced = make(chan struct{})
+		}
+	}
+}
+
+func (ix *Index[T]) facets(entry *indexEntry[T]) []string {
+	if ix.o.Facets == nil {
+		return nil
+	}
+	return ix.o.Facets(&entry.view)
+}
+
+func (ix *Index[T]) facet(ti *tenantIndex[T], entry *indexEntry[T]) {
+	for _, f := range ix.facets(entry) {
+		set := ti.byFacet[f]
+		if set == nil {
+			set = newIDTree[T]()
+			ti.byFacet[f] = set
+		}
+		set.ReplaceOrInsert(entry)
+	}
+}
+
+func (ix *Index[T]) unfacet(ti *tenantIndex[T], entry *indexEntry[T]) {
+	for _, f := range ix.facets(entry) {
+		if set := ti.byFacet[f]; set != nil {
+			set.Delete(entry)
+			if set.Len() == 0 {
+				delete(ti.byFacet, f)
+			}
+		}
+	}
+}
+
+// catchUp waits until the index has applied every message the stream
+// leader held when it was called. Errors: UNAVAILABLE (the stream could
+// not be asked, or ctx ended first).
+func (ix *Index[T]) catchUp(ctx context.Context) error {
+	info, err := ix.stream.Info(ctx)
+	if err != nil {
+		return kvError("list", ix.t.kv.Bucket(), err)
+	}
+	target := info.State.LastSeq
+	ix.mu.Lock()
+	ix.waiting++
+	if target < ix.applied {
+		ix.reset = true
+		ix.kickWatch()
+	}
+	ix.mu.Unlock()
+	defer func() {
+		ix.mu.Lock()
+		ix.waiting--
+		ix.mu.Unlock()
+	}()
+	stall := time.NewTimer(indexStall)
+	defer stall.Stop()
+	for {
+		ix.mu.RLock()
+		applied, advanced, reset := ix.applied, ix.advanced, ix.reset
+		ix.mu.RUnlock()
+		if applied >= target && !reset {
+			return nil
+		}
+		select {
+		case <-advanced:
+			stall.Reset(indexStall)
+		case <-stall.C:
+			ix.kickWatch()
+			stall.Reset(indexStall)
+		case <-ctx.Done():
+			return api.Errorf(api.CodeUnavailable, "state store list %s: the index is at %d of %d: %v; retry",
+				ix.t.kv.Bucket(), applied, target, ctx.Err())
+		}
+	}
+}
+
+// kickWatch makes the watch start again (a kick pending is enough).
+func (ix *Index[T]) kickWatch() {
+	select {
+	case ix.kick <- struct{}{}:
+	default:
+	}
+}
+
+// List returns one page of tenant's records in id order, like
+// Reader.List (the same limit, cursor, page-size and MaxPageBytes rules,
+// and the same guarantee: every record written before the call is
+// considered), answered from the index. keep is the list's one filter
+// predicate: it is applied to each record's view to pick the page's ids,
+// and again to each record read for the page (a record changed since may
+// no longer match; it is left out). facets are facets (IndexOptions.Facets)
+// every record keep accepts has: the walk goes over the smallest of their
+// sets instead of all the tenant's records. A page costs its own records'
+// reads plus the views keep rejects on the way.
+// Errors: INVALID_INPUT (path limit), UNAVAILABLE, INTERNAL.
+func (ix *Index[T]) List(ctx context.Context, tenant string, limit int, cursor string, facets []string,
+	keep func(*T) bool) (api.List[T], error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return api.List[T]{}, err
+	}
+	ctx, cancel := withDefaultDeadline(ctx)
+	defer cancel()
+	if err := ix.catchUp(ctx); err != nil {
+		return api.List[T]{}, err
+	}
+	if keep == nil {
+		keep = func(*T) bool { return true }
+	}
+	page := api.List[T]{Items: []T{}}
+	after, lastID, bytes := cursor, "", 0
+	for {
+		ids, more := ix.candidates(tenant, facets, after, limit-len(page.Items), keep)
+		recs, err := ix.fetch(ctx, tenant, ids)
+		if err != nil {
+			return api.List[T]{}, err
+		}
+		for i, rec := range recs {
+			after = ids[i]
+			if !rec.found || !keep(&rec.v) {
+				continue
+			}
+			if len(page.Items) > 0 && bytes+rec.size > MaxPageBytes {
+				page.NextCursor = lastID
+				return page, nil
+			}
+			page.Items = append(page.Items, rec.v)
+			lastID, bytes = ids[i], bytes+rec.size
+		}
+		if !more {
+			return page, nil
+		}
+		if len(page.Items) == limit {
+			page.NextCursor = lastID
+			return page, nil
+		}
+	}
+}
+
+// candidates returns up to n ids of tenant after the id after whose views
+// keep accepts, walking the smallest set of facets (all records with
+// none), and whether the index holds another such id beyond them.
+func (ix *Index[T]) candidates(tenant string, facets []string, after string, n int, keep func(*T) bool) ([]string, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	ti := ix.tenants[tenant]
+	if ti == nil {
+		return nil, false
+	}
+	set := ti.all
+	for _, f := range facets {
+		s := ti.byFacet[f]
+		if s == nil {
+			return nil, false
+		}
+		if s.Len() < set.Len() {
+			set = s
+		}
+	}
+	var ids []string
+	more := false
+	walk := func(e *indexEntry[T]) bool {
+		if !keep(&e.view) {
+			return true
+		}
+		if len(ids) == n {
+			more = true
+			return false
+		}
+		ids = append(ids, e.id)
+		return true
+	}
+	if after == "" {
+		set.Ascend(walk)
+	} else {
+		set.AscendGreaterOrEqual(&indexEntry[T]{id: after + "\x00"}, walk) // the first id > after
+	}
+	return ids, more
+}
+
+// fetched is one record read for a page.
+type fetched[T any] struct {
+	v     T
+	size  int
+	found bool
+}
+
+// fetch reads tenant's records ids, indexFetchers at a time; a record
+// deleted since it was indexed is not found. Errors: UNAVAILABLE,
+// INTERNAL.
+func (ix *Index[T]) fetch(ctx context.Context, tenant string, ids []string) ([]fetched[T], error) {
+	recs := make([]fetched[T], len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, indexFetchers)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, size, err := getJSON(ctx, ix.t.kv, RecordKey(tenant, id), &recs[i].v)
+			switch {
+			case err == nil:
+				recs[i].size, recs[i].found = size, true
+			case !errors.Is(err, errNotFound):
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// Each calls fn with every record of every tenant the index holds once
+// it has caught up (so every record written before the call, as
+// Table.Each), tenant by tenant in id order, skipping records deleted
+// since they were indexed. The records are read from the bucket
+// indexFetchers at a time, eachBatch ids per round, so a scan of the whole
+// bucket costs neither a listing of its keys nor one read at a time. An
+// error of fn ends it and is returned. Errors: those of fn, UNAVAILABLE,
+// INTERNAL (undecodable value).
+func (ix *Index[T]) Each(ctx context.Context, fn func(tenant, id string, v T) error) error {
+	if err := ix.catchUp(ctx); err != nil {
+		return err
+	}
+	ix.mu.RLock()
+	tenants := make([]string, 0, len(ix.tenants))
+	for t := range ix.tenants {
+		tenants = append(tenants, t)
+	}
+	ix.mu.RUnlock()
+	slices.Sort(tenants)
+	for _, tenant := range tenants {
+		after := ""
+		for {
+			ids, more := ix.candidates(tenant, nil, after, eachBatch, func(*T) bool { return true })
+			recs, err := ix.fetch(ctx, tenant, ids)
+			if err != nil {
+				return err
+			}
+			for i, rec := range recs {
+				if !rec.found {
+					continue
+				}
+				if err := fn(tenant, ids[i], rec.v); err != nil {
+					return err
+				}
+			}
+			if !more {
+				break
+			}
+			after = ids[len(ids)-1]
+		}
+	}
+	return nil
+}
+
+// eachBatch is how many records Each reads per round.
+const eachBatch = 256
+
+// Views calls fn with the view of every record the index holds, of every
+// tenant (tenants in no order, each tenant's records in id order), once it
+// has caught up as a list does: a scan of every record for a summary
+// (counts by phase) at the cost of memory reads. fn runs under the index's
+// read lock: it must be quick and must not call the index.
+// Errors: UNAVAILABLE (catching up failed).
+func (ix *Index[T]) Views(ctx context.Context, fn func(tenant string, view *T)) error {
+	ctx, cancel := withDefaultDeadline(ctx)
+	defer cancel()
+	if err := ix.catchUp(ctx); err != nil {
+		return err
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for tenant, ti := range ix.tenants {
+		ti.all.Ascend(func(e *indexEntry[T]) bool {
+			fn(tenant, &e.view)
+			return true
+		})
+	}
+	return nil
+}
+
+// Len is the number of records the index holds of tenant.
+func (ix *Index[T]) Len(tenant string) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ti := ix.tenants[tenant]; ti != nil {
+		return ti.all.Len()
+	}
+	return 0
+}

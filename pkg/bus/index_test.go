@@ -1,0 +1,223 @@
+package bus_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
+)
+
+// kindOf is the facet of a rec: its N's parity.
+func kindOf(r *rec) []string { return []string{fmt.Sprintf("odd=%v", r.N%2 == 1)} }
+
+func startIndex(t *testing.T, st *bus.Stores) *bus.Index[rec] {
+	t.Helper()
+	ix, err := bus.NewIndex(bus.NewTable[rec](st.Instances, "rec"), bus.IndexOptions[rec]{Facets: kindOf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ix.Stop)
+	return ix
+}
+
+// listAll pages through the index (limit per page, with facets and keep)
+// and returns the ids in order and the records by id.
+func listAll(t *testing.T, ix *bus.Index[rec], limit int, facets []string, keep func(*rec) bool) ([]string, map[string]rec) {
+	t.Helper()
+	ctx := testCtx(t)
+	var ids []string
+	recs := map[string]rec{}
+	cursor := ""
+	for {
+		page, err := ix.List(ctx, "acme", limit, cursor, facets, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) > limit {
+			t.Fatalf("a page of %d with limit %d", len(page.Items), limit)
+		}
+		for _, r := range page.Items {
+			id := fmt.Sprintf("inst_%04d", r.N/10)
+			ids = append(ids, id)
+			recs[id] = r
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return ids, recs
+		}
+	}
+}
+
+// A list from the index holds every record written before it, through
+// another connection, with its value as last written, and none deleted
+// before it: right after each write, without waiting.
+func TestIndexListHoldsEveryWriteBeforeIt(t *testing.T) {
+	env := bustest.Start(t)
+	ctx := testCtx(t)
+	raw := bus.NewTable[rec](env.Stores.Instances, "rec")
+	reader, err := bus.OpenStores(ctx, env.Connect(t), bus.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := startIndex(t, reader)
+	for i := range 60 {
+		id := fmt.Sprintf("inst_%04d", i)
+		rev, err := raw.Create(ctx, "acme", id, rec{N: i * 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids, _ := listAll(t, ix, 7, nil, nil); len(ids) != i+1 || ids[i] != id {
+			t.Fatalf("list right after creating %s: %v", id, ids)
+		}
+		if _, _, err := raw.MutateAt(ctx, "acme", id, rec{N: i * 10}, rev, func(r *rec) error { r.N++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if _, recs := listAll(t, ix, 1000, nil, nil); recs[id].N != i*10+1 {
+			t.Fatalf("list right after updating %s: %+v", id, recs[id])
+		}
+		if i%3 == 0 {
+			if err := raw.Remove(ctx, "acme", id); err != nil {
+				t.Fatal(err)
+			}
+			if ids, _ := listAll(t, ix, 1000, nil, nil); slices.Contains(ids, id) {
+				t.Fatalf("list right after deleting %s holds it", id)
+			}
+			if _, err := raw.Create(ctx, "acme", id, rec{N: i * 10}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A second index started now loads everything before its first list.
+	if ids, _ := listAll(t, startIndex(t, reader), 1000, nil, nil); len(ids) != 60 {
+		t.Fatalf("a new index lists %d records, want 60", len(ids))
+	}
+}
+
+// Pages come in id order from the cursor on; a facet narrows the walk and
+// keep filters, and a record whose facet changed moves to its new set.
+// Records of other tenants never show.
+func TestIndexFacetsAndPages(t *testing.T) {
+	env := bustest.Start(t)
+	ctx := testCtx(t)
+	raw := bus.NewTable[rec](env.Stores.Instances, "rec")
+	for i := range 50 {
+		if _, err := raw.Create(ctx, "acme", fmt.Sprintf("inst_%04d", i), rec{N: i*10 + i%2}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Create(ctx, "globex", fmt.Sprintf("inst_%04d", i), rec{N: i * 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := startIndex(t, env.Stores)
+	odd := func(r *rec) bool { return r.N%2 == 1 }
+	cases := []struct {
+		name   string
+		facets []string
+		keep   func(*rec) bool
+		want   int
+	}{
+		{"all", nil, nil, 50},
+		{"odd by facet", []string{"odd=true"}, odd, 25},
+		{"odd by keep alone", nil, odd, 25},
+		{"odd, multiple of 3", []string{"odd=true"}, func(r *rec) bool { return odd(r) && (r.N/10)%3 == 0 }, 8},
+		{"no such facet", []string{"odd=maybe"}, nil, 0},
+	}
+	for _, c := range cases {
+		for _, limit := range []int{1, 4, 1000} {
+			ids, _ := listAll(t, ix, limit, c.facets, c.keep)
+			if len(ids) != c.want || !slices.IsSorted(ids) {
+				t.Errorf("%s, limit %d: %d ids %v, want %d in order", c.name, limit, len(ids), ids, c.want)
+			}
+		}
+	}
+	if _, _, err := raw.Mutate(ctx, "acme", "inst_0002", func(r *rec) error { r.N = 21; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := listAll(t, ix, 10, []string{"odd=true"}, odd); len(ids) != 26 || !slices.Contains(ids, "inst_0002") {
+		t.Errorf("after inst_0002 turned odd: %d odd ids %v", len(ids), ids)
+	}
+	if _, err := ix.List(ctx, "acme", bus.MaxPageSize+1, "", nil, nil); !api.IsCode(err, api.CodeInvalidInput) {
+		t.Errorf("limit above the maximum: %v, want INVALID_INPUT", err)
+	}
+	if page, err := ix.List(ctx, "initech", 10, "", nil, nil); err != nil || len(page.Items) != 0 || page.Items == nil {
+		t.Errorf("a tenant without records: %+v, %v; want an empty page", page, err)
+	}
+}
+
+// On a replicated bucket a list from an index read through another node
+// holds every record written before it; so it does while the index's
+// node is down (its connection moves to another node and the watch
+// resumes from the last sequence it applied) and after that node
+// restarted.
+func TestReplicatedIndexAcrossNodeLoss(t *testing.T) {
+	c := startCluster(t)
+	writer := openReplicated(t, c.url(0))
+	ix := startIndex(t, openReplicated(t, c.url(1)))
+	raw := bus.NewTable[rec](writer.Instances, "rec")
+	ctx := testCtx(t)
+	n := 0
+	write := func(when string, count int) {
+		t.Helper()
+		for range count {
+			id := fmt.Sprintf("inst_%04d", n)
+			if _, err := raw.Create(ctx, "acme", id, rec{N: n * 10}); err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			n++
+			if ids, _ := listAll(t, ix, 1000, nil, nil); len(ids) != n || ids[n-1] != id {
+				t.Fatalf("%s: list right after creating %s holds %d records (last %v)", when, id, len(ids), ids[len(ids)-1:])
+			}
+		}
+	}
+	write("all nodes up", 30)
+	c.srvs[1].Shutdown()
+	c.srvs[1].WaitForShutdown()
+	write("the index's node down", 30)
+	c.start(t, 1)
+	write("the index's node restarted", 30)
+	if got := ix.Len("acme"); got != n {
+		t.Fatalf("index holds %d records, want %d", got, n)
+	}
+	if ids, _ := listAll(t, ix, 1000, []string{"odd=false"}, nil); len(ids) != n || !strings.HasPrefix(ids[0], "inst_") {
+		t.Fatalf("facet odd=false: %d ids, want %d", len(ids), n)
+	}
+}
+
+// Each visits every record of every tenant, tenant by tenant in id order,
+// more than one batch of them, every write before it included; an error
+// of fn ends it.
+func TestIndexEach(t *testing.T) {
+	env := bustest.Start(t)
+	ctx := testCtx(t)
+	raw := bus.NewTable[rec](env.Stores.Instances, "rec")
+	ix := startIndex(t, env.Stores)
+	var want []string
+	for _, tenant := range []string{"acme", "globex"} {
+		for i := range 300 {
+			id := fmt.Sprintf("inst_%04d", i)
+			if _, err := raw.Create(ctx, tenant, id, rec{N: i}); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, tenant+"."+id)
+		}
+	}
+	var got []string
+	err := ix.Each(ctx, func(tenant, id string, v rec) error {
+		if fmt.Sprintf("inst_%04d", v.N) != id {
+			t.Errorf("%s.%s holds %+v", tenant, id, v)
+		}
+		got = append(got, tenant+"."+id)
+		return nil
+	})
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Each: %d records (%v), want %d in order", len(got), err, len(want))
+	}
+	stop := errors.New("enough")
+	if err := ix.Each(ctx, func(string, string, rec) error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("Each with a failing fn: %v, want its error", err)
+	}
+}
