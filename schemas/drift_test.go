@@ -69,6 +69,7 @@ var goTypes = map[string]any{
 	"log.json":                         api.InstanceLogsReply{},
 	"provider.json":                    api.ProviderInfo{},
 	"provider-list.json":               api.List[api.ProviderInfo]{},
+	"accounts.bootstrap.request.json":  api.AccountBootstrapRequest{},
 }
 
 // TestNoDrift checks, for every message schema and every struct reachable

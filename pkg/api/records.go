@@ -180,6 +180,9 @@ type Instance struct {
 	CreatedAt           time.Time         `json:"createdAt"`
 	UpdatedAt           time.Time         `json:"updatedAt"`
 	DeletionRequestedAt *time.Time        `json:"deletionRequestedAt,omitempty"`
+	// Bootstrap is set on the instances of host pools (accounts.bootstrap):
+	// the server the instance claims and how it is installed.
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 }
 
 // InstanceStatus is what the reconciler last observed.
@@ -207,6 +210,9 @@ type InstanceStatus struct {
 	// Access is what the platform learnt and did over SSH (pools with
 	// access only): the pinned host key, configure and drain.
 	Access *AccessStatus `json:"access,omitempty"`
+	// Bootstrap is where the bootstrap sequence is (instances with a
+	// bootstrap spec only).
+	Bootstrap *BootstrapStatus `json:"bootstrap,omitempty"`
 }
 
 // ExternalMachine is a machine as its provider reports it. ID is the
