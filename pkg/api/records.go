@@ -100,7 +100,8 @@ func (q OfferQuery) Matches(o Offer) bool {
 		o.GPUs >= q.GPUs
 }
 
-// Pool classes and agents. Only class "provider" with agent "none" exists so far.
+// Pool classes and agents: class "provider" (and the host classes of
+// bootstrap.go), agent "none".
 const (
 	PoolClassProvider = "provider"
 	PoolAgentNone     = "none"

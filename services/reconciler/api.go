@@ -20,6 +20,7 @@ func (r *Reconciler) endpoints() []bus.Endpoint {
 	return []bus.Endpoint{
 		ep("create", r.create), ep("get", r.get), ep("list", r.list), ep("delete", r.delete),
 		ep("power", r.power), ep("reinstall", r.reinstall), ep("exec", r.exec), ep("logs", r.logs),
+		r.bootstrapEndpoint(),
 	}
 }
 
@@ -59,6 +60,9 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if err := refuseDeletingPool(&pool); err != nil {
 		return nil, err
 	}
+	if api.HostPoolClass(pool.Class) {
+		return nil, api.InvalidInput("poolId", "pool %s is of class %s: its instances are servers claimed with accounts.bootstrap", pool.ID, pool.Class)
+	}
 	flavor, ok := pool.Flavor(in.Flavor)
 	if !ok {
 		names := flavorNames(&pool)
@@ -75,16 +79,25 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if in.Power == "" {
 		in.Power = api.PowerOn
 	}
+	return r.writeInstance(ctx, req, &in, nil)
+}
+
+// writeInstance is the write of a checked create (in's pool, flavor and
+// image resolved; boot the bootstrap spec of a host pool's instance, or
+// nil): it claims the idempotency key, refuses a taken name, writes the
+// instance (Pending, generation 1) and queues its work.
+func (r *Reconciler) writeInstance(ctx context.Context, req *bus.Request, in *api.InstanceCreateRequest,
+	boot *api.BootstrapSpec) (any, error) {
 	id := api.NewID(api.PrefixInstance)
 	if in.IdempotencyKey != "" {
-		existing, claimed, err := r.claimIdempotency(ctx, req.Tenant, &in, id)
+		existing, claimed, err := r.claimIdempotency(ctx, req.Tenant, in, id)
 		if err != nil || existing != nil {
 			return existing, err
 		}
 		id = claimed
 		defer r.markWritten(ctx, req, in.IdempotencyKey, id)
 	}
-	if err := r.refuseTakenName(ctx, req.Tenant, &in, id); err != nil {
+	if err := r.refuseTakenName(ctx, req.Tenant, in, id); err != nil {
 		return nil, err
 	}
 	now := r.now()
@@ -95,7 +108,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	inst := api.Instance{
 		ID: id, TenantID: req.Tenant, PoolID: in.PoolID, Flavor: in.Flavor, Image: in.Image, Name: name,
 		UserData: in.UserData, SSHKeys: in.SSHKeys, Desired: api.DesiredState{Power: in.Power},
-		Generation: 1, CreatedAt: now,
+		Generation: 1, CreatedAt: now, Bootstrap: boot,
 	}
 	sealRecord(&inst, now) // version 1
 	if _, err := r.instances.Create(ctx, req.Tenant, id, inst); err != nil {

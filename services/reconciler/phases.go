@@ -17,6 +17,7 @@ func (r *Reconciler) livePhases() []phaseFunc {
 		r.observe,       // look at it (not right after its create)
 		r.drift,         // a machine gone or going out of band is re-made
 		r.operation,     // the pending one-shot operation, at most once
+		r.bootstrap,     // host pools: rescue, install, reboot (bootstrap.go)
 		r.setPower,      // power as desired (a change found is drift)
 		r.configure,     // over SSH, once per generation (pools with access)
 		r.converge,      // record what was seen; look again until converged

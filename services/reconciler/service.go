@@ -51,6 +51,9 @@ type Options struct {
 	// rate-limit budget (default clock.Real). The loop's own waits
 	// (JetStream redelivery, resync ticks) run on the wall clock.
 	Clock clock.Clock
+	// Bootstrap bounds the bootstrap sequence of host pools' instances
+	// (bootstrap.go).
+	Bootstrap BootstrapOptions
 	// Hooks are test seams.
 	Hooks Hooks
 }
@@ -64,9 +67,13 @@ type Hooks struct {
 	// AfterProviderCreate runs after the provider's create answered and
 	// before its result is recorded.
 	AfterProviderCreate func(instanceID string)
+	// BootstrapStepRecorded runs after a bootstrap step was recorded and
+	// before it is taken (state Running) or after its outcome was.
+	BootstrapStepRecorded func(instanceID string, step api.BootstrapStep, state api.StepState)
 }
 
 func (o *Options) defaults() {
+	o.Bootstrap.defaults()
 	if o.ReconcileWorkers <= 0 {
 		o.ReconcileWorkers = 64
 	}

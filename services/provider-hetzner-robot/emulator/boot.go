@@ -74,7 +74,7 @@ func (e *Emulator) leave(srv *server) {
 func installHostname(text string) string {
 	for _, line := range strings.Split(text, "\n") {
 		w := strings.Fields(line)
-		if len(w) == 0 || w[0] != "installimage" {
+		if len(w) == 0 || !strings.HasSuffix(w[0], "installimage") {
 			continue
 		}
 		for i := 1; i+1 < len(w); i++ {
@@ -111,6 +111,10 @@ func (e *Emulator) boot(srv *server) {
 	e.armInstallImage(srv)
 }
 
+// InstallImagePath is installimage in the rescue system; its interactive
+// shell's "installimage" is an alias of it (both answer here).
+const InstallImagePath = "/root/.oldroot/nfs/install/installimage"
+
 // armInstallImage registers installimage on srv's rescue machine as its
 // install mode says.
 func (e *Emulator) armInstallImage(srv *server) {
@@ -121,14 +125,14 @@ func (e *Emulator) armInstallImage(srv *server) {
 	if m == nil {
 		return
 	}
+	r := sshemu.Response{Stdout: "Hetzner Online GmbH - installimage\nINSTALLATION COMPLETE\n"}
 	switch srv.install {
 	case InstallFail:
-		m.SetProgram("installimage", sshemu.Response{Stdout: "Hetzner Online GmbH - installimage\n",
-			Stderr: "ERROR: formatting partitions failed\n", Exit: 1})
+		r = sshemu.Response{Stdout: "Hetzner Online GmbH - installimage\n", Stderr: "ERROR: formatting partitions failed\n", Exit: 1}
 	case InstallHang:
-		m.SetProgram("installimage", sshemu.Response{Stdout: "Hetzner Online GmbH - installimage\n", Hang: true})
-	default:
-		m.SetProgram("installimage", sshemu.Response{Stdout: "Hetzner Online GmbH - installimage\n" +
-			"INSTALLATION COMPLETE\n"})
+		r = sshemu.Response{Stdout: "Hetzner Online GmbH - installimage\n", Hang: true}
+	}
+	for _, name := range []string{"installimage", InstallImagePath} {
+		m.SetProgram(name, r)
 	}
 }
