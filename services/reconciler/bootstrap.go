@@ -67,6 +67,9 @@ type BootstrapOptions struct {
 	// MaxRescues and MaxInstalls: how many rescue boots and installs the
 	// sequence makes before it fails (default 3 each).
 	MaxRescues, MaxInstalls int
+	// LeaseMargin is how long a step's lease outlives the calls it covers
+	// (default claimMargin: time to record the outcome, clock skew).
+	LeaseMargin time.Duration
 	// InstallImage is the installimage command of the rescue system
 	// (default DefaultInstallImage: the rescue's own copy; the
 	// "installimage" of its interactive shell is an alias).
@@ -95,6 +98,9 @@ func (o *BootstrapOptions) defaults() {
 	if o.MaxInstalls <= 0 {
 		o.MaxInstalls = 3
 	}
+	if o.LeaseMargin <= 0 {
+		o.LeaseMargin = claimMargin
+	}
 	if o.InstallImage == "" {
 		o.InstallImage = DefaultInstallImage
 	}
@@ -110,6 +116,9 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (step, error) {
 		return next, nil
 	case b != nil && b.Final:
 		return end(finished), nil
+	case r.bootstrapLease(b) > 0:
+		// Another pass takes the step (this replica or another).
+		return end(after(min(r.bootstrapLease(b), r.o.PollInterval))), nil
 	case s.access == nil:
 		return next, api.Errorf(api.CodeInvalidState, "pool %s has no access: a host cannot be bootstrapped without SSH", s.inst.PoolID)
 	case b == nil:
@@ -138,11 +147,18 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (step, error) {
 	return next, api.Errorf(api.CodeInternal, "unknown bootstrap step %q", b.Step)
 }
 
-// recordStep writes status.bootstrap = next (a fresh struct; counters
-// carried over from the recorded one), then runs the test hook.
-func (r *Reconciler) recordStep(ctx context.Context, s *scope, change func(b *api.BootstrapStatus)) error {
-	var taken api.BootstrapStep
+// recordStep claims the next step: it writes status.bootstrap as change
+// makes it from the recorded one (a fresh struct; counters carried over)
+// only while the record still holds the status this pass decided on (a
+// CAS write re-applied to a fresh record finds another pass's step there
+// and changes nothing: not claimed), then runs the test hook.
+func (r *Reconciler) recordStep(ctx context.Context, s *scope, change func(b *api.BootstrapStatus)) (bool, error) {
+	from := s.inst.Status.Bootstrap
+	claimed := false
 	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
+		if claimed = sameBootstrap(st.Bootstrap, from); !claimed {
+			return
+		}
 		b := &api.BootstrapStatus{}
 		if st.Bootstrap != nil {
 			*b = *st.Bootstrap
@@ -150,14 +166,54 @@ func (r *Reconciler) recordStep(ctx context.Context, s *scope, change func(b *ap
 		b.Since = r.now()
 		b.Message, b.Final = "", false
 		change(b)
-		st.Bootstrap, taken = b, b.Step
+		st.Bootstrap = b
 	}); err != nil {
-		return err
+		return false, err
+	}
+	if !claimed {
+		s.log.Info().Msg("bootstrap: another pass took the step")
+		return false, nil
 	}
 	if h := r.o.Hooks.BootstrapStepRecorded; h != nil {
-		h(s.inst.ID, taken, s.inst.Status.Bootstrap.State)
+		b := s.inst.Status.Bootstrap
+		h(s.inst.ID, b.Step, b.State)
 	}
-	return nil
+	return true, nil
+}
+
+// sameBootstrap reports whether two bootstrap statuses are the same
+// record of the sequence (both absent, or the same step, state, time and
+// counts).
+func sameBootstrap(a, b *api.BootstrapStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Step == b.Step && a.State == b.State && a.Since.Equal(b.Since) && a.Rescues == b.Rescues &&
+		a.Installs == b.Installs && a.Final == b.Final
+}
+
+// bootstrapLease is how long a step recorded Running stays the pass's
+// that took it (0: none runs, or its lease ran out): while it lasts no
+// other pass acts on the server. An install holds it for its timeout and
+// the calls around it; a rescue boot and a reboot for their provider call.
+func (r *Reconciler) bootstrapLease(b *api.BootstrapStatus) time.Duration {
+	if b == nil || b.State != api.StepRunning {
+		return 0
+	}
+	hold := r.o.CallTimeout + r.o.Bootstrap.LeaseMargin
+	if b.Step == api.BootstrapInstall {
+		hold += r.o.Bootstrap.InstallTimeout + 2*r.o.CallTimeout
+	}
+	return max(b.Since.Add(hold).Sub(r.o.Clock.Now()), 0)
+}
+
+// lostOr is a store error, or the end of a pass whose step another pass
+// claimed (it looks again after the poll interval).
+func (r *Reconciler) lostOr(err error) (step, error) {
+	if err != nil {
+		return next, err
+	}
+	return end(after(r.o.PollInterval)), nil
 }
 
 // takeRescue records Rescue (a rescue boot counted) and asks the provider
@@ -168,25 +224,46 @@ func (r *Reconciler) takeRescue(ctx context.Context, s *scope) (step, error) {
 		return r.bootstrapFails(ctx, s, "the server did not come up in the rescue system or its new system after "+
 			strconv.Itoa(b.Rescues)+" rescue boots")
 	}
-	if err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 		b.Step, b.State, b.RescueHostKey = api.BootstrapRescue, api.StepRunning, ""
 		b.Rescues++
-	}); err != nil {
-		return next, err
+	}); err != nil || !ok {
+		return r.lostOr(err)
 	}
 	s.log.Info().Str("machine", s.machine.ID).Msg("bootstrap: rescue boot")
 	cctx, cancel := r.callCtx(ctx)
 	_, err := s.remote.Reinstall(cctx, s.account, s.machine.ID, s.inst.Image)
 	cancel()
 	if err != nil {
-		return next, err // failed() retries; the step stays Running and is checked first
+		return next, r.stepNotTaken(ctx, s, err, func(b *api.BootstrapStatus) { b.Rescues-- })
 	}
-	if err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 		b.Step, b.State, b.Message = api.BootstrapWaitRescue, api.StepWaiting, "rescue boot asked for"
-	}); err != nil {
-		return next, err
+	}); err != nil || !ok {
+		return r.lostOr(err)
 	}
 	return end(after(r.o.PollInterval)), nil
+}
+
+// stepNotTaken handles a failed provider call of a step recorded Running:
+// when the provider proves it did nothing (details.notExecuted: refused,
+// rate limited, never sent) the step is recorded Failed (undo uncounts
+// it), so the retry takes it again at once; else it stays Running (it may
+// have been taken) and is checked once its lease ends. It returns err for
+// failed() to record and retry (or a store error).
+func (r *Reconciler) stepNotTaken(ctx context.Context, s *scope, err error, undo func(*api.BootstrapStatus)) error {
+	if !api.AsComputeError(err).NotExecuted() {
+		return err
+	}
+	if werr := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
+		b := *st.Bootstrap
+		b.State, b.Message = api.StepFailed, "not taken: "+accessMessage(err)
+		undo(&b)
+		st.Bootstrap = &b
+	}); werr != nil {
+		return werr
+	}
+	return err
 }
 
 // waitRescue waits for the rescue system (hostname "rescue"), pins its
@@ -195,11 +272,11 @@ func (r *Reconciler) waitRescue(ctx context.Context, s *scope) (step, error) {
 	b := s.inst.Status.Bootstrap
 	host, key, err := r.probe(ctx, s, b.RescueHostKey)
 	if err == nil && host == rescueHostname {
-		if err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+		if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 			b.Step, b.State, b.RescueHostKey = api.BootstrapInstall, api.StepWaiting, key
 			b.Message = "rescue system answers"
-		}); err != nil {
-			return next, err
+		}); err != nil || !ok {
+			return r.lostOr(err)
 		}
 		return r.install(ctx, s)
 	}
@@ -238,12 +315,12 @@ func (r *Reconciler) install(ctx context.Context, s *scope) (step, error) {
 	if b.Installs >= r.o.Bootstrap.MaxInstalls {
 		return r.bootstrapFails(ctx, s, "installimage failed "+strconv.Itoa(b.Installs)+" times: "+b.Message)
 	}
-	if err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 		b.Step, b.State, b.OutputTail = api.BootstrapInstall, api.StepRunning, ""
 		b.Installs++
 		b.Message = "installimage runs"
-	}); err != nil {
-		return next, err
+	}); err != nil || !ok {
+		return r.lostOr(err)
 	}
 	s.log.Info().Str("machine", s.machine.ID).Int("install", s.inst.Status.Bootstrap.Installs).Msg("bootstrap: installimage")
 	tctx, cancel := context.WithTimeout(ctx, r.o.Bootstrap.InstallTimeout)
@@ -255,17 +332,17 @@ func (r *Reconciler) install(ctx context.Context, s *scope) (step, error) {
 	state, _, msg, tail := stepOutcome(res, err)
 	if state != api.StepSucceeded {
 		s.log.Warn().Str("machine", s.machine.ID).Str("outcome", msg).Msg("bootstrap: installimage failed")
-		if err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+		if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 			b.State, b.Message, b.OutputTail = state, "installimage "+msg, tail
-		}); err != nil {
-			return next, err
+		}); err != nil || !ok {
+			return r.lostOr(err)
 		}
 		return end(after(r.o.Retry.Delay(s.inst.Status.Bootstrap.Installs, 0))), nil
 	}
-	if err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 		b.Step, b.State, b.Message, b.OutputTail = api.BootstrapReboot, api.StepWaiting, "installimage "+msg, tail
-	}); err != nil {
-		return next, err
+	}); err != nil || !ok {
+		return r.lostOr(err)
 	}
 	return r.takeReboot(ctx, s)
 }
@@ -300,21 +377,21 @@ func (r *Reconciler) installCommand(inst *api.Instance) string {
 // takeReboot records Reboot Running and resets the server into its new
 // system (provider power reset), then WaitSystem.
 func (r *Reconciler) takeReboot(ctx context.Context, s *scope) (step, error) {
-	if err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 		b.Step, b.State, b.Message = api.BootstrapReboot, api.StepRunning, "reset into the installed system"
-	}); err != nil {
-		return next, err
+	}); err != nil || !ok {
+		return r.lostOr(err)
 	}
 	cctx, cancel := r.callCtx(ctx)
 	err := s.remote.Power(cctx, s.account, s.machine.ID, api.ActionReset)
 	cancel()
 	if err != nil {
-		return next, err
+		return next, r.stepNotTaken(ctx, s, err, func(*api.BootstrapStatus) {})
 	}
-	if err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 		b.Step, b.State, b.Message = api.BootstrapWaitSystem, api.StepWaiting, "reset into the installed system sent"
-	}); err != nil {
-		return next, err
+	}); err != nil || !ok {
+		return r.lostOr(err)
 	}
 	return end(after(r.o.PollInterval)), nil
 }
@@ -327,10 +404,10 @@ func (r *Reconciler) waitSystem(ctx context.Context, s *scope) (step, error) {
 	host, key, err := r.probe(ctx, s, "")
 	if err == nil && host == s.inst.Name {
 		m := s.machine
-		if err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+		if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 			b.Step, b.State, b.Message = api.BootstrapReady, api.StepSucceeded, "installed system answers as "+host
-		}); err != nil {
-			return next, err
+		}); err != nil || !ok {
+			return r.lostOr(err)
 		}
 		if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
 			st.Access = cloneAccess(st.Access)
