@@ -324,7 +324,9 @@ func (r *Reconciler) install(ctx context.Context, s *scope) (step, error) {
 	}
 	s.log.Info().Str("machine", s.machine.ID).Int("install", s.inst.Status.Bootstrap.Installs).Msg("bootstrap: installimage")
 	tctx, cancel := context.WithTimeout(ctx, r.o.Bootstrap.InstallTimeout)
-	res, err := conn.Run(tctx, access.Command{Line: r.installCommand(&s.inst), Stdin: "x\n", Limit: api.StepOutputTailBytes})
+	// Standard input is empty and closed: installimage's start-up
+	// countdown reads a key from it and so ends at once (CAPH pipes "x").
+	res, err := conn.Run(tctx, access.Command{Line: r.installCommand(&s.inst), Limit: api.StepOutputTailBytes})
 	cancel()
 	if ctx.Err() != nil {
 		return next, storeError{ctx.Err()} // stopping: Install stays Running and is run again

@@ -35,9 +35,9 @@ type robotWorld struct {
 	poolID  string
 }
 
-func newRobotWorld(t testing.TB, opts Options) *robotWorld {
+func newRobotWorld(t testing.TB, opts Options, what ...start) *robotWorld {
 	t.Helper()
-	w := &robotWorld{accessWorld: newAccessWorld(t, opts)}
+	w := &robotWorld{accessWorld: newAccessWorld(t, opts, what...)}
 	srv, err := emulator.Start(emulator.Options{User: "robot", Password: "robot-pass", SSH: w.fleet}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
