@@ -70,6 +70,9 @@ var Verbs = []CommandVerb{
 	{"instances", "reinstall", ScopeInstancesManage},
 	{"instances", "exec", ScopeInstancesManage},
 	{"instances", "logs", ScopeInstancesManage},
+	// answered by the reconciler (the sequence is an instance's); it claims
+	// and wipes a server of the account: the accounts scope
+	{"accounts", "bootstrap", ScopeAccountsManage},
 }
 
 // ScopeOf is the scope resource.verb needs, and whether it is a public verb.

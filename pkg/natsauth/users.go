@@ -17,6 +17,8 @@ const (
 	UserTenants         = "tenants"
 	UserProviderHetzner = "provider-hetzner"
 	UserProviderProxmox = "provider-proxmox"
+	// UserProviderHetznerRobot is the hetzner-robot provider's user.
+	UserProviderHetznerRobot = "provider-hetzner-robot"
 )
 
 // AdminRoot prefixes the operator-only subjects of the SERVICES account
@@ -65,7 +67,8 @@ var services = map[string]jwt.Permissions{
 			"compute.internal.provider.*.reinstall", "compute.internal.provider.*.list",
 			// machine access: the pool's private key, resolved per use
 			"compute.internal.secrets.resolve"}, noStreamRemoval,
-		[]string{"compute.v1.*.instances.*", "$SRV.>", "_INBOX_svc_reconciler.>"}),
+		// accounts.bootstrap: the sequence it starts is an instance's
+		[]string{"compute.v1.*.instances.*", "compute.v1.*.accounts.bootstrap", "$SRV.>", "_INBOX_svc_reconciler.>"}),
 	// tenants: its own bucket and the operator-only subjects; the account
 	// JWTs it pushes go through its SYS connection (SysUser)
 	UserTenants: servicePerms(
@@ -77,6 +80,9 @@ var services = map[string]jwt.Permissions{
 	UserProviderProxmox: servicePerms(
 		[]string{bus.SecretsResolve, "$SRV.PING.provider-proxmox"}, nil,
 		[]string{"compute.internal.provider.proxmox.>", "$SRV.>", "_INBOX_svc_provider-proxmox.>"}),
+	UserProviderHetznerRobot: servicePerms(
+		[]string{bus.SecretsResolve, "$SRV.PING.provider-hetzner-robot"}, nil,
+		[]string{"compute.internal.provider.hetzner-robot.>", "$SRV.>", "_INBOX_svc_provider-hetzner-robot.>"}),
 }
 
 // servicePerms is a service user's permissions: publish pub but not deny,
@@ -92,7 +98,8 @@ func servicePerms(pub, deny, sub []string) jwt.Permissions {
 // Services lists the service users of the SERVICES account (each with
 // ServicePermissions), sorted.
 func Services() []string {
-	return []string{UserAccounts, UserProviderHetzner, UserProviderProxmox, UserReconciler, UserSecrets, UserTenants}
+	return []string{UserAccounts, UserProviderHetzner, UserProviderHetznerRobot, UserProviderProxmox, UserReconciler, UserSecrets,
+		UserTenants}
 }
 
 // ServicePermissions are the permissions of the SERVICES account's user
