@@ -51,6 +51,10 @@ import (
 // boot its new system is installed again: a half-installed server is
 // never reported ready. Past MaxRescues rescue boots or MaxInstalls
 // installs the sequence fails (status.bootstrap.final; phase Failed).
+//
+// Reinstall (instances.reinstall of a host) is the sequence again
+// (restartBootstrap); delete releases the server through the provider
+// (drain first): the rental is never cancelled.
 
 // BootstrapOptions bounds the bootstrap sequence. Zero values take the
 // defaults.
@@ -505,6 +509,26 @@ func probeMessage(host string, err error) string {
 		return accessMessage(err)
 	}
 	return "SSH answers as " + strconv.Quote(host)
+}
+
+// restartBootstrap is the reinstall of a host (an instance with a
+// bootstrap spec), claimed by operation: in one write, while the claim
+// holds, the operation succeeds, the image becomes the instance's and the
+// bootstrap status is cleared, so the next pass starts the sequence again
+// at Rescue (the drain step ran before the claim). The pinned host key is
+// dropped by the reinstall (pinnedHostKey) and pinned anew at WaitSystem.
+func (r *Reconciler) restartBootstrap(ctx context.Context, s *scope, op *api.Operation) error {
+	now := r.now()
+	return r.update(ctx, s, func(i *api.Instance) {
+		st := &i.Status
+		if !claimedBy(st, op.ID) {
+			return
+		}
+		done := *st.LastOperation
+		done.State, done.Message, done.FinishedAt = api.OperationSucceeded, "the bootstrap sequence starts again with image "+op.Image, &now
+		st.LastOperation, st.Polls, st.Bootstrap = &done, 0, nil
+		i.Image = op.Image
+	})
 }
 
 // bootstrapPending reports whether an instance with a bootstrap spec has

@@ -205,3 +205,32 @@ func TestBootstrapNotOurs(t *testing.T) {
 		t.Fatal("SSH reached server 103")
 	}
 }
+
+// TestBootstrapReinstall: a host's reinstall is the bootstrap sequence
+// again (drain, rescue, reset, install with the new image, reboot,
+// configure for the new generation), the new system's host key pinned.
+func TestBootstrapReinstall(t *testing.T) {
+	w := newRobotWorld(t, fastOptions())
+	inst, err := w.bootstrap(101)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := w.waitConfigured(inst.ID)
+	const image2 = "/root/.oldroot/nfs/images/Debian-1203-bookworm-amd64-base.tar.gz"
+	if err := w.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: image2}, &api.Instance{}); err != nil {
+		t.Fatal(err)
+	}
+	got := w.waitFor(inst.ID, "reinstalled", func(i *api.Instance, err error) bool {
+		c := configureStatus(i)
+		return err == nil && i.Status.Phase == api.PhaseRunning && i.Generation == 2 && c != nil && c.State == api.StepSucceeded
+	})
+	if got.Image != image2 || got.Status.Bootstrap.Installs != 1 || got.Status.Access.HostKey == first.Status.Access.HostKey {
+		t.Fatalf("after the reinstall: image %s, bootstrap %+v, pin %s (was %s)", got.Image, got.Status.Bootstrap,
+			got.Status.Access.HostKey, first.Status.Access.HostKey)
+	}
+	again := bootstrapWrites(inst.ID)[1:] // the key is posted again (409: stored already), no second claim
+	wantPrefixes(t, "Robot writes", w.writes(), append(bootstrapWrites(inst.ID), again...))
+	if n := w.installRuns(101); n != 2 {
+		t.Fatalf("installimage ran %d times, want 2", n)
+	}
+}
