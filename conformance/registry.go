@@ -38,11 +38,15 @@ const (
 	// SSH hook): configure and drain steps run, host keys are pinned. Its
 	// behaviours need provider.CapabilitySSH.
 	ProfileSSH = "ssh"
+	// ProfileMetal is for providers of rented machines that are claimed,
+	// not created (provides metal: hetzner-robot): a claim is exclusive
+	// and a release frees the machine.
+	ProfileMetal = "metal"
 )
 
 // Profiles lists every profile.
 var Profiles = []string{ProfileCore, ProfileCloud, ProfileFaults, ProfileDurable, ProfileTransport, ProfileSecrets, ProfileScale,
-	ProfileSpot, ProfileSSH}
+	ProfileSpot, ProfileSSH, ProfileMetal}
 
 // Areas group behaviours; every id starts with its area's short name.
 const (
@@ -56,6 +60,7 @@ const (
 	AreaSecrets    = "secrets"    // secrets.*
 	AreaScale      = "scale"      // scale.*
 	AreaSSH        = "ssh"        // ssh.*
+	AreaMetal      = "metal"      // metal.*
 )
 
 // hook names a Subject hook a behaviour cannot run without.
@@ -231,6 +236,11 @@ var registry = []Behaviour{
 	{ID: "ssh.host-key-pinning", Area: AreaSSH, Profiles: sshProfile, Capability: provider.CapabilitySSH, needs: needSSH,
 		run: sshHostKeyPinning, Title: "a machine presents one host key across connections and gets; " +
 			"after it changes, a connection pinned to the first is refused and runs nothing"},
+	{ID: "metal.claim.exclusive", Area: AreaMetal, Profiles: metal, run: metalClaimExclusive,
+		Title: "a claimed machine named as the offer of a create under another key is refused ACCESS_DENIED (permanent) " +
+			"and stays the first claim's"},
+	{ID: "metal.release.frees", Area: AreaMetal, Profiles: metal, run: metalReleaseFrees,
+		Title: "a claimed machine is not offered; deleted (released), it is offered again by its id"},
 }
 
 // Profile sets of the table above.
@@ -245,6 +255,7 @@ var (
 	spot      = []string{ProfileSpot}
 	// sshProfile is named apart from the package ssh.
 	sshProfile = []string{ProfileSSH}
+	metal      = []string{ProfileMetal}
 )
 
 // Registry returns a copy of the behaviour registry, in registry order.
@@ -285,4 +296,4 @@ func RegistryHash() string {
 
 // SuiteVersion is the version of the conformance program reported with
 // every run; it changes when a behaviour's checks change.
-const SuiteVersion = "1.4.0"
+const SuiteVersion = "1.5.0"

@@ -60,6 +60,7 @@ var (
 	areaOfID  = map[string]string{
 		"def": AreaDefinition, "offers": AreaOffers, "life": AreaLifecycle, "err": AreaErrors, "fault": AreaFaults,
 		"durable": AreaDurable, "transport": AreaTransport, "secrets": AreaSecrets, "scale": AreaScale, "ssh": AreaSSH,
+		"metal": AreaMetal,
 	}
 )
 

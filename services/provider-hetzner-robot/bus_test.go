@@ -30,7 +30,11 @@ func TestThroughBus(t *testing.T) {
 		t.Fatalf("describe = %+v, %v", desc, err)
 	}
 	offers, err := e.remote.Offers(ctx, e.acct, api.OfferQuery{})
-	if err != nil || len(offers) != 2 || offers[0].ID != "101" || offers[1].ID != "102" {
+	ids := []string{}
+	for _, o := range offers {
+		ids = append(ids, o.ID)
+	}
+	if err != nil || !slices.Equal(ids, []string{"101", "102", "EX44", "AX52"}) { // free servers, then their products
 		t.Fatalf("offers = %+v, %v", offers, err)
 	}
 	if o := offers[1]; o.Kind != api.KindMetal || o.Region != "nbg1" || o.Vcpu != 16 || o.MemoryGiB != 64 ||
@@ -38,13 +42,13 @@ func TestThroughBus(t *testing.T) {
 		t.Fatalf("offer 102 = %+v", o)
 	}
 	m, err := e.remote.Create(ctx, e.acct, "inst_a", api.MachineSpec{Name: "bm-a", OfferID: "101", Image: "ubuntu-24.04"})
-	if err != nil || m.ID != "101" || m.IdempotencyKey != "inst_a" || m.SSHEndpoint == "" {
+	if err != nil || m.ID != "101" || m.IdempotencyKey != "inst_a" || m.SSHEndpoint == "" || m.OfferID != "EX44" {
 		t.Fatalf("claim = %+v, %v", m, err)
 	}
 	if again, err := e.remote.Create(ctx, e.acct, "inst_a", api.MachineSpec{Name: "bm-a", OfferID: "101", Image: "ubuntu-24.04"}); err != nil || again.ID != "101" {
 		t.Fatalf("claim again = %+v, %v", again, err)
 	}
-	if offers, _ := e.remote.Offers(ctx, e.acct, api.OfferQuery{}); len(offers) != 1 {
+	if offers, _ := e.remote.Offers(ctx, e.acct, api.OfferQuery{}); len(offers) != 2 { // 102 and AX52
 		t.Fatalf("offers after the claim = %+v", offers)
 	}
 	if _, err := e.remote.Reinstall(ctx, e.acct, "101", "ubuntu-24.04"); err != nil {
@@ -169,5 +173,29 @@ func TestRateLimitedAndBlocked(t *testing.T) {
 		if strings.Contains(err.Error(), v) {
 			t.Fatal("an error quotes a credential")
 		}
+	}
+}
+
+// TestClaimByProduct: an offer naming a product claims its free server
+// with the lowest number, the same one again for the same key; none
+// free is CAPACITY_UNAVAILABLE, an unknown product a permanent refusal.
+func TestClaimByProduct(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := ctx30(t)
+	spec := api.MachineSpec{Name: "bm", OfferID: "AX52", Image: "u"}
+	m, err := e.remote.Create(ctx, e.acct, "inst_p", spec)
+	if err != nil || m.ID != "102" {
+		t.Fatalf("claim AX52 = %+v, %v", m, err)
+	}
+	if again, err := e.remote.Create(ctx, e.acct, "inst_p", spec); err != nil || again.ID != "102" {
+		t.Fatalf("claim again = %+v, %v", again, err)
+	}
+	if _, err := e.remote.Create(ctx, e.acct, "inst_q", spec); !api.IsCode(err, api.CodeCapacityUnavailable) {
+		t.Fatalf("claim of a product with no free server = %v, want CAPACITY_UNAVAILABLE", err)
+	}
+	spec.OfferID = "no-such-product"
+	_, err = e.remote.Create(ctx, e.acct, "inst_r", spec)
+	if ce := api.AsComputeError(err); ce == nil || !ce.Permanent() || ce.Path() != "machine.offerId" {
+		t.Fatalf("claim of an unknown product = %v, want a permanent refusal at machine.offerId", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/syself/hrobot-go/models"
 	"golang.org/x/crypto/ssh"
@@ -15,6 +16,12 @@ import (
 // client is the provider client of one account.
 type client struct {
 	s *settings
+	// claims serializes this account's claims in this process: the
+	// webservice has no compare-and-set on server names, so two claims
+	// of one free server would both seem to win. Replicas of the provider
+	// do not share it (docs: one provider replica per Robot account, or
+	// claims by server number only).
+	claims sync.Mutex
 	// keyLine, keyFP: the account's SSH public key and its MD5
 	// fingerprint as Robot names keys.
 	keyLine, keyFP, keyName string
@@ -58,9 +65,9 @@ func serverNumber(id, path string) (int, error) {
 // machine is srv as an ExternalMachine (sshPort: the emulator's, or "").
 func machine(srv *models.Server, sshPort string) *api.ExternalMachine {
 	m := &api.ExternalMachine{ID: strconv.Itoa(srv.ServerNumber), Name: srv.Name, State: api.StateRunning,
-		OfferID: strconv.Itoa(srv.ServerNumber), Region: region(srv.Dc), Addresses: []string{}}
+		OfferID: srv.Product, Region: region(srv.Dc), Addresses: []string{}}
 	if key, ok := strings.CutPrefix(srv.Name, ClaimPrefix); ok {
-		m.IdempotencyKey = key
+		m.IdempotencyKey, m.Name = key, key // the claim names the machine: its Robot name holds nothing else
 	}
 	if srv.ServerIP != "" {
 		m.Addresses = append(m.Addresses, srv.ServerIP)
@@ -88,42 +95,64 @@ func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.Offe
 	if err != nil {
 		return nil, s.classify(ctx, call, err)
 	}
-	out := []api.Offer{}
+	out, products := []api.Offer{}, []api.Offer{}
+	seen := map[string]bool{}
 	for _, srv := range servers {
-		if srv.Name != "" || srv.Cancelled {
+		if !free(&srv) {
 			continue
 		}
-		p := Products[srv.Product]
-		o := api.Offer{ID: strconv.Itoa(srv.ServerNumber), Kind: api.KindMetal, Region: region(srv.Dc),
-			Vcpu: p.Threads, MemoryGiB: p.MemoryGiB, DiskGiB: p.DiskGiB, Architecture: api.ArchAMD64,
-			Currency: "EUR", Available: srv.Status == "ready", CapacityType: api.CapacityOnDemand}
-		if p.MonthlyEUR > 0 {
-			hourly := p.MonthlyEUR / HoursPerMonth
-			o.PricePerHour = &hourly
-		}
+		o := offer(strconv.Itoa(srv.ServerNumber), &srv)
 		if q.Matches(o) {
 			out = append(out, o)
 		}
+		if p := offer(srv.Product, &srv); !seen[srv.Product] && q.Matches(p) {
+			seen[srv.Product] = true
+			products = append(products, p)
+		}
 	}
-	return out, nil
+	return append(out, products...), nil
 }
 
-// Create claims the server spec.OfferID names (see the package doc).
-// Errors: INVALID_INPUT (machine.offerId not a server number), NOT_FOUND
-// (permanent: no such server in the account), ACCESS_DENIED (permanent:
-// named by someone else).
-func (c *client) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
-	n, err := serverNumber(spec.OfferID, "machine.offerId")
-	if err != nil {
-		return nil, err
+// free reports whether srv is free to claim: no name, not cancelled.
+func free(srv *models.Server) bool { return srv.Name == "" && !srv.Cancelled }
+
+// offer is the offer id of free server srv: its number, or its product
+// (any free server of it; Guess: the region is that of the first one).
+func offer(id string, srv *models.Server) api.Offer {
+	p := Products[srv.Product]
+	o := api.Offer{ID: id, Kind: api.KindMetal, Region: region(srv.Dc),
+		Vcpu: p.Threads, MemoryGiB: p.MemoryGiB, DiskGiB: p.DiskGiB, Architecture: api.ArchAMD64,
+		Currency: "EUR", Available: srv.Status == "ready", CapacityType: api.CapacityOnDemand}
+	if p.MonthlyEUR > 0 {
+		hourly := p.MonthlyEUR / HoursPerMonth
+		o.PricePerHour = &hourly
 	}
+	return o
+}
+
+// Create claims a server: the one spec.OfferID names by number, or any
+// free server of the product it names (a pool flavor's "EX44"). A server
+// already named with this claim is the same claim (idempotent). Errors:
+// INVALID_INPUT (permanent; path machine.offerId: neither a number nor a
+// product of the account), NOT_FOUND (permanent: no such server),
+// ACCESS_DENIED (permanent: the server is named by someone else),
+// CAPACITY_UNAVAILABLE (no free server of the product: rent one).
+func (c *client) Create(ctx context.Context, call *provider.Call, spec api.MachineSpec) (*api.ExternalMachine, error) {
+	c.claims.Lock()
+	defer c.claims.Unlock()
 	s, err := c.newSession(ctx, call)
 	if err != nil {
 		return nil, err
 	}
+	n, err := serverNumber(spec.OfferID, "machine.offerId")
+	if err != nil {
+		if n, err = c.pickServer(ctx, call, s, spec.OfferID); err != nil {
+			return nil, err
+		}
+	}
 	srv, err := s.api.ServerGet(n)
 	if isCode(err, models.ErrorCodeServerNotFound) {
-		ce := api.NotFound("server", spec.OfferID)
+		ce := api.NotFound("server", strconv.Itoa(n))
 		ce.Details.Permanent = true
 		return nil, ce
 	}
@@ -146,6 +175,39 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		return nil, s.classify(ctx, call, err)
 	}
 	return machine(srv, s.rec.port()), nil
+}
+
+// pickServer is the server a product claim takes: the one already named
+// with the claim, else the free server of the product with the lowest
+// number. Errors: INVALID_INPUT (permanent) for a product the account has
+// no server of, CAPACITY_UNAVAILABLE when none of them is free.
+func (c *client) pickServer(ctx context.Context, call *provider.Call, s *session, product string) (int, error) {
+	servers, err := s.api.ServerGetList()
+	if err != nil && !isCode(err, models.ErrorCodeServerNotFound) {
+		return 0, s.classify(ctx, call, err)
+	}
+	pick, known := 0, false
+	for _, srv := range servers {
+		switch {
+		case srv.Name == ClaimName(call.IdempotencyKey):
+			return srv.ServerNumber, nil
+		case srv.Product != product:
+			continue
+		}
+		known = true
+		if free(&srv) && (pick == 0 || srv.ServerNumber < pick) {
+			pick = srv.ServerNumber
+		}
+	}
+	switch {
+	case !known:
+		ce := api.InvalidInput("machine.offerId", "machine.offerId %q is neither a server number nor a product of the account's servers", product)
+		ce.Details.Permanent = true
+		return 0, ce
+	case pick == 0:
+		return 0, api.Errorf(api.CodeCapacityUnavailable, "hetzner-robot: no free server of product %s: every one is claimed", product)
+	}
+	return pick, nil
 }
 
 // claimed reads server id and checks it is claimed by this platform

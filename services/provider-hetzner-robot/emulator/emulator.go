@@ -322,3 +322,34 @@ func randomPassword() string {
 
 // now is the emulator's clock.
 func (e *Emulator) now() time.Time { return e.clock.Now() }
+
+// ServerInfo is a server as the account's Robot console shows it.
+type ServerInfo struct {
+	Number int
+	Name   string
+}
+
+// Servers lists the account's servers by number.
+func (e *Emulator) Servers() []ServerInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []ServerInfo
+	for _, s := range e.sortedServers() {
+		out = append(out, ServerInfo{Number: s.spec.Number, Name: s.spec.Name})
+	}
+	return out
+}
+
+// RemoveServer ends server n's rental at once (cancelled and handed
+// back, as in the Robot console); its SSH systems stop. An unknown
+// number is ignored.
+func (e *Emulator) RemoveServer(n int) {
+	e.mu.Lock()
+	_, ok := e.servers[n]
+	delete(e.servers, n)
+	e.mu.Unlock()
+	if ok && e.ssh != nil {
+		e.ssh.Stop(strconv.Itoa(n))
+		e.ssh.Stop(rescueID(n))
+	}
+}
