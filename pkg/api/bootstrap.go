@@ -33,7 +33,8 @@ func HostPoolClass(class string) bool {
 // machine is the server, installed with Image (an installimage image:
 // a path in the rescue system, e.g.
 // "/root/.oldroot/nfs/images/Ubuntu-2404-noble-amd64-base.tar.gz", or an
-// http(s) URL), named Hostname (the instance's name; default
+// http(s) URL, of letters, digits and ._~:/?#@+,=%- only: it is a word of
+// a shell command line), named Hostname (the instance's name; default
 // "bm-<serverNumber>"), on Drives (default: installimage's choice) with
 // software RAID level RAIDLevel (nil: RAID 1; -1: no RAID). Flavor is the
 // pool flavor the instance is counted under (default the pool's first).
@@ -54,7 +55,9 @@ type AccountBootstrapRequest struct {
 var (
 	drivePattern    = regexp.MustCompile(`^/dev/[a-z0-9/_-]{1,64}$`)
 	hostnamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	imagePattern    = regexp.MustCompile(`^(/|https?://)[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]{1,500}$`)
+	// imagePattern: a path or URL without shell metacharacters (the image
+	// is a word of the installimage command line the rescue's shell runs).
+	imagePattern = regexp.MustCompile(`^(/|https?://)[A-Za-z0-9._~:/?#@+,=%-]{1,500}$`)
 )
 
 // RAID levels installimage takes (SWRAIDLEVEL); -1 is no RAID.
@@ -71,8 +74,8 @@ func (r *AccountBootstrapRequest) Check() error {
 		return InvalidInput("poolId", "poolId must be a pool id (%s…)", PrefixPool)
 	case r.ServerNumber <= 0:
 		return InvalidInput("serverNumber", "serverNumber must be the server's number (a positive integer)")
-	case !imagePattern.MatchString(r.Image):
-		return InvalidInput("image", "image must be an installimage image: an absolute path in the rescue system or an http(s) URL")
+	case CheckInstallImage("image", r.Image) != nil:
+		return CheckInstallImage("image", r.Image)
 	case r.Hostname != "" && !hostnamePattern.MatchString(r.Hostname):
 		return InvalidInput("hostname", "hostname must be 1 to 63 lower-case letters, digits and inner hyphens")
 	case len(r.Drives) > 8:
@@ -91,6 +94,17 @@ func (r *AccountBootstrapRequest) Check() error {
 		if !ok {
 			return InvalidInput("raidLevel", "raidLevel must be one of -1 (none), 0, 1, 5, 6, 10")
 		}
+	}
+	return nil
+}
+
+// CheckInstallImage checks an installimage image (a host's bootstrap or
+// reinstall): an absolute path in the rescue system or an http(s) URL,
+// without blanks or shell metacharacters. Error: INVALID_INPUT at path.
+func CheckInstallImage(path, image string) error {
+	if !imagePattern.MatchString(image) {
+		return InvalidInput(path, "%s must be an installimage image: an absolute path in the rescue system or an http(s) URL "+
+			"(letters, digits and ._~:/?#@+,=%%- only)", path)
 	}
 	return nil
 }

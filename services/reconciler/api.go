@@ -326,6 +326,11 @@ func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, erro
 		if err := refusePendingOperation(inst); err != nil {
 			return err
 		}
+		if inst.Bootstrap != nil { // a host's reinstall runs installimage with it
+			if err := api.CheckInstallImage("image", in.Image); err != nil {
+				return err
+			}
+		}
 		inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall,
 			Image: in.Image, RequestedAt: r.now()}
 		return nil

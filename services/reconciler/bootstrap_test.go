@@ -234,3 +234,18 @@ func TestBootstrapReinstall(t *testing.T) {
 		t.Fatalf("installimage ran %d times, want 2", n)
 	}
 }
+
+// TestBootstrapReinstallImageChecked: a host's reinstall image becomes a
+// word of installimage's command line: one with shell metacharacters is
+// refused at the API (INVALID_INPUT, path image).
+func TestBootstrapReinstallImageChecked(t *testing.T) {
+	w := newRobotWorld(t, fastOptions(), startAPI)
+	inst, err := w.bootstrap(101)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: "/x.tar.gz; reboot"}, &api.Instance{})
+	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeInvalidInput || ce.Path() != "image" {
+		t.Fatalf("reinstall with a shell word = %v, want INVALID_INPUT at image", err)
+	}
+}
