@@ -122,7 +122,7 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 		robotAddr = "127.0.0.1:0"
 	}
 	if s.robot, err = startRobotEmulator(robotAddr, s.ssh, o.services.log); err != nil {
-		return fmt.Errorf("Hetzner Robot webservice emulator on %s: %w", robotAddr, err)
+		return fmt.Errorf("the Hetzner Robot webservice emulator on %s: %w", robotAddr, err)
 	}
 	if o.services.robotEndpoint == "" {
 		o.services.robotEndpoint = s.robot.URL()
@@ -354,7 +354,8 @@ func upCmd(g *globals) *cobra.Command {
 			}
 			defer s.Close()
 			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
-				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), s.robot.URL(), s.metricsURL(), o.dataDir, s.consoleLine(), s.demoCreds,
+				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), s.robot.URL(), s.metricsURL(), o.dataDir,
+				s.consoleLine(), s.demoCreds,
 				filepath.Join(o.dataDir, upAuthDir, natsauth.CredsDir, natsauth.UserAdmin+".creds"),
 				s.nats.ClientURL(), s.demoCreds, selfName())
 			sig := waitForSignal()

@@ -33,8 +33,9 @@ const (
 const DefaultKeyName = "better-compute"
 
 // Manifest is the account config of hetzner-robot: user and password
-// (secret references, required), sshPublicKeyLine (required; not a secret, and so not named …Key, which the manifest reserves for secret references) and keyName
-// (default DefaultKeyName).
+// (secret references, required), sshPublicKeyLine (required; not a
+// secret, and so not named …Key, which the manifest reserves for secret
+// references) and keyName (default DefaultKeyName).
 func Manifest() []api.ManifestField {
 	return []api.ManifestField{
 		{Name: FieldUser, Type: provider.TypeSecret, Required: true,

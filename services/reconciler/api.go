@@ -61,7 +61,8 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		return nil, err
 	}
 	if api.HostPoolClass(pool.Class) {
-		return nil, api.InvalidInput("poolId", "pool %s is of class %s: its instances are servers claimed with accounts.bootstrap", pool.ID, pool.Class)
+		return nil, api.InvalidInput("poolId", "pool %s is of class %s: its instances are servers claimed with accounts.bootstrap",
+			pool.ID, pool.Class)
 	}
 	flavor, ok := pool.Flavor(in.Flavor)
 	if !ok {
