@@ -145,6 +145,12 @@ func TestNotOurs(t *testing.T) {
 func TestRateLimitedAndBlocked(t *testing.T) {
 	e := newEnv(t, map[string]int{emulator.LimitResetPost: 1})
 	ctx := ctx30(t)
+	var observed []api.RateLimit // the rate-limit state each reply reported
+	e.remote.Observe = func(rl api.RateLimit, reported bool) {
+		if reported {
+			observed = append(observed, rl)
+		}
+	}
 	if _, err := e.remote.Create(ctx, e.acct, "inst_a", api.MachineSpec{Name: "bm-a", OfferID: "101", Image: "u"}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +160,9 @@ func TestRateLimitedAndBlocked(t *testing.T) {
 	err := e.remote.Power(ctx, e.acct, "101", api.ActionReset)
 	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeRateLimited || ce.RetryAfter() != time.Hour {
 		t.Fatalf("reset over the limit = %v, want RATE_LIMITED retry 1h", err)
+	}
+	if len(observed) != 0 { // one endpoint's limit does not hold the account
+		t.Fatalf("a spent reset limit reported the account's rate limit: %+v", observed)
 	}
 	bad := e.acct
 	bad.ID, bad.Config = "pacct_01jq7g8v6k5m4n3p2r1s0t9w8y", map[string]any{FieldUser: testUserRef, FieldPassword: testUserRef,
@@ -168,6 +177,10 @@ func TestRateLimitedAndBlocked(t *testing.T) {
 	_, err = e.remote.Offers(ctx, e.acct, api.OfferQuery{})
 	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeRateLimited || ce.RetryAfter() != emulator.BlockDuration-time.Minute {
 		t.Fatalf("while blocked = %v, want RATE_LIMITED retry 9m", err)
+	}
+	if n := len(observed); n == 0 || observed[n-1].Remaining != 0 ||
+		!observed[n-1].ResetAt.Equal(testStart.Add(emulator.BlockDuration)) {
+		t.Fatalf("a blocked account reported %+v, want its budget spent until the block ends", observed)
 	}
 	for _, v := range []string{testUser, testPass} {
 		if strings.Contains(err.Error(), v) {

@@ -34,10 +34,12 @@
 //
 // Errors (errors.go, mapFailure): 403 RATE_LIMIT_EXCEEDED is RATE_LIMITED
 // with retryAfterMs = the error's interval (the webservice gives no reset
-// time, Guess: its window may have just started) and the observed rate
-// limit Remaining 0; 403 BLOCKED (the address is blocked after repeated
+// time, Guess: its window may have just started), for the caller only
+// (the limits are per endpoint); 403 BLOCKED (the address is blocked after repeated
 // bad logins; Guess, see the emulator) is RATE_LIMITED with its
-// blocked_for, else BlockRetryAfter; 404 SERVER_NOT_FOUND of a claimed
+// blocked_for, else BlockRetryAfter, and observed as the account's rate
+// limit spent until then (reply headers: the reconciler holds the whole
+// account); 404 SERVER_NOT_FOUND of a claimed
 // server is absence; every other failure is PROVIDER_ERROR with
 // details.status and details.code (permanent for 400 INVALID_INPUT and
 // 401 UNAUTHORIZED is not: a password can be fixed). Every call resolves

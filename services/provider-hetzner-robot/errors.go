@@ -28,6 +28,10 @@ const (
 // time: the documented block (10 minutes).
 const BlockRetryAfter = 10 * time.Minute
 
+// BadLoginLimitGuess is the observed limit of a blocked account: the
+// failed logins that block it (Robot's docs: 3).
+const BadLoginLimitGuess = 3
+
 // defaultLimitRetryAfter is the wait of a RATE_LIMIT_EXCEEDED without an
 // interval: the documented window of every limit.
 const defaultLimitRetryAfter = time.Hour
@@ -35,10 +39,13 @@ const defaultLimitRetryAfter = time.Hour
 // mapFailure turns a failed request (its HTTP status and error body)
 // into a ComputeError:
 //   - RATE_LIMIT_EXCEEDED (403) → RATE_LIMITED, retryAfterMs = interval
-//     seconds (the window may have just started: Guess), and the rate
-//     limit observed as spent until then;
+//     seconds (the window may have just started: Guess). It is not
+//     observed as the account's rate limit: Robot's limits are per
+//     endpoint (50 resets an hour, 200 server calls), so one spent limit
+//     must not hold the account's other calls;
 //   - BLOCKED (403) → RATE_LIMITED, retryAfterMs = blocked_for seconds,
-//     else BlockRetryAfter;
+//     else BlockRetryAfter, observed as the account's rate limit spent
+//     until then (every call of the account would be refused);
 //   - 401 UNAUTHORIZED → PROVIDER_ERROR {401, UNAUTHORIZED} (the
 //     credentials are wrong; fixing the secret lets it pass);
 //   - 400 INVALID_INPUT, 404 RESET_NOT_AVAILABLE, BOOT_NOT_AVAILABLE →
@@ -59,8 +66,6 @@ func mapFailure(call *provider.Call, status int, f *failureBody, now time.Time) 
 			wait = time.Duration(f.Error.Interval) * time.Second
 		}
 		limit = f.Error.MaxRequest
-		call.ObserveRateLimit(api.RateLimit{Limit: limit, Remaining: 0, ResetAt: now.Add(wait),
-			RefillPerSecond: float64(limit) / wait.Seconds()})
 		return api.RateLimited(wait, "hetzner-robot: request limit of this endpoint reached (%d per %s), retry in %s",
 			limit, wait, wait)
 	case CodeBlocked:
@@ -68,6 +73,8 @@ func mapFailure(call *provider.Call, status int, f *failureBody, now time.Time) 
 		if f.Error.BlockedFor > 0 {
 			wait = time.Duration(f.Error.BlockedFor) * time.Second
 		}
+		// The whole account (its address) is blocked: every caller of it waits.
+		call.ObserveRateLimit(api.RateLimit{Limit: BadLoginLimitGuess, Remaining: 0, ResetAt: now.Add(wait)})
 		return api.RateLimited(wait, "hetzner-robot: this address is blocked after repeated failed logins, retry in %s", wait)
 	}
 	ce := api.ProviderError(status, code, "hetzner-robot: %s (HTTP %d, %s)", msg, status, code)
