@@ -45,8 +45,6 @@ type backend struct {
 	inventory conformance.Inventory
 	ssh       conformance.SSH
 	close     func()
-	// powerHidden: get does not report power (Subject.PowerObservable false).
-	powerHidden bool
 }
 
 // setup starts a provider's emulator accepting token, listening on addr
@@ -151,7 +149,7 @@ func Start(ctx context.Context, providerID string, o Options) (_ *Env, err error
 		ProviderID: be.def.ID(), NC: nc,
 		Account: api.ProviderAccount{ID: api.NewID(api.PrefixAccount), TenantID: Tenant, Version: 1, Config: be.config(ref)},
 		OfferID: be.offerID, Image: be.image, Profiles: slices.Clone(be.profiles),
-		PowerObservable: !be.powerHidden, SecretValues: []string{token}, Logs: h.Logs,
+		PowerObservable: true, SecretValues: []string{token}, Logs: h.Logs,
 		Faults: be.faults, Inventory: be.inventory, Service: svc, SSH: be.ssh,
 	}
 	return env, nil

@@ -37,8 +37,6 @@ var robotResetTypes = []string{"sw", "hw", "power", "power_long", "man"}
 // own it; ssh.drain wants a deleted machine to stop answering), and a
 // reinstalled one runs its rescue system (another host key than the one
 // the hook changes) until the bootstrap installs it.
-// Get reports every claimed server running whatever its power (the
-// webservice does not say): the subject's PowerObservable is false.
 func robotBackend(_ string, addr string, log zerolog.Logger) (*backend, error) {
 	fs, err := newFleetSSH(log)
 	if err != nil {
@@ -91,8 +89,6 @@ func robotBackend(_ string, addr string, log zerolog.Logger) (*backend, error) {
 		faults:    layer,
 		inventory: &robotInventory{emu: srv.Emulator(), next: 1000 + robotServers},
 		close:     closeAll,
-		// Get reports running whatever the power: the webservice does not say.
-		powerHidden: true,
 	}, nil
 }
 

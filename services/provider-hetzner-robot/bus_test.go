@@ -212,3 +212,37 @@ func TestClaimByProduct(t *testing.T) {
 		t.Fatalf("claim of an unknown product = %v, want a permanent refusal at machine.offerId", err)
 	}
 }
+
+// TestPowerObserved: off is a long press and get reads it back from the
+// reset status (stopped); on presses the power button only while the
+// server is not running.
+func TestPowerObserved(t *testing.T) {
+	e := newEnv(t, nil)
+	if err := e.emu.AddServer(emulator.ServerSpec{Number: 104, ResetTypes: []string{"power", "power_long", "hw", "man"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctx30(t)
+	if _, err := e.remote.Create(ctx, e.acct, "inst_p", api.MachineSpec{Name: "bm", OfferID: "104", Image: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	state := func() api.MachineState {
+		t.Helper()
+		m, err := e.remote.Get(ctx, e.acct, "104")
+		if err != nil || m == nil {
+			t.Fatalf("get = %+v, %v", m, err)
+		}
+		return m.State
+	}
+	if err := e.remote.Power(ctx, e.acct, "104", api.ActionOff); err != nil || state() != api.StateStopped {
+		t.Fatalf("after off: %v, state %s", err, state())
+	}
+	if err := e.remote.Power(ctx, e.acct, "104", api.ActionOn); err != nil || state() != api.StateRunning {
+		t.Fatalf("after on: %v, state %s", err, state())
+	}
+	if err := e.remote.Power(ctx, e.acct, "104", api.ActionOn); err != nil || state() != api.StateRunning {
+		t.Fatalf("on of a running server must press nothing: %v, state %s", err, state())
+	}
+	if err := e.remote.Power(ctx, e.acct, "104", api.ActionGracefulRestart); !api.IsCode(err, api.CodeUnsupported) {
+		t.Fatalf("graceful-restart without sw = %v, want UNSUPPORTED", err)
+	}
+}

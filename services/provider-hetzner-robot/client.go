@@ -234,20 +234,33 @@ func (c *client) claimed(ctx context.Context, call *provider.Call, s *session, i
 }
 
 // Get returns the claimed server id, or nil when it is absent or no
-// longer claimed by this platform.
+// longer claimed by this platform. Its power comes from GET /reset/{n}:
+// an operating status other than "running" is stopped, except "not
+// supported" (older servers cannot tell; Guess: they run), which leaves
+// it running, as does a server without resets.
 func (c *client) Get(ctx context.Context, call *provider.Call, id string) (*api.ExternalMachine, error) {
 	s, err := c.newSession(ctx, call)
 	if err != nil {
 		return nil, err
 	}
-	_, srv, err := c.claimed(ctx, call, s, id)
+	n, srv, err := c.claimed(ctx, call, s, id)
 	switch {
 	case api.IsCode(err, api.CodeNotFound, api.CodeAccessDenied):
 		return nil, nil
 	case err != nil:
 		return nil, err
 	}
-	return machine(srv, s.rec.port()), nil
+	m := machine(srv, s.rec.port())
+	rs, err := s.api.ResetGet(n)
+	switch {
+	case isCode(err, models.ErrorCodeResetNotAvailable):
+	case err != nil:
+		return nil, s.classify(ctx, call, err)
+	case m.State == api.StateRunning && rs.OperatingStatus != "running" && rs.OperatingStatus != "not supported" &&
+		rs.OperatingStatus != "":
+		m.State = api.StateStopped
+	}
+	return m, nil
 }
 
 // List is the servers this platform claimed, one page (cursor: the

@@ -17,10 +17,11 @@
 //     without a name is named so (POST /server/{n}); one already named so
 //     is the same claim (idempotent); one with any other name is not
 //     ours: ACCESS_DENIED (permanent), and it is never touched;
-//   - get, list: the claimed servers (named with ClaimPrefix), state
-//     running (Guess: the webservice does not say whether a server runs
-//     its rescue or installed system; the bootstrap tells them apart over
-//     SSH by hostname);
+//   - get, list: the claimed servers (named with ClaimPrefix); get reads
+//     the power from GET /reset/{n} (operating_status), list says running
+//     (one request for every server). Neither tells the rescue from the
+//     installed system (the webservice does not say); the bootstrap tells
+//     them apart over SSH by hostname;
 //   - power: Robot resets (PowerResetTypes); graceful-off and nmi are
 //     UNSUPPORTED (the webservice cannot reach the OS);
 //   - reinstall: boot the rescue system: store the account's SSH public
