@@ -5,7 +5,7 @@ FUZZTIME ?= 10s
 GOLANGCI_VERSION = v2.15.0
 GOLANGCI_LINT = bin/golangci-lint-$(GOLANGCI_VERSION)
 
-.PHONY: run test build lint fuzz certify-memory certify-hetzner certify-proxmox clean images compose-up compose-down test-compose console-screenshots
+.PHONY: run test build lint fuzz certify-memory certify-hetzner certify-proxmox certify-hetzner-robot clean images compose-up compose-down test-compose console-screenshots
 
 ## run: embedded NATS, every service and the Hetzner Cloud and Proxmox VE emulators on loopback (Ctrl-C stops)
 run: build
@@ -51,7 +51,7 @@ PROFILE ?=
 PORT ?=
 SEED_COUNT ?=
 CERTIFY_FLAGS = $(if $(PROFILE),--profile $(PROFILE)) $(if $(PORT),--port $(PORT)) $(if $(SEED_COUNT),--seed-count $(SEED_COUNT))
-certify-memory certify-hetzner certify-proxmox: certify-%:
+certify-memory certify-hetzner certify-proxmox certify-hetzner-robot: certify-%:
 	$(GO) run ./cmd/compute certify --provider $* --fake $(CERTIFY_FLAGS)
 
 ## report-<provider>: the same run under the name of BigFleet's page (make report-hetzner PROFILE=core,cloud)

@@ -47,11 +47,15 @@ const (
 	// groups, ordered locations; bridges, VLAN tags, static addresses,
 	// node placement. Each behaviour needs its provider.Capability*.
 	ProfileNetwork = "network"
+	// ProfileMetal is for providers of rented machines that are claimed,
+	// not created (provides metal: hetzner-robot): a claim is exclusive
+	// and a release frees the machine.
+	ProfileMetal = "metal"
 )
 
 // Profiles lists every profile.
 var Profiles = []string{ProfileCore, ProfileCloud, ProfileFaults, ProfileDurable, ProfileTransport, ProfileSecrets, ProfileScale,
-	ProfileSpot, ProfileSSH, ProfileLabels, ProfileNetwork}
+	ProfileSpot, ProfileSSH, ProfileLabels, ProfileNetwork, ProfileMetal}
 
 // Areas group behaviours; every id starts with its area's short name.
 const (
@@ -69,6 +73,7 @@ const (
 	AreaNetwork    = "network"    // net.*
 	AreaResize     = "resize"     // resize.*
 	AreaMetrics    = "metrics"    // metrics.*
+	AreaMetal      = "metal"      // metal.*
 )
 
 // hook names a Subject hook a behaviour cannot run without.
@@ -292,6 +297,11 @@ var registry = []Behaviour{
 		run: netSpreadChunks, Title: "11 concurrent creates of one spread pool land in 2 placement groups of at most 10"},
 	{ID: "net.location-fallback", Area: AreaNetwork, Profiles: network, Capability: provider.CapabilityPlacementLocations, needs: needNetwork,
 		run: netLocationFallback, Title: "with the pool's first location out of capacity, one machine is made in the second and notes why"},
+	{ID: "metal.claim.exclusive", Area: AreaMetal, Profiles: metal, run: metalClaimExclusive,
+		Title: "a claimed machine named as the offer of a create under another key is refused ACCESS_DENIED (permanent) " +
+			"and stays the first claim's"},
+	{ID: "metal.release.frees", Area: AreaMetal, Profiles: metal, run: metalReleaseFrees,
+		Title: "a claimed machine is not offered; deleted (released), it is offered again by its id"},
 }
 
 // Profile sets of the table above.
@@ -309,6 +319,7 @@ var (
 	// labelsProfile is named apart from the labels of a machine.
 	labelsProfile = []string{ProfileLabels}
 	network       = []string{ProfileNetwork}
+	metal         = []string{ProfileMetal}
 )
 
 // Registry returns a copy of the behaviour registry, in registry order.

@@ -63,6 +63,7 @@ var (
 		"labels": AreaLabels,
 		"net":    AreaNetwork,
 		"resize": AreaResize, "metrics": AreaMetrics,
+		"metal": AreaMetal,
 	}
 )
 

@@ -78,6 +78,7 @@ var goTypes = map[string]any{
 	"provider.metrics.request.json":    api.ProviderMetricsRequest{},
 	"instances.metrics.request.json":   api.InstanceMetricsRequest{},
 	"metrics.json":                     api.Metrics{},
+	"accounts.bootstrap.request.json":  api.AccountBootstrapRequest{},
 }
 
 // TestNoDrift checks, for every message schema and every struct reachable

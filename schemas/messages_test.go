@@ -18,6 +18,7 @@ import (
 // services build them (json.Marshal'ed by the test), and error bodies as
 // bus.EncodeError writes them ([]byte, sent as is).
 func messages(t testing.TB) map[string][]any {
+	raidOne := 1
 	now := time.Now().UTC()
 	later := now.Add(90 * time.Second)
 	const tenant = "acme-1"
@@ -83,6 +84,10 @@ func messages(t testing.TB) map[string][]any {
 			Configure: &api.StepStatus{Generation: 1, State: api.StepSucceeded, Attempts: 1, ExitCode: &exit0, Message: "configure exited 0",
 				OutputTail: "joined\n", StartedAt: now, FinishedAt: &later},
 			Drain: &api.StepStatus{Generation: 1, State: api.StepRunning, Attempts: 2, StartedAt: later}}}
+	bootstrapped := configured
+	bootstrapped.Bootstrap = &api.BootstrapSpec{ServerNumber: 321, Drives: []string{"/dev/nvme0n1"}, RAIDLevel: &raidOne}
+	bootstrapped.Status.Bootstrap = &api.BootstrapStatus{Step: api.BootstrapInstall, State: api.StepRunning, Since: now, Rescues: 1,
+		Installs: 2, RescueHostKey: "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU", Message: "installimage runs", OutputTail: "x"}
 	pacct := api.ProviderAccount{ID: accountID, TenantID: tenant, Version: 2, Config: account.Config}
 	query := api.OfferQuery{Region: "fsn1", Kind: api.KindVPS, MinVcpu: 2, MinMemoryGiB: 3.5, GPUs: 1}
 	spec := api.MachineSpec{Name: "web-1", OfferID: "cx22", Image: "ubuntu-24.04", Region: "fsn1",
@@ -166,7 +171,7 @@ func messages(t testing.TB) map[string][]any {
 		"instances.reinstall.request.json": {api.InstanceReinstallRequest{TenantID: tenant, ID: instanceID, Image: "debian-12"}},
 		"instances.update.request.json": {api.InstanceUpdateRequest{TenantID: tenant, ID: instanceID, Flavor: "large"},
 			api.InstanceUpdateRequest{ID: instanceID, Version: 3, Labels: map[string]string{"team": "web", "example.com/tier": ""}}},
-		"instance.json":      {created, busy, configured, resized},
+		"instance.json":      {created, busy, configured, resized, bootstrapped},
 		"instance-list.json": {api.List[api.Instance]{Items: []api.Instance{created, busy}}},
 		"event.json": {api.Event{ID: api.NewID(api.PrefixEvent), TenantID: tenant, Resource: bus.ResourceInstances, ResourceID: instanceID,
 			Type: "created", Phase: api.PhasePending, Generation: 1, Time: now},
@@ -212,6 +217,10 @@ func messages(t testing.TB) map[string][]any {
 			Fields: []api.ManifestField{{Name: "token", Type: "secret", Required: true}, {Name: "location", Type: "option", Options: []string{"fsn1"}, Default: "fsn1"}}},
 			api.ProviderInfo{ID: "bare", Version: "0.1.0"}},
 		"provider-list.json": {api.List[api.ProviderInfo]{Items: []api.ProviderInfo{{ID: "bare", Version: "0.1.0"}}}, api.List[api.ProviderInfo]{Items: []api.ProviderInfo{}}},
+		"accounts.bootstrap.request.json": {api.AccountBootstrapRequest{AccountID: accountID, PoolID: poolID, ServerNumber: 321,
+			Image: "/root/.oldroot/nfs/images/Ubuntu-2404-noble-amd64-base.tar.gz"},
+			api.AccountBootstrapRequest{TenantID: tenant, AccountID: accountID, PoolID: poolID, ServerNumber: 7, Image: "https://img.example/u.tar.zst",
+				Hostname: "bm-7", Drives: []string{"/dev/nvme0n1", "/dev/nvme1n1"}, RAIDLevel: &raidOne, Flavor: "metal", IdempotencyKey: "k"}},
 	}
 }
 

@@ -137,7 +137,7 @@ func accountsCmd(g *globals) *cobra.Command {
 		}
 		return showOne(g, deletedView, d)
 	})
-	c.AddCommand(create, update, offers, list, get, del)
+	c.AddCommand(create, update, offers, list, get, del, bootstrapCmd(g))
 	return c
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 func emulatorCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "emulator", Short: "Run a provider API emulator (Hetzner Cloud, Proxmox VE)"}
+	cmd := &cobra.Command{Use: "emulator", Short: "Run a provider API emulator (Hetzner Cloud, Proxmox VE, Hetzner Robot)"}
 	var addr string
 	var actionDuration time.Duration
 	var rateSize int
@@ -61,6 +61,6 @@ func emulatorCmd(g *globals) *cobra.Command {
 	proxmoxCmd.Flags().StringVar(&caFile, "ca-file", proxmoxCAFile,
 		"the emulator's CA certificate (PEM): reused with --ca-key-file when both exist, else made and written")
 	proxmoxCmd.Flags().StringVar(&caKeyFile, "ca-key-file", proxmoxCAKeyFile, "the emulator's CA private key (PEM, mode 0600)")
-	cmd.AddCommand(hetznerCmd, proxmoxCmd)
+	cmd.AddCommand(hetznerCmd, proxmoxCmd, robotEmulatorCmd(g))
 	return cmd
 }

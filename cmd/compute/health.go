@@ -19,6 +19,7 @@ import (
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/services/accounts"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
+	robot "better-compute.io/compute/services/provider-hetzner-robot"
 	proxmox "better-compute.io/compute/services/provider-proxmox"
 	"better-compute.io/compute/services/secrets"
 	"better-compute.io/compute/services/tenants"
@@ -41,9 +42,10 @@ var healthTargets = map[string]healthTarget{
 	"accounts":   {micro: accounts.ServiceName, buckets: []string{bus.BucketAccounts, bus.BucketPools}},
 	"reconciler": {micro: "reconciler", buckets: []string{bus.BucketInstances}, streams: []string{bus.StreamWork}},
 	// providers keep no state
-	"provider-hetzner": {micro: "provider-" + hetzner.ProviderID},
-	"provider-proxmox": {micro: "provider-" + proxmox.ProviderID},
-	"tenants":          {micro: tenants.ServiceName, buckets: []string{bus.BucketTenants}},
+	"provider-hetzner":       {micro: "provider-" + hetzner.ProviderID},
+	"provider-proxmox":       {micro: "provider-" + proxmox.ProviderID},
+	"tenants":                {micro: tenants.ServiceName, buckets: []string{bus.BucketTenants}},
+	"provider-hetzner-robot": {micro: "provider-" + robot.ProviderID},
 }
 
 // lookupHealthTarget finds a service by its serve name or its micro name;

@@ -104,7 +104,7 @@ func TestCLITablesOnTheStack(t *testing.T) {
 		t.Fatalf("providers describe:\n%s %v", out, err)
 	}
 	out, err = c.run("", "providers", "list", "-o", "id")
-	if err != nil || out != "hetzner-cloud\nproxmox\n" {
+	if err != nil || out != "hetzner-cloud\nhetzner-robot\nproxmox\n" {
 		t.Fatalf("providers list -o id: %q %v", out, err)
 	}
 }

@@ -29,6 +29,8 @@ func serviceFlags(cmd *cobra.Command, c *serviceConfig) {
 		"secrets: file holding the Vault token, re-read before each read (env COMPUTE_VAULT_TOKEN_FILE; else env VAULT_TOKEN)")
 	f.StringVar(&c.hetznerEndpoint, "hetzner-endpoint", envOr("COMPUTE_HETZNER_ENDPOINT", c.hetznerEndpoint),
 		"provider-hetzner: Hetzner Cloud API endpoint (env COMPUTE_HETZNER_ENDPOINT; default the real API)")
+	f.StringVar(&c.robotEndpoint, "robot-endpoint", envOr("COMPUTE_ROBOT_ENDPOINT", c.robotEndpoint),
+		"provider-hetzner-robot: Hetzner Robot webservice endpoint (env COMPUTE_ROBOT_ENDPOINT; default the real one)")
 	f.StringVar(&c.snippetsDir, "proxmox-snippets-dir", envOr("COMPUTE_PROXMOX_SNIPPETS_DIR", c.snippetsDir),
 		"provider-proxmox: directory of a shared PVE snippets storage, for cloud-init user data (env COMPUTE_PROXMOX_SNIPPETS_DIR)")
 	f.StringVar(&c.snippetsStorage, "proxmox-snippets-storage", envOr("COMPUTE_PROXMOX_SNIPPETS_STORAGE", "local"),

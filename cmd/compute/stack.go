@@ -25,6 +25,7 @@ import (
 	"better-compute.io/compute/services/accounts"
 	"better-compute.io/compute/services/poolctl"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
+	robot "better-compute.io/compute/services/provider-hetzner-robot"
 	proxmox "better-compute.io/compute/services/provider-proxmox"
 	"better-compute.io/compute/services/reconciler"
 	"better-compute.io/compute/services/secrets"
@@ -42,6 +43,7 @@ type serviceConfig struct {
 	vaultAddr       string
 	vaultTokenFile  string
 	hetznerEndpoint string
+	robotEndpoint   string // --robot-endpoint: the Robot webservice of provider-hetzner-robot
 	snippetsDir     string
 	snippetsStorage string
 	proxmoxAllowed  string
@@ -258,6 +260,13 @@ var starters = map[string]func(nc *nats.Conn, st *bus.Stores, c *serviceConfig) 
 			opts = append(opts, hetzner.WithEndpoint(c.hetznerEndpoint))
 		}
 		return provider.Serve(nc, hetzner.Definition(opts...), provider.ServeOptions{Logger: c.log})
+	},
+	"provider-hetzner-robot": func(nc *nats.Conn, _ *bus.Stores, c *serviceConfig) (stopper, error) {
+		var opts []robot.Option
+		if c.robotEndpoint != "" {
+			opts = append(opts, robot.WithEndpoint(c.robotEndpoint))
+		}
+		return provider.Serve(nc, robot.Definition(opts...), provider.ServeOptions{Logger: c.log})
 	},
 	"provider-proxmox": func(nc *nats.Conn, _ *bus.Stores, c *serviceConfig) (stopper, error) {
 		var opts []proxmox.Option

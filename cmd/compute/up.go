@@ -23,6 +23,7 @@ import (
 	"better-compute.io/compute/pkg/natsauth"
 	"better-compute.io/compute/pkg/sshemu"
 	"better-compute.io/compute/services/console"
+	robotemulator "better-compute.io/compute/services/provider-hetzner-robot/emulator"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
 	"better-compute.io/compute/services/tenants"
@@ -35,6 +36,7 @@ type upOptions struct {
 	natsPort    int
 	hetznerAddr string
 	proxmoxAddr string
+	robotAddr   string // the Robot webservice emulator's ("": 127.0.0.1:0)
 	services    serviceConfig
 	console     consoleConfig // console.addr empty: no web console
 }
@@ -44,6 +46,7 @@ type stack struct {
 	nats    *server.Server
 	hetzner *emulator.Server
 	proxmox *pveemulator.Server
+	robot   *robotemulator.Server
 	// nc is the stack's connection as the admin user.
 	nc *nats.Conn
 	// conns are the services' connections, one per service as its own user.
@@ -113,6 +116,16 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	caFile, caKeyFile := filepath.Join(o.dataDir, proxmoxCAFile), filepath.Join(o.dataDir, proxmoxCAKeyFile)
 	if s.proxmox, err = startProxmoxEmulator(o.proxmoxAddr, caFile, caKeyFile, s.ssh); err != nil {
 		return addrs[2].err(err)
+	}
+	robotAddr := o.robotAddr
+	if robotAddr == "" {
+		robotAddr = "127.0.0.1:0"
+	}
+	if s.robot, err = startRobotEmulator(robotAddr, s.ssh, o.services.log); err != nil {
+		return fmt.Errorf("the Hetzner Robot webservice emulator on %s: %w", robotAddr, err)
+	}
+	if o.services.robotEndpoint == "" {
+		o.services.robotEndpoint = s.robot.URL()
 	}
 	if o.services.snippetsDir == "" {
 		o.services.snippetsDir = filepath.Join(o.dataDir, "snippets")
@@ -249,6 +262,9 @@ func (o upOptions) listenAddrs() []listenAddr {
 		{"Hetzner Cloud API emulator", "--hetzner-addr", o.hetznerAddr},
 		{"Proxmox VE API emulator", "--proxmox-addr", o.proxmoxAddr},
 	}
+	if o.robotAddr != "" {
+		addrs = append(addrs, listenAddr{"Hetzner Robot webservice emulator", "--robot-addr", o.robotAddr})
+	}
 	if o.console.addr != "" {
 		addrs = append(addrs, listenAddr{"web console", "--console-addr", o.console.addr})
 	}
@@ -301,6 +317,9 @@ func (s *stack) Close() {
 	if s.proxmox != nil {
 		_ = s.proxmox.Close()
 	}
+	if s.robot != nil {
+		_ = s.robot.Close()
+	}
 	if s.ssh != nil {
 		s.ssh.Close()
 	}
@@ -317,11 +336,12 @@ func upCmd(g *globals) *cobra.Command {
 	o := upOptions{}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run everything on this machine: embedded NATS, every service and the Hetzner Cloud and Proxmox VE emulators",
+		Short: "Run everything on this machine: embedded NATS, every service and the Hetzner Cloud, Proxmox VE and Robot emulators",
 		Long: "Starts an embedded nats-server (JetStream data under --data; operator mode with keys made once in\n" +
 			"--data/nats-auth, services each as its own user, tenant demo's credential in --data/creds/demo.creds),\n" +
-			"the Hetzner Cloud and Proxmox VE API\n" +
-			"emulators (provider-hetzner talks to the first: --hetzner-endpoint is ignored), and every service,\n" +
+			"the Hetzner Cloud, Proxmox VE and Hetzner Robot API\n" +
+			"emulators (provider-hetzner talks to the first: --hetzner-endpoint is ignored; provider-hetzner-robot\n" +
+			"to the last), and every service,\n" +
 			"all on loopback, then prints how to talk to it. Ctrl-C stops it all. The emulators keep their\n" +
 			"machines in memory: after a restart the reconciler finds them gone and creates them again. The\n" +
 			"Proxmox emulator's CA stays in --data (proxmox-ca.pem and its key), so pinned accounts keep working.",
@@ -334,7 +354,8 @@ func upCmd(g *globals) *cobra.Command {
 			}
 			defer s.Close()
 			fmt.Fprintf(g.out, upBanner, s.nats.ClientURL(), s.hetzner.URL(), s.proxmox.URL(),
-				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), s.metricsURL(), o.dataDir, s.consoleLine(), s.demoCreds,
+				pveemulator.DefaultTokenID, filepath.Join(o.dataDir, proxmoxCAFile), s.robot.URL(), s.metricsURL(), o.dataDir,
+				s.consoleLine(), s.demoCreds,
 				filepath.Join(o.dataDir, upAuthDir, natsauth.CredsDir, natsauth.UserAdmin+".creds"),
 				s.nats.ClientURL(), s.demoCreds, selfName())
 			sig := waitForSignal()
@@ -347,6 +368,7 @@ func upCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&o.natsPort, "nats-port", 4222, "port the embedded NATS listens on (0: random)")
 	cmd.Flags().StringVar(&o.hetznerAddr, "hetzner-addr", "127.0.0.1:4680", "address of the Hetzner Cloud API emulator")
 	cmd.Flags().StringVar(&o.proxmoxAddr, "proxmox-addr", "127.0.0.1:8006", "address of the Proxmox VE API emulator")
+	cmd.Flags().StringVar(&o.robotAddr, "robot-addr", defaultRobotAddr, "address of the Hetzner Robot webservice emulator")
 	serviceFlags(cmd, &o.services)
 	metricsFlag(cmd, &o.services, defaultUpMetricsAddr)
 	consoleFlags(cmd, &o.console, "127.0.0.1:8480", "address of the web console (empty: none)")
@@ -379,9 +401,10 @@ compute is up.
   NATS            %s   (JetStream; operator mode: one account per tenant)
   Hetzner (emu)   %s   (any token)
   Proxmox (emu)   %s   (token id %s, CA in %s)
+  Robot (emu)     %s   (any user and password; servers 321, 322 free, 323 taken)
   metrics         %s
   data            %s
-  services        accounts, poolctl, provider-hetzner, provider-proxmox, reconciler, secrets, tenants
+  services        accounts, poolctl, provider-hetzner, provider-hetzner-robot, provider-proxmox, reconciler, secrets, tenants
 %s  tenant demo     credential %s (scope compute:admin)
   admin           credential %s (operators: compute tenants, secrets rekey)
 

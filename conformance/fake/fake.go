@@ -59,6 +59,7 @@ type setup func(token, addr string, log zerolog.Logger) (*backend, error)
 var setups = map[string]setup{
 	"memory":        memoryBackend,
 	"hetzner-cloud": hetznerBackend,
+	"hetzner-robot": robotBackend,
 }
 
 // Providers lists the provider ids Start supports, sorted.

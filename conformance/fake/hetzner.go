@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -69,7 +70,8 @@ func hetznerBackend(token, addr string, log zerolog.Logger) (*backend, error) {
 	return &backend{
 		def:      hetzner.Definition(hetzner.WithEndpoint(srv.URL()), hetzner.WithPollInterval(hetznerPoll)),
 		endpoint: srv.URL(),
-		profiles: conformance.Profiles,
+		// every profile but metal (Hetzner Cloud creates its machines)
+		profiles: slices.DeleteFunc(slices.Clone(conformance.Profiles), func(p string) bool { return p == conformance.ProfileMetal }),
 		offerID:  "cx23", image: "ubuntu-24.04",
 		config:    func(ref string) map[string]any { return map[string]any{hetzner.FieldToken: ref} },
 		faults:    h,

@@ -100,7 +100,8 @@ func (q OfferQuery) Matches(o Offer) bool {
 		o.GPUs >= q.GPUs
 }
 
-// Pool classes and agents. Only class "provider" with agent "none" exists so far.
+// Pool classes and agents: class "provider" (and the host classes of
+// bootstrap.go), agent "none".
 const (
 	PoolClassProvider = "provider"
 	PoolAgentNone     = "none"
@@ -196,6 +197,9 @@ type Instance struct {
 	CreatedAt           time.Time         `json:"createdAt"`
 	UpdatedAt           time.Time         `json:"updatedAt"`
 	DeletionRequestedAt *time.Time        `json:"deletionRequestedAt,omitempty"`
+	// Bootstrap is set on the instances of host pools (accounts.bootstrap):
+	// the server the instance claims and how it is installed.
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 }
 
 // InstanceStatus is what the reconciler last observed.
@@ -240,6 +244,9 @@ type InstanceStatus struct {
 	Flavor string `json:"flavor,omitempty"`
 	// Resize is the record of the latest resize (nil: none yet).
 	Resize *ResizeStatus `json:"resize,omitempty"`
+	// Bootstrap is where the bootstrap sequence is (instances with a
+	// bootstrap spec only).
+	Bootstrap *BootstrapStatus `json:"bootstrap,omitempty"`
 }
 
 // ExternalMachine is a machine as its provider reports it. ID is the

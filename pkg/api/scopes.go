@@ -74,6 +74,9 @@ var Verbs = []CommandVerb{
 	{"instances", "logs", ScopeInstancesManage},
 	{"instances", "update", ScopeInstancesManage},
 	{"instances", "metrics", ScopeInstancesRead},
+	// answered by the reconciler (the sequence is an instance's); it claims
+	// and wipes a server of the account: the accounts scope
+	{"accounts", "bootstrap", ScopeAccountsManage},
 }
 
 // ScopeOf is the scope resource.verb needs, and whether it is a public verb.

@@ -18,6 +18,8 @@ const (
 	UserProviderHetzner = "provider-hetzner"
 	UserProviderProxmox = "provider-proxmox"
 	UserPoolctl         = "poolctl"
+	// UserProviderHetznerRobot is the hetzner-robot provider's user.
+	UserProviderHetznerRobot = "provider-hetzner-robot"
 )
 
 // AdminRoot prefixes the operator-only subjects of the SERVICES account
@@ -72,7 +74,8 @@ var services = map[string]jwt.Permissions{
 			"compute.internal.provider.*.resize", "compute.internal.provider.*.metrics",
 			// machine access: the pool's private key, resolved per use
 			"compute.internal.secrets.resolve"}, noStreamRemoval,
-		[]string{"compute.v1.*.instances.*", "$SRV.>", "_INBOX_svc_reconciler.>"}),
+		// accounts.bootstrap: the sequence it starts is an instance's
+		[]string{"compute.v1.*.instances.*", "compute.v1.*.accounts.bootstrap", "$SRV.>", "_INBOX_svc_reconciler.>"}),
 	// poolctl: its own bucket, reads of the pools (a KV watch), the instance
 	// API as a client of every tenant, and the instance events it reacts to
 	UserPoolctl: servicePerms(
@@ -91,6 +94,9 @@ var services = map[string]jwt.Permissions{
 	UserProviderProxmox: servicePerms(
 		[]string{bus.SecretsResolve, "$SRV.PING.provider-proxmox"}, nil,
 		[]string{"compute.internal.provider.proxmox.>", "$SRV.>", "_INBOX_svc_provider-proxmox.>"}),
+	UserProviderHetznerRobot: servicePerms(
+		[]string{bus.SecretsResolve, "$SRV.PING.provider-hetzner-robot"}, nil,
+		[]string{"compute.internal.provider.hetzner-robot.>", "$SRV.>", "_INBOX_svc_provider-hetzner-robot.>"}),
 }
 
 // servicePerms is a service user's permissions: publish pub but not deny,
@@ -106,7 +112,8 @@ func servicePerms(pub, deny, sub []string) jwt.Permissions {
 // Services lists the service users of the SERVICES account (each with
 // ServicePermissions), sorted.
 func Services() []string {
-	return []string{UserAccounts, UserPoolctl, UserProviderHetzner, UserProviderProxmox, UserReconciler, UserSecrets, UserTenants}
+	return []string{UserAccounts, UserPoolctl, UserProviderHetzner, UserProviderHetznerRobot, UserProviderProxmox, UserReconciler,
+		UserSecrets, UserTenants}
 }
 
 // ServicePermissions are the permissions of the SERVICES account's user

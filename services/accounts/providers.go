@@ -14,7 +14,7 @@ import (
 // Options.Providers is empty: the providers the compute binary serves
 // (their packages are not imported here: a provider is reached only over
 // the bus, and may live in another binary).
-var DefaultProviders = []string{"hetzner-cloud", "proxmox"}
+var DefaultProviders = []string{"hetzner-cloud", "hetzner-robot", "proxmox"}
 
 // providerInfo is the tenant view of provider id's description (cached as
 // validConfig's manifest is). Errors: those of manifestCache.describe.

@@ -59,18 +59,22 @@ func checkName(path, s string, required bool) error {
 }
 
 // checkPoolRequest checks everything of a pool create that needs no I/O.
-// Errors: INVALID_INPUT naming the first offending field (class,
+// Errors: INVALID_INPUT naming the first offending field (class, access
+// (required for the host classes metal-host and vps-host),
 // providerAccountId, agent, name, siteId, flavors, flavors[i].name,
 // flavors[i].offerId, flavors[i].image, access.…).
 func checkPoolRequest(in *api.PoolCreateRequest) error {
-	if in.Class != api.PoolClassProvider {
-		return api.InvalidInput("class", "class must be %q", api.PoolClassProvider)
+	if in.Class != api.PoolClassProvider && !api.HostPoolClass(in.Class) {
+		return api.InvalidInput("class", "class must be %q, %q or %q", api.PoolClassProvider, api.PoolClassMetalHost, api.PoolClassVPSHost)
+	}
+	if api.HostPoolClass(in.Class) && in.Access == nil {
+		return api.InvalidInput("access", "a pool of class %s needs access: its hosts are bootstrapped and configured over SSH", in.Class)
 	}
 	if err := checkID(api.PrefixAccount, "providerAccountId", in.ProviderAccountID); err != nil {
 		return err
 	}
 	if in.Agent != api.PoolAgentNone {
-		return api.InvalidInput("agent", "agent must be %q for class %q", api.PoolAgentNone, api.PoolClassProvider)
+		return api.InvalidInput("agent", "agent must be %q for class %q", api.PoolAgentNone, in.Class)
 	}
 	if err := checkName("name", in.Name, false); err != nil {
 		return err

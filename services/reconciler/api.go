@@ -21,6 +21,7 @@ func (r *Reconciler) endpoints() []bus.Endpoint {
 		ep("power", r.power), ep("reinstall", r.reinstall), ep("exec", r.exec), ep("logs", r.logs),
 		ep("update", r.updateInstance),
 		ep("metrics", r.usage),
+		r.bootstrapEndpoint(),
 	}
 }
 
@@ -60,6 +61,10 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if err := refuseDeletingPool(&pool); err != nil {
 		return nil, err
 	}
+	if api.HostPoolClass(pool.Class) {
+		return nil, api.InvalidInput("poolId", "pool %s is of class %s: its instances are servers claimed with accounts.bootstrap",
+			pool.ID, pool.Class)
+	}
 	flavor, err := poolFlavor(&pool, in.Flavor)
 	if err != nil {
 		return nil, err
@@ -73,16 +78,25 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if in.Power == "" {
 		in.Power = api.PowerOn
 	}
+	return r.writeInstance(ctx, req, &in, nil)
+}
+
+// writeInstance is the write of a checked create (in's pool, flavor and
+// image resolved; boot the bootstrap spec of a host pool's instance, or
+// nil): it claims the idempotency key, refuses a taken name, writes the
+// instance (Pending, generation 1) and queues its work.
+func (r *Reconciler) writeInstance(ctx context.Context, req *bus.Request, in *api.InstanceCreateRequest,
+	boot *api.BootstrapSpec) (any, error) {
 	id := api.NewID(api.PrefixInstance)
 	if in.IdempotencyKey != "" {
-		existing, claimed, err := r.claimIdempotency(ctx, req.Tenant, &in, id)
+		existing, claimed, err := r.claimIdempotency(ctx, req.Tenant, in, id)
 		if err != nil || existing != nil {
 			return existing, err
 		}
 		id = claimed
 		defer r.markWritten(ctx, req, in.IdempotencyKey, id)
 	}
-	if err := r.refuseTakenName(ctx, req.Tenant, &in, id); err != nil {
+	if err := r.refuseTakenName(ctx, req.Tenant, in, id); err != nil {
 		return nil, err
 	}
 	now := r.now()
@@ -93,7 +107,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	inst := api.Instance{
 		ID: id, TenantID: req.Tenant, PoolID: in.PoolID, Flavor: in.Flavor, Image: in.Image, Name: name,
 		UserData: in.UserData, SSHKeys: in.SSHKeys, Labels: appliedLabels(in.Labels), Desired: api.DesiredState{Power: in.Power},
-		Generation: 1, CreatedAt: now,
+		Generation: 1, CreatedAt: now, Bootstrap: boot,
 	}
 	sealRecord(&inst, now) // version 1
 	if _, err := r.instances.Create(ctx, req.Tenant, id, inst); err != nil {
@@ -323,11 +337,17 @@ func (r *Reconciler) reinstall(ctx context.Context, req *bus.Request) (any, erro
 
 // queueReinstall queues a reinstall of inst with image as its one-shot
 // operation (desired.operation): INVALID_STATE while another has not
-// finished (refusePendingOperation). instances.reinstall and an
+// finished (refusePendingOperation); a host's image must also be one
+// installimage takes (api.CheckInstallImage). instances.reinstall and an
 // instances.update of the image both go this way.
 func (r *Reconciler) queueReinstall(inst *api.Instance, image string) error {
 	if err := refusePendingOperation(inst); err != nil {
 		return err
+	}
+	if inst.Bootstrap != nil { // a host's reinstall runs installimage with it
+		if err := api.CheckInstallImage("image", image); err != nil {
+			return err
+		}
 	}
 	inst.Desired.Operation = &api.Operation{ID: api.NewID(api.PrefixOperation), Action: api.ActionReinstall,
 		Image: image, RequestedAt: r.now()}

@@ -77,6 +77,9 @@ func (r *Reconciler) operation(ctx context.Context, s *scope) (step, error) {
 	if !claimed {
 		return end(after(r.o.PollInterval)), nil // another pass runs it, or ran it
 	}
+	if op.Action == api.ActionReinstall && s.inst.Bootstrap != nil {
+		return end(after(0)), r.restartBootstrap(ctx, s, op) // a host's reinstall is its bootstrap again
+	}
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	var callErr error

@@ -26,6 +26,9 @@ func sealRecord(inst *api.Instance, now time.Time) {
 //   - Failed: a terminal failure of this generation (failedThisGeneration);
 //   - Reinstalling: a reinstall runs, or succeeded and its machine was not
 //     seen out of pending since (reinstalling);
+//   - Failed: a bootstrap that gave up (bootstrapFailed);
+//   - Provisioning: a machine recorded whose bootstrap is not Ready
+//     (bootstrapPending);
 //   - with a machine recorded: the machine state's phase (machinePhase);
 //   - Provisioning: a create was requested, or the machine was found
 //     deleted out of band and is re-created;
@@ -45,6 +48,10 @@ func derivePhase(inst *api.Instance) api.Phase {
 		return api.PhaseFailed
 	case reinstalling(s):
 		return api.PhaseReinstalling
+	case bootstrapFailed(inst):
+		return api.PhaseFailed
+	case s.Machine != nil && bootstrapPending(inst):
+		return api.PhaseProvisioning
 	case s.Machine != nil:
 		return configurePhase(inst, machinePhase(s.Phase, s.Machine.State))
 	case s.CreateRequested || machineMissing(inst):
@@ -111,7 +118,7 @@ func failedWhileDeleting(inst *api.Instance) bool {
 // reads error since it last converged for this generation.
 func settledFailure(inst *api.Instance) bool {
 	s := &inst.Status
-	return failedThisGeneration(inst) ||
+	return failedThisGeneration(inst) || bootstrapFailed(inst) ||
 		s.Machine != nil && s.Machine.State == api.StateError && s.ObservedGeneration == inst.Generation
 }
 

@@ -19,6 +19,7 @@ func (r *Reconciler) livePhases() []phaseFunc {
 		r.operation,     // the pending one-shot operation, at most once
 		r.relabel,       // the instance's labels onto the machine, when changed
 		r.resize,        // a new flavor: resize the machine, at most once
+		r.bootstrap,     // host pools: rescue, install, reboot (bootstrap.go)
 		r.setPower,      // power as desired (a change found is drift)
 		r.configure,     // over SSH, once per generation (pools with access)
 		r.converge,      // record what was seen; look again until converged

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -160,6 +161,9 @@ func (r *Reconciler) resolveTarget(ctx context.Context, t *scope) error {
 		return storeError{err}
 	}
 	t.offerID, t.flavors = flavor.OfferID, pool.Flavors
+	if b := t.inst.Bootstrap; b != nil {
+		t.offerID = strconv.Itoa(b.ServerNumber) // a host's create claims the server (offers: one per free server)
+	}
 	t.access = pool.Access
 	t.pool, t.flavor = &pool, flavor
 	t.remote = r.remote(&acct)

@@ -51,6 +51,9 @@ type Options struct {
 	// rate-limit budget (default clock.Real). The loop's own waits
 	// (JetStream redelivery, resync ticks) run on the wall clock.
 	Clock clock.Clock
+	// Bootstrap bounds the bootstrap sequence of host pools' instances
+	// (bootstrap.go).
+	Bootstrap BootstrapOptions
 	// Hooks are test seams.
 	Hooks Hooks
 }
@@ -68,9 +71,13 @@ type Hooks struct {
 	// recorded and claimed and before the create is recorded and sent
 	// (pools with network.addresses only).
 	AfterAddressClaim func(instanceID string)
+	// BootstrapStepRecorded runs after a bootstrap step was recorded and
+	// before it is taken (state Running) or after its outcome was.
+	BootstrapStepRecorded func(instanceID string, step api.BootstrapStep, state api.StepState)
 }
 
 func (o *Options) defaults() {
+	o.Bootstrap.defaults()
 	if o.ReconcileWorkers <= 0 {
 		o.ReconcileWorkers = 64
 	}
