@@ -52,6 +52,11 @@ type Stores struct {
 	Idempotency jetstream.KeyValue
 	Watermarks  jetstream.KeyValue
 	Tenants     jetstream.KeyValue
+	// Usage holds each tenant's instance counts (usage.go).
+	Usage jetstream.KeyValue
+	// quotas is the watch of the tenants' quotas every service of these
+	// stores shares (Quotas).
+	quotas sharedQuotas
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -78,6 +83,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 			jetstream.KeyValueConfig{Bucket: BucketIdempotency, Description: "create results by idempotency key", TTL: IdempotencyTTL}},
 		{&st.Watermarks, jetstream.KeyValueConfig{Bucket: BucketWatermarks, Description: "high-water marks of the buckets above"}},
 		{&st.Tenants, jetstream.KeyValueConfig{Bucket: BucketTenants, Description: "tenants: NATS accounts, limits, quotas, credentials"}},
+		{&st.Usage, jetstream.KeyValueConfig{Bucket: BucketUsage, Description: "tenants' instance counts, checked against their quotas"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage

@@ -14,6 +14,9 @@ import "better-compute.io/compute/pkg/api"
 //	compute_idempotency  create results (<tenant>.<op>.<sha256 of key>)    the service of op:
 //	                     (IdempotencyID)                                   secrets-put: secrets,
 //	                                                                       instances-create: reconciler
+//	compute_usage        instance counts under quotas (<tenant>.instances) reconciler
+//	compute_tenants      tenant records (_tenants.<tenantId>)              tenants (read by every
+//	                                                                       service: Quotas)
 //
 // Readers: the reconciler reads pools and accounts, accounts reads
 // instances (a pool in use is not deleted), secrets reads accounts (a

@@ -57,6 +57,8 @@ var services = map[string]jwt.Permissions{
 	UserReconciler: servicePerms(
 		[]string{"$JS.API.>", "$JS.ACK.COMPUTE_WORK.>", "$KV." + bus.BucketInstances + ".>", "$SRV.PING.reconciler",
 			"$KV." + bus.BucketIdempotency + ".*.instances-create.*", watermark(bus.BucketInstances),
+			// the tenants' instance counts under their quotas (services/reconciler/usage.go)
+			"$KV." + bus.BucketUsage + ".>",
 			bus.WorkRoot + ".>",
 			// the only publisher of events: nobody else can forge a status change
 			bus.EventsOf("*"),

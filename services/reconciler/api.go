@@ -40,13 +40,18 @@ var createOp = bus.EndpointName(bus.ResourceInstances, "create")
 // create answers instances.create: validates the request against the pool,
 // writes the instance (phase Pending, generation 1) and queues its work.
 // Errors: INVALID_INPUT (field named), CONFLICT (idempotency key reused with
-// another request), UNAVAILABLE.
+// another request), RATE_LIMITED (quotas.createsPerSecond),
+// CAPACITY_UNAVAILABLE (quotas.instances, quotas.instancesPerPool; see
+// usage.go), UNAVAILABLE.
 func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.InstanceCreateRequest
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if err := validateCreate(&in); err != nil {
+		return nil, err
+	}
+	if err := r.admitCreate(req.Tenant, r.now()); err != nil {
 		return nil, err
 	}
 	pool, _, err := r.pools.Get(ctx, req.Tenant, in.PoolID)
@@ -98,7 +103,12 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		Generation: 1, CreatedAt: now,
 	}
 	sealRecord(&inst, now) // version 1
+	undoReservation, err := r.reserveInstance(ctx, req.Tenant, in.PoolID)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := r.instances.Create(ctx, req.Tenant, id, inst); err != nil {
+		undoReservation() // not written, or counted when it was
 		if api.IsCode(err, api.CodeAlreadyExists) { // a retry after a crash between the two writes
 			existing, err := r.load(ctx, req.Tenant, id)
 			if err == nil {
@@ -111,7 +121,9 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if err := r.recheckPool(ctx, req.Tenant, in.PoolID); err != nil {
 		// The pool is being deleted (or is gone): take the instance back
 		// rather than leave it orphaned.
-		_ = r.instances.Remove(ctx, req.Tenant, id)
+		if r.instances.Remove(ctx, req.Tenant, id) == nil {
+			undoReservation()
+		}
 		return nil, err
 	}
 	req.Log.Info().Str("instance", id).Str("pool", in.PoolID).Str("flavor", in.Flavor).Msg("instance created")

@@ -70,7 +70,9 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	}
 	byAccount := map[string][]*api.Instance{} // settled instances by "<tenant>.<account id>"
 	accounts := &accountCache{byPool: map[string]*api.Account{}, byAccount: map[string]*api.Account{}}
+	count := usageCount{} // for repairUsage
 	err := r.instances.Each(ctx, "", func(_, _ string, inst api.Instance, _ uint64) error {
+		count.add(&inst)
 		if !settled(&inst) {
 			queue(&inst)
 			return nil
@@ -86,6 +88,9 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return queued, err
+	}
+	if err := r.repairUsage(ctx, count); err != nil {
+		r.log.Warn().Err(err).Msg("usage records not checked against the inventory")
 	}
 	for key, insts := range byAccount {
 		acct := accounts.byAccount[key]
