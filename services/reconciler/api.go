@@ -108,7 +108,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 		return nil, err
 	}
 	if _, err := r.instances.Create(ctx, req.Tenant, id, inst); err != nil {
-		undoReservation() // not written, or counted when it was
+		undoReservation()                           // not written, or counted when it was
 		if api.IsCode(err, api.CodeAlreadyExists) { // a retry after a crash between the two writes
 			existing, err := r.load(ctx, req.Tenant, id)
 			if err == nil {
