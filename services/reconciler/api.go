@@ -27,8 +27,9 @@ func (r *Reconciler) endpoints() []bus.Endpoint {
 type idempotencyRecord struct {
 	InstanceID  string `json:"instanceId"`
 	RequestHash string `json:"requestHash"`
-	// Written is set once the instance record was written: a replay that
-	// then finds no instance finds one deleted since, never re-creates it.
+	// Written was set, by versions before the delete markers were read
+	// (claimIdempotency), once the instance record was written; it is
+	// still honoured, never written any more.
 	Written bool `json:"written,omitempty"`
 }
 
@@ -54,7 +55,7 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if err := r.admitCreate(req.Tenant, r.now()); err != nil {
 		return nil, err
 	}
-	pool, _, err := r.pools.Get(ctx, req.Tenant, in.PoolID)
+	pool, err := r.pool(ctx, req.Tenant, in.PoolID)
 	if api.IsCode(err, api.CodeNotFound) {
 		return nil, api.InvalidInput("poolId", "pool %q not found", in.PoolID)
 	}
@@ -87,7 +88,6 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 			return existing, err
 		}
 		id = claimed
-		defer r.markWritten(ctx, req, in.IdempotencyKey, id)
 	}
 	if err := r.refuseTakenName(ctx, req.Tenant, &in, id); err != nil {
 		return nil, err
@@ -171,16 +171,27 @@ func flavorNames(p *api.Pool) []string {
 // before it returns the instance it made (CONFLICT when the request
 // differs; INVALID_STATE when that instance was deleted since), or, when
 // that instance was never written (a crash between the two writes), the
-// recorded id to create it under.
+// recorded id to create it under. A new key costs one write (the record is
+// created first, read only when it exists); whether an instance that is
+// not found was deleted since or never written is its key's delete marker
+// in compute_instances (Table.Deleted), read only then: no write marks a
+// create as done, and no crash can leave one unmarked.
 func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string,
 	in *api.InstanceCreateRequest, id string) (*api.Instance, string, error) {
 	body, _ := json.Marshal(in)
 	reqHash := sha256.Sum256(body)
 	key := bus.IdempotencyID(createOp, in.IdempotencyKey)
 	rec := idempotencyRecord{InstanceID: id, RequestHash: hex.EncodeToString(reqHash[:])}
+	_, err := r.idempotency.Create(ctx, tenant, key, rec)
+	if err == nil {
+		return nil, id, nil
+	}
+	if !api.IsCode(err, api.CodeAlreadyExists) {
+		return nil, "", err
+	}
 	prev, _, created, err := r.idempotency.GetOrCreate(ctx, tenant, key, rec)
 	if created {
-		return nil, id, nil
+		return nil, id, nil // the record went (its TTL) between the two
 	}
 	if err != nil {
 		return nil, "", err
@@ -189,7 +200,14 @@ func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string,
 		return nil, "", api.Errorf(api.CodeConflict, "idempotencyKey was used for a different create request").WithPath("idempotencyKey")
 	}
 	inst, err := r.load(ctx, tenant, prev.InstanceID)
-	if api.IsCode(err, api.CodeNotFound) && prev.Written {
+	deleted := prev.Written
+	if api.IsCode(err, api.CodeNotFound) && !deleted {
+		if deleted, err = r.instances.Deleted(ctx, tenant, prev.InstanceID); err != nil {
+			return nil, "", err
+		}
+		err = api.NotFound("instance", prev.InstanceID)
+	}
+	if api.IsCode(err, api.CodeNotFound) && deleted {
 		ce := api.Errorf(api.CodeInvalidState,
 			"instance %s, created with this idempotencyKey, was deleted since; use a new key to create another", prev.InstanceID).
 			WithPath("idempotencyKey")
@@ -398,27 +416,6 @@ func (r *Reconciler) recheckPool(ctx context.Context, tenant, poolID string) err
 		return err
 	}
 	return refuseDeletingPool(&pool)
-}
-
-// markWritten notes in key's idempotency record that instance id exists,
-// once create wrote it (it runs deferred, after every outcome; it does
-// nothing while id is not stored). A crash before it leaves the record
-// unmarked: a replay after the instance's deletion would then create it
-// again, the window this cannot close.
-func (r *Reconciler) markWritten(ctx context.Context, req *bus.Request, key, id string) {
-	if _, _, err := r.instances.Get(ctx, req.Tenant, id); err != nil {
-		return
-	}
-	_, _, err := r.idempotency.Mutate(ctx, req.Tenant, bus.IdempotencyID(createOp, key), func(rec *idempotencyRecord) error {
-		if rec.InstanceID != id || rec.Written {
-			return errUnchanged
-		}
-		rec.Written = true
-		return nil
-	})
-	if err != nil && !errors.Is(err, errUnchanged) {
-		req.Log.Warn().Err(err).Str("instance", id).Msg("idempotency record not marked written")
-	}
 }
 
 // refuseDeletingPool is INVALID_STATE for a pool a pools.delete is removing.

@@ -143,6 +143,8 @@ type Reconciler struct {
 	budgets *budgets
 	// usage keeps the tenants' instance counts and create rates (usage.go).
 	usage *usage
+	// poolCache holds the pools creates read (poolcache.go).
+	poolCache poolCache
 }
 
 // Start serves the instance API on nc and starts consuming work. Stop it

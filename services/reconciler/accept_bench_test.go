@@ -1,0 +1,92 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"better-compute.io/compute/pkg/api"
+)
+
+// BenchmarkCreateAcceptance measures how fast instances.create accepts a
+// burst: COMPUTE_BENCH_INSTANCES creates (default 10,000, each with its
+// idempotency key, COMPUTE_BENCH_CLIENTS at once, default 64) answered by
+// one reconciler whose work consumers also run (memory provider), next to a
+// bare JetStream KV create loop of records of the same size, the same
+// number at the same concurrency, in the same run. It prints both rates and
+// their ratio; COMPUTE_BENCH_API_ONLY=1 serves the instance API alone (no
+// work consumed). Run it once: go test -run '^$' -bench CreateAcceptance
+// -benchtime 1x ./services/reconciler/
+func BenchmarkCreateAcceptance(b *testing.B) {
+	n := envInt("COMPUTE_BENCH_INSTANCES", 10_000)
+	clients := envInt("COMPUTE_BENCH_CLIENTS", 64)
+	for b.Loop() {
+		var what []start
+		if os.Getenv("COMPUTE_BENCH_API_ONLY") != "" {
+			what = append(what, startAPI)
+		}
+		h := newHarness(b, Options{Logger: fastOptions().Logger, ResyncInterval: -1}, what...)
+		record, _ := json.Marshal(api.Instance{ID: api.NewID(api.PrefixInstance), TenantID: tenant, PoolID: h.pool.ID,
+			Flavor: "small", Image: "debian-12", Name: "bench", Generation: 1, Version: 1})
+		ctx := context.Background()
+		bare, err := h.env.Stores.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench_bare", Storage: jetstream.FileStorage})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		parallel(n, clients, func(i int) error {
+			_, err := bare.Create(ctx, fmt.Sprintf("%s.k%d", tenant, i), record)
+			return err
+		})
+		bareTime := time.Since(start)
+
+		prefix := fmt.Sprintf("accept-%d", time.Now().UnixNano())
+		start = time.Now()
+		parallel(n, clients, func(i int) error {
+			req := api.InstanceCreateRequest{PoolID: h.pool.ID, Flavor: "small", IdempotencyKey: fmt.Sprintf("%s-%d", prefix, i)}
+			return h.call("create", req, nil)
+		})
+		createTime := time.Since(start)
+		bareRate, createRate := float64(n)/bareTime.Seconds(), float64(n)/createTime.Seconds()
+		b.ReportMetric(createRate, "creates/s")
+		b.ReportMetric(bareRate, "bare-kv-creates/s")
+		b.ReportMetric(bareRate/createRate, "x-bare")
+		b.Logf("%d creates (%d at once) accepted in %v: %.0f/s; bare KV creates %v: %.0f/s; bare/create %.2f",
+			n, clients, createTime.Round(time.Millisecond), createRate, bareTime.Round(time.Millisecond), bareRate, bareRate/createRate)
+		if h.api == nil {
+			h.rec.Stop()
+		}
+	}
+}
+
+// parallel runs fn(0..n-1), at most clients at once, failing the
+// benchmark on the first error.
+func parallel(n, clients int, fn func(i int) error) {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for range clients {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		panic(fmt.Sprintf("parallel: %v", first))
+	}
+}
