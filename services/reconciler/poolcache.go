@@ -18,6 +18,9 @@ import (
 type poolCache struct {
 	mu    sync.Mutex
 	pools map[string]cachedPool // by RecordKey(tenant, pool id)
+	// accounts are the pools' provider accounts (which never change), by
+	// RecordKey(tenant, pool id), for the work subjects (accountOfPool).
+	accounts map[string]string
 }
 
 type cachedPool struct {
@@ -52,4 +55,31 @@ func (r *Reconciler) pool(ctx context.Context, tenant, id string) (api.Pool, err
 	c.pools[key] = cachedPool{pool: pool, read: now}
 	c.mu.Unlock()
 	return pool, nil
+}
+
+// accountOfPool is the provider account of tenant's pool (it never
+// changes: kept once read, poolCacheMax pools at most), "" when the pool
+// cannot be read (gone, or the store unreachable): the instance's work is
+// then queued without an account (bus.Work) and still consumed. So is
+// the work of a pool whose account id is not one (a token of a subject).
+func (r *Reconciler) accountOfPool(ctx context.Context, tenant, pool string) string {
+	key := bus.RecordKey(tenant, pool)
+	c := &r.poolCache
+	c.mu.Lock()
+	account, ok := c.accounts[key]
+	c.mu.Unlock()
+	if ok {
+		return account
+	}
+	p, err := r.pool(ctx, tenant, pool)
+	if err != nil || !api.ValidID(api.PrefixAccount, p.ProviderAccountID) {
+		return ""
+	}
+	c.mu.Lock()
+	if c.accounts == nil || len(c.accounts) >= poolCacheMax {
+		c.accounts = map[string]string{}
+	}
+	c.accounts[key] = p.ProviderAccountID
+	c.mu.Unlock()
+	return p.ProviderAccountID
 }

@@ -65,7 +65,7 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	queue := func(inst *api.Instance) {
 		pctx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 		defer cancel()
-		r.publishWork(pctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-resync-%d", inst.ID, window))
+		r.publishWork(pctx, inst, fmt.Sprintf("%s-resync-%d", inst.ID, window))
 		queued++
 	}
 	byAccount := map[string][]*api.Instance{} // settled instances by "<tenant>.<account id>"

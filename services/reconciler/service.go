@@ -138,7 +138,7 @@ type Reconciler struct {
 	// workMu guards pulled: the tenants whose work this replica pulls
 	// (nil: it consumes no work).
 	workMu  sync.Mutex
-	pulled  map[string]bool
+	pulled  map[workSource]bool
 	wg      sync.WaitGroup
 	budgets *budgets
 	// usage keeps the tenants' instance counts and create rates (usage.go).
@@ -159,7 +159,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	}
 	r := newReconciler(nc, st, o)
 	o = r.o
-	r.pulled = map[string]bool{}
+	r.pulled = map[workSource]bool{}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
 		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(), Quotas: o.Quotas,
