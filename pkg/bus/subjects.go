@@ -8,7 +8,8 @@ const (
 	PublicRoot = "compute.v1"
 	// InternalRoot prefixes subjects only services may publish on.
 	InternalRoot = "compute.internal"
-	// WorkRoot prefixes the reconciler's work queue subjects: compute.work.<tenant>.<instanceId>.
+	// WorkRoot prefixes the reconciler's work queue subjects (AccountWork, Work):
+	// compute.work.<tenant>.<accountId>.<instanceId>.
 	WorkRoot = "compute.work"
 )
 
