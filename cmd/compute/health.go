@@ -28,7 +28,7 @@ import (
 // healthTarget is what `compute health --service` checks of one service:
 // its micro service answers PING, and the JetStream assets it keeps state
 // in answer (a stream without a leader does not). The reconciler's work
-// consumers are per tenant (reconciler.WorkConsumer), created with the
+// consumers are per tenant account (reconciler.WorkConsumer), created with the
 // tenant's first work, so none is required.
 type healthTarget struct {
 	micro   string

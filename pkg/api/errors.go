@@ -65,6 +65,12 @@ type ErrorDetails struct {
 	// Instances are the ids of the instances that still use a pool
 	// pools.delete refused to delete (INVALID_STATE).
 	Instances []string `json:"instances,omitempty"`
+	// Limit names the tenant's quota a request was refused for, as the
+	// tenant record's field ("quotas.instances", "quotas.instancesPerPool",
+	// "quotas.createsPerSecond", "quotas.concurrentLists"): on
+	// CAPACITY_UNAVAILABLE (a count at its quota) and RATE_LIMITED (a rate
+	// or concurrency quota). See QuotaExceeded.
+	Limit string `json:"limit,omitempty"`
 	// NotExecuted (true) marks the error of a provider call that provably
 	// changed nothing: every request of it that could change something was
 	// refused by the API before acting (a lock, a conflict, a rate limit: an
@@ -85,6 +91,8 @@ type ErrorDetails struct {
 	// Pools are the ids of the pools that still use a provider account
 	// accounts.delete refused to delete (INVALID_STATE).
 	Pools []string `json:"pools,omitempty"`
+	// Quota is the value of the quota Limit names (always with Limit).
+	Quota int64 `json:"quota,omitempty"`
 	// Reason says, in words, why a NOT_FOUND found nothing (e.g. "no
 	// server carries the idempotency key").
 	Reason string `json:"reason,omitempty"`
@@ -185,6 +193,21 @@ func RateLimited(retryAfter time.Duration, format string, args ...any) *ComputeE
 	}
 	e := Errorf(CodeRateLimited, format, args...)
 	e.Details.RetryAfterMs = &ms
+	return e
+}
+
+// QuotaExceeded is CAPACITY_UNAVAILABLE for a tenant's count quota
+// (limit is its field in the tenant record, e.g. "quotas.instances"; quota
+// its value), with details.limit and details.quota set. A create refused so
+// wrote nothing.
+func QuotaExceeded(limit string, quota int64, format string, args ...any) *ComputeError {
+	return Errorf(CodeCapacityUnavailable, format, args...).WithLimit(limit, quota)
+}
+
+// WithLimit returns e with details naming the tenant's quota limit and its
+// value quota (e is modified and returned).
+func (e *ComputeError) WithLimit(limit string, quota int64) *ComputeError {
+	e.Details.Limit, e.Details.Quota = limit, quota
 	return e
 }
 
@@ -290,6 +313,7 @@ func (d ErrorDetails) MapStrings(f func(string) string) ErrorDetails {
 	out.Allowed, out.Candidates = list(d.Allowed), list(d.Candidates)
 	out.Code, out.Path = str(d.Code), str(d.Path)
 	out.ID, out.Reason, out.Scheme, out.Scope = f(d.ID), f(d.Reason), f(d.Scheme), f(d.Scope)
+	out.Limit = f(d.Limit)
 	if h := d.NameHolder; h != nil {
 		out.NameHolder = &NameHolder{ID: f(h.ID), IdempotencyKey: f(h.IdempotencyKey), State: f(h.State)}
 	}

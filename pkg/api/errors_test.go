@@ -283,6 +283,8 @@ func TestErrorWireBytes(t *testing.T) {
 		{"scheme", scheme, `{"code":"INVALID_INPUT","message":"no store","details":{"path":"ref","scheme":"vault"}}`},
 		{"version", version, `{"code":"CONFLICT","message":"stale","details":{"path":"version","version":4}}`},
 		{"allowed", allowed, `{"code":"INVALID_CONFIG","message":"unknown","details":{"allowed":["token","location"],"path":"config.zone"}}`},
+		{"quota", QuotaExceeded("quotas.instances", 10, "full"),
+			`{"code":"CAPACITY_UNAVAILABLE","message":"full","details":{"limit":"quotas.instances","quota":10}}`},
 		{"candidates", candidates, `{"code":"INVALID_INPUT","message":"ambiguous","details":{"candidates":["inst_01","inst_02"],"path":"name"}}`},
 	}
 	for _, tc := range tests {
@@ -308,7 +310,7 @@ func TestErrorWireBytes(t *testing.T) {
 func TestMapStringsCoversEveryString(t *testing.T) {
 	var in ErrorDetails
 	all := `{"accounts":["s"],"allowed":["s"],"candidates":["s"],"code":"s","holderId":"s","holderIdempotencyKey":"s","holderState":"s","id":"s",
-		"instances":["s"],"notExecuted":true,"path":"s","permanent":true,"pools":["s"],"reason":"s",
+		"instances":["s"],"limit":"s","notExecuted":true,"path":"s","permanent":true,"pools":["s"],"quota":1,"reason":"s",
 		"retryAfterMs":1,"scheme":"s","scope":"s","status":1,"version":1}`
 	if err := json.Unmarshal([]byte(all), &in); err != nil {
 		t.Fatal(err)
@@ -335,8 +337,8 @@ func TestMapStringsCoversEveryString(t *testing.T) {
 			}
 		}
 	}
-	if len(strs) != 14 {
-		t.Fatalf("%d strings in %s, want 14", len(strs), out)
+	if len(strs) != 15 {
+		t.Fatalf("%d strings in %s, want 15", len(strs), out)
 	}
 	for _, s := range strs {
 		if s != "s-cut" {

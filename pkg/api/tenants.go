@@ -26,16 +26,22 @@ type TenantLimits struct {
 // DefaultTenantLimits are the limits of a tenant created without any.
 var DefaultTenantLimits = TenantLimits{Connections: 100, Subscriptions: 1000, PayloadBytes: 1 << 20}
 
-// TenantQuotas are the tenant's application quotas (0: none). They are
-// stored with the tenant now; enforcing them is the scale issue's work.
+// TenantQuotas are the tenant's application quotas (0: none), enforced by
+// the services from a watch of the tenant records (bus.Quotas; see
+// docs/architecture.md, "Tenant quotas"). A refusal names the quota in
+// details.limit ("quotas.<field>") with its value in details.quota.
 type TenantQuotas struct {
-	// Instances of the tenant at once.
+	// Instances of the tenant at once (instances.create beyond:
+	// CAPACITY_UNAVAILABLE).
 	Instances int64 `json:"instances"`
-	// InstancesPerPool of one pool at once.
+	// InstancesPerPool of one pool at once (CAPACITY_UNAVAILABLE, path
+	// poolId).
 	InstancesPerPool int64 `json:"instancesPerPool"`
-	// CreatesPerSecond of instances.
+	// CreatesPerSecond of instances, per reconciler replica (RATE_LIMITED
+	// with retryAfterMs).
 	CreatesPerSecond int64 `json:"createsPerSecond"`
-	// ConcurrentLists running at once.
+	// ConcurrentLists running at once, of every resource's list verb, per
+	// service replica (RATE_LIMITED with retryAfterMs).
 	ConcurrentLists int64 `json:"concurrentLists"`
 }
 

@@ -28,4 +28,8 @@
 //     accounts); compute_idempotency: the service of each endpoint whose
 //     records it holds (secrets-put, instances-create). See tables.go.
 //   - Endpoints are named EndpointName(resource, verb) = "<resource>-<verb>".
+//   - Every service's list verbs answer a tenant at its quotas.concurrentLists
+//     RATE_LIMITED before taking a worker (ServiceConfig.Quotas); the
+//     tenants' quotas are followed from a watch of compute_tenants
+//     (quotas.go, Stores.Quotas).
 package bus

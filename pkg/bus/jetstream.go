@@ -64,6 +64,11 @@ type Stores struct {
 	Addresses jetstream.KeyValue
 	// PoolControl is BucketPoolControl.
 	PoolControl jetstream.KeyValue
+	// Usage holds each tenant's instance counts (usage.go).
+	Usage jetstream.KeyValue
+	// quotas is the watch of the tenants' quotas every service of these
+	// stores shares (Quotas).
+	quotas sharedQuotas
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -93,6 +98,7 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		{&st.Addresses, jetstream.KeyValueConfig{Bucket: BucketAddresses, Description: "static addresses held, by pool"}},
 		{&st.PoolControl, jetstream.KeyValueConfig{Bucket: BucketPoolControl,
 			Description: "pool controller: leases, slots, status of sized pools"}},
+		{&st.Usage, jetstream.KeyValueConfig{Bucket: BucketUsage, Description: "tenants' instance counts, checked against their quotas"}},
 	}
 	for _, b := range buckets {
 		b.cfg.Storage = jetstream.FileStorage

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,6 +96,12 @@ type ServiceConfig struct {
 	Workers int
 	// Logger receives one line per failed request (and one per success at debug).
 	Logger zerolog.Logger
+	// Quotas, when set, bounds each tenant's list verbs (every endpoint
+	// whose verb is "list") in flight at once by its
+	// quotas.concurrentLists (Quotas.AdmitList): the excess is answered
+	// RATE_LIMITED at once, before it takes a worker, so one tenant's list
+	// flood cannot hold every worker of the service.
+	Quotas *Quotas
 }
 
 // Service is a running micro service with its worker pool. It speaks the
@@ -318,13 +325,47 @@ func (s *Service) dispatch(ep *endpoint) nats.MsgHandler {
 			}
 			return
 		}
+		admitted, ce := s.admit(ep, m.Subject)
+		if ce != nil {
+			cancel()
+			s.wg.Done()
+			if err := s.reply(ep, m, delivered, nil, nil, ce); err != nil {
+				s.log.Warn().Err(err).Msg("reply not sent")
+			}
+			return
+		}
 		s.sem <- struct{}{}
 		go func() {
-			defer func() { <-s.sem; s.wg.Done(); cancel() }()
+			defer func() { <-s.sem; admitted(); s.wg.Done(); cancel() }()
 			s.serve(ctx, ep, m, delivered)
 		}()
 	}
 }
+
+// admit counts a request of a list endpoint in with its tenant's
+// concurrent-list quota (ServiceConfig.Quotas); admitted counts it out. A
+// refusal asks the caller to retry after the endpoint's mean time to answer
+// (listRetryAfter).
+func (s *Service) admit(ep *endpoint, subject string) (admitted func(), ce *api.ComputeError) {
+	if !strings.HasSuffix(ep.Name, "-list") {
+		return func() {}, nil
+	}
+	ep.mu.Lock()
+	mean := ep.stats.AverageProcessingTime
+	ep.mu.Unlock()
+	admitted, err := s.cfg.Quotas.AdmitList(TenantOf(subject), min(max(mean, minListRetryAfter), maxListRetryAfter))
+	if err != nil {
+		return nil, api.AsComputeError(err)
+	}
+	return admitted, nil
+}
+
+// The bounds of the retryAfterMs of a list refused for the tenant's
+// concurrent-list quota: the endpoint's mean time to answer, within them.
+const (
+	minListRetryAfter = 50 * time.Millisecond
+	maxListRetryAfter = 5 * time.Second
+)
 
 // requestContext derives the handler context from the Compute-Deadline
 // header (DefaultTimeout when absent) and reports a deadline already past.

@@ -8,7 +8,8 @@ const (
 	PublicRoot = "compute.v1"
 	// InternalRoot prefixes subjects only services may publish on.
 	InternalRoot = "compute.internal"
-	// WorkRoot prefixes the reconciler's work queue subjects: compute.work.<tenant>.<instanceId>.
+	// WorkRoot prefixes the reconciler's work queue subjects (AccountWork, Work):
+	// compute.work.<tenant>.<accountId>.<instanceId>.
 	WorkRoot = "compute.work"
 )
 
@@ -53,8 +54,18 @@ const SecretsResolve = InternalRoot + ".secrets.resolve"
 // resolves for a tenant without receiving its value.
 const SecretsCheck = InternalRoot + ".secrets.check"
 
-// Work is the work-queue subject of one instance.
+// Work is the work-queue subject of one instance as reconcilers before
+// AccountWork queued it, compute.work.<tenant>.<instanceId>: still
+// consumed, no longer published.
 func Work(tenant, instanceID string) string { return WorkRoot + "." + tenant + "." + instanceID }
+
+// AccountWork is the work-queue subject of one instance of a pool on
+// provider account accountID: compute.work.<tenant>.<accountId>.<instanceId>,
+// so that each account's work has a consumer of its own (fair within a
+// tenant).
+func AccountWork(tenant, accountID, instanceID string) string {
+	return WorkRoot + "." + tenant + "." + accountID + "." + instanceID
+}
 
 // TenantOf returns the tenant token of a public subject (compute.v1.<tenant>.…),
 // or "" when subject is not public.

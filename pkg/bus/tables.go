@@ -15,6 +15,9 @@ import "better-compute.io/compute/pkg/api"
 //	                     (IdempotencyID)                                   secrets-put: secrets,
 //	                                                                       instances-create: reconciler
 //	compute_poolctl      pool controller records (<tenant>.<poolId>)       poolctl
+//	compute_usage        instance counts under quotas (<tenant>.instances) reconciler
+//	compute_tenants      tenant records (_tenants.<tenantId>)              tenants (read by every
+//	                                                                       service: Quotas)
 //
 // Readers: the reconciler reads pools and accounts, accounts reads
 // instances (a pool in use is not deleted), secrets reads accounts (a

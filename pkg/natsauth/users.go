@@ -64,6 +64,8 @@ var services = map[string]jwt.Permissions{
 			"$KV." + bus.BucketIdempotency + ".*.instances-create.*", watermark(bus.BucketInstances),
 			// static addresses of pools' network.addresses, claimed and released
 			"$KV." + bus.BucketAddresses + ".>",
+			// the tenants' instance counts under their quotas (services/reconciler/usage.go)
+			"$KV." + bus.BucketUsage + ".>",
 			bus.WorkRoot + ".>",
 			// the only publisher of events: nobody else can forge a status change
 			bus.EventsOf("*"),

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -67,6 +68,10 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if len(o.Providers) == 0 {
 		o.Providers = DefaultProviders
 	}
+	quotas, err := st.Quotas(o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("accounts: %w", err)
+	}
 	s := &service{
 		nc:        nc,
 		accounts:  table[api.Account]{Table: st.AccountTable(), prefix: api.PrefixAccount},
@@ -83,6 +88,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 		Endpoints:   s.endpoints(),
 		Workers:     o.Workers,
 		Logger:      o.Logger,
+		Quotas:      quotas,
 	})
 }
 

@@ -20,7 +20,7 @@ func (r *Reconciler) endpoints() []bus.Endpoint {
 		ep("create", r.create), ep("get", r.get), ep("list", r.list), ep("delete", r.delete),
 		ep("power", r.power), ep("reinstall", r.reinstall), ep("exec", r.exec), ep("logs", r.logs),
 		ep("update", r.updateInstance),
-		ep("metrics", r.usage),
+		ep("metrics", r.instanceMetrics),
 		r.bootstrapEndpoint(),
 	}
 }
@@ -29,8 +29,9 @@ func (r *Reconciler) endpoints() []bus.Endpoint {
 type idempotencyRecord struct {
 	InstanceID  string `json:"instanceId"`
 	RequestHash string `json:"requestHash"`
-	// Written is set once the instance record was written: a replay that
-	// then finds no instance finds one deleted since, never re-creates it.
+	// Written was set, by versions before the delete markers were read
+	// (claimIdempotency), once the instance record was written; it is
+	// still honoured, never written any more.
 	Written bool `json:"written,omitempty"`
 }
 
@@ -42,7 +43,9 @@ var createOp = bus.EndpointName(bus.ResourceInstances, "create")
 // create answers instances.create: validates the request against the pool,
 // writes the instance (phase Pending, generation 1) and queues its work.
 // Errors: INVALID_INPUT (field named), CONFLICT (idempotency key reused with
-// another request), UNAVAILABLE.
+// another request), RATE_LIMITED (quotas.createsPerSecond),
+// CAPACITY_UNAVAILABLE (quotas.instances, quotas.instancesPerPool; see
+// usage.go), UNAVAILABLE.
 func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.InstanceCreateRequest
 	if err := req.Decode(&in); err != nil {
@@ -51,7 +54,10 @@ func (r *Reconciler) create(ctx context.Context, req *bus.Request) (any, error) 
 	if err := validateCreate(&in); err != nil {
 		return nil, err
 	}
-	pool, _, err := r.pools.Get(ctx, req.Tenant, in.PoolID)
+	if err := r.admitCreate(req.Tenant, r.now()); err != nil {
+		return nil, err
+	}
+	pool, err := r.pool(ctx, req.Tenant, in.PoolID)
 	if api.IsCode(err, api.CodeNotFound) {
 		return nil, api.InvalidInput("poolId", "pool %q not found", in.PoolID)
 	}
@@ -94,7 +100,6 @@ func (r *Reconciler) writeInstance(ctx context.Context, req *bus.Request, in *ap
 			return existing, err
 		}
 		id = claimed
-		defer r.markWritten(ctx, req, in.IdempotencyKey, id)
 	}
 	if err := r.refuseTakenName(ctx, req.Tenant, in, id); err != nil {
 		return nil, err
@@ -110,7 +115,12 @@ func (r *Reconciler) writeInstance(ctx context.Context, req *bus.Request, in *ap
 		Generation: 1, CreatedAt: now, Bootstrap: boot,
 	}
 	sealRecord(&inst, now) // version 1
+	undoReservation, err := r.reserveInstance(ctx, req.Tenant, in.PoolID)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := r.instances.Create(ctx, req.Tenant, id, inst); err != nil {
+		undoReservation()                           // not written, or counted when it was
 		if api.IsCode(err, api.CodeAlreadyExists) { // a retry after a crash between the two writes
 			existing, err := r.load(ctx, req.Tenant, id)
 			if err == nil {
@@ -123,7 +133,9 @@ func (r *Reconciler) writeInstance(ctx context.Context, req *bus.Request, in *ap
 	if err := r.recheckPool(ctx, req.Tenant, in.PoolID); err != nil {
 		// The pool is being deleted (or is gone): take the instance back
 		// rather than leave it orphaned.
-		_ = r.instances.Remove(ctx, req.Tenant, id)
+		if r.instances.Remove(ctx, req.Tenant, id) == nil {
+			undoReservation()
+		}
 		return nil, err
 	}
 	req.Log.Info().Str("instance", id).Str("pool", in.PoolID).Str("flavor", in.Flavor).Msg("instance created")
@@ -184,16 +196,27 @@ func flavorNames(p *api.Pool) []string {
 // before it returns the instance it made (CONFLICT when the request
 // differs; INVALID_STATE when that instance was deleted since), or, when
 // that instance was never written (a crash between the two writes), the
-// recorded id to create it under.
+// recorded id to create it under. A new key costs one write (the record is
+// created first, read only when it exists); whether an instance that is
+// not found was deleted since or never written is its key's delete marker
+// in compute_instances (Table.Deleted), read only then: no write marks a
+// create as done, and no crash can leave one unmarked.
 func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string,
 	in *api.InstanceCreateRequest, id string) (*api.Instance, string, error) {
 	body, _ := json.Marshal(in)
 	reqHash := sha256.Sum256(body)
 	key := bus.IdempotencyID(createOp, in.IdempotencyKey)
 	rec := idempotencyRecord{InstanceID: id, RequestHash: hex.EncodeToString(reqHash[:])}
+	_, err := r.idempotency.Create(ctx, tenant, key, rec)
+	if err == nil {
+		return nil, id, nil
+	}
+	if !api.IsCode(err, api.CodeAlreadyExists) {
+		return nil, "", err
+	}
 	prev, _, created, err := r.idempotency.GetOrCreate(ctx, tenant, key, rec)
 	if created {
-		return nil, id, nil
+		return nil, id, nil // the record went (its TTL) between the two
 	}
 	if err != nil {
 		return nil, "", err
@@ -202,7 +225,14 @@ func (r *Reconciler) claimIdempotency(ctx context.Context, tenant string,
 		return nil, "", api.Errorf(api.CodeConflict, "idempotencyKey was used for a different create request").WithPath("idempotencyKey")
 	}
 	inst, err := r.load(ctx, tenant, prev.InstanceID)
-	if api.IsCode(err, api.CodeNotFound) && prev.Written {
+	deleted := prev.Written
+	if api.IsCode(err, api.CodeNotFound) && !deleted {
+		if deleted, err = r.instances.Deleted(ctx, tenant, prev.InstanceID); err != nil {
+			return nil, "", err
+		}
+		err = api.NotFound("instance", prev.InstanceID)
+	}
+	if api.IsCode(err, api.CodeNotFound) && deleted {
 		ce := api.Errorf(api.CodeInvalidState,
 			"instance %s, created with this idempotencyKey, was deleted since; use a new key to create another", prev.InstanceID).
 			WithPath("idempotencyKey")
@@ -421,27 +451,6 @@ func (r *Reconciler) recheckPool(ctx context.Context, tenant, poolID string) err
 		return err
 	}
 	return refuseDeletingPool(&pool)
-}
-
-// markWritten notes in key's idempotency record that instance id exists,
-// once create wrote it (it runs deferred, after every outcome; it does
-// nothing while id is not stored). A crash before it leaves the record
-// unmarked: a replay after the instance's deletion would then create it
-// again, the window this cannot close.
-func (r *Reconciler) markWritten(ctx context.Context, req *bus.Request, key, id string) {
-	if _, _, err := r.instances.Get(ctx, req.Tenant, id); err != nil {
-		return
-	}
-	_, _, err := r.idempotency.Mutate(ctx, req.Tenant, bus.IdempotencyID(createOp, key), func(rec *idempotencyRecord) error {
-		if rec.InstanceID != id || rec.Written {
-			return errUnchanged
-		}
-		rec.Written = true
-		return nil
-	})
-	if err != nil && !errors.Is(err, errUnchanged) {
-		req.Log.Warn().Err(err).Str("instance", id).Msg("idempotency record not marked written")
-	}
 }
 
 // refuseDeletingPool is INVALID_STATE for a pool a pools.delete is removing.

@@ -17,6 +17,7 @@ func (r *Reconciler) deleteRecord(ctx context.Context, s *scope) (step, error) {
 		}
 		return next, storeError{err}
 	}
+	r.releaseInstance(ctx, s.inst.TenantID, s.inst.PoolID)
 	s.log.Info().Msg("instance deleted")
 	r.publishEvent(&s.inst, api.EventDeleted, "")
 	return end(finished), nil

@@ -3,9 +3,11 @@
 // as declared: created once (the instance id is the idempotency key), powered
 // as desired, one-shot operations executed at most once, deleted without
 // leaking. Work arrives on the COMPUTE_WORK stream (a durable consumer per
-// tenant shared by every replica, run in turns fair across tenants:
-// work.go); a periodic resync re-queues every instance so a
-// lost message never strands one. Every status write is a revision CAS
+// tenant account shared by every replica, run in turns fair across tenants
+// and a tenant's accounts: work.go, fairqueue.go); a periodic resync
+// re-queues every instance so a lost message never strands one, and
+// repairs the tenants' instance counts. The tenants' quotas are enforced at
+// create (usage.go: instances per tenant and pool, creates per second). Every status write is a revision CAS
 // (writeRecord, the one CAS loop).
 //
 // A pass runs the live or the delete phases in order (phases.go; each phase

@@ -38,7 +38,7 @@ func (r *Reconciler) enqueue(inst *api.Instance) {
 	defer cancel()
 	// The creation time tells incarnations apart: an instance deleted and
 	// created again under its idempotency key restarts at generation 1.
-	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-%d-%d", inst.ID, inst.CreatedAt.UnixNano(), inst.Generation))
+	r.publishWork(ctx, inst, fmt.Sprintf("%s-%d-%d", inst.ID, inst.CreatedAt.UnixNano(), inst.Generation))
 }
 
 // requeue queues work for an instance under a message id of its own, so it
@@ -46,22 +46,30 @@ func (r *Reconciler) enqueue(inst *api.Instance) {
 func (r *Reconciler) requeue(inst *api.Instance) {
 	ctx, cancel := context.WithTimeout(context.Background(), enqueueTimeout)
 	defer cancel()
-	r.publishWork(ctx, inst.TenantID, inst.ID, fmt.Sprintf("%s-again-%d", inst.ID, time.Now().UnixNano()))
+	r.publishWork(ctx, inst, fmt.Sprintf("%s-again-%d", inst.ID, time.Now().UnixNano()))
 }
 
-// publishWork publishes one work message (after making sure its tenant's
-// work consumer exists and this replica pulls it: serveTenant), retrying
+// publishWork publishes one work message of inst under its pool's account
+// (bus.AccountWork; the pool's account is read once per pool and replica,
+// accountOfPool), after making sure that account's work consumer exists
+// and this replica pulls it (serveWork), retrying
 // (with backoff, until ctx ends) while JetStream cannot take it, e.g.
 // during the leader election after a NATS node is lost. The message id deduplicates retries whose
 // first attempt did land.
-func (r *Reconciler) publishWork(ctx context.Context, tenant, id, msgID string) {
+func (r *Reconciler) publishWork(ctx context.Context, inst *api.Instance, msgID string) {
+	tenant, id := inst.TenantID, inst.ID
+	src := workSource{tenant: tenant, account: r.accountOfPool(ctx, tenant, inst.PoolID)}
+	subject := bus.Work(tenant, id)
+	if src.account != "" {
+		subject = bus.AccountWork(tenant, src.account, id)
+	}
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMaxInterval(2*time.Second), backoff.WithMaxElapsedTime(0)), ctx)
 	err := backoff.Retry(func() error {
-		if err := r.serveTenant(ctx, tenant); err != nil {
+		if err := r.serveWork(ctx, src); err != nil {
 			return err
 		}
-		_, err := r.st.JS.Publish(ctx, bus.Work(tenant, id), nil, jetstream.WithMsgID(msgID))
+		_, err := r.st.JS.Publish(ctx, subject, nil, jetstream.WithMsgID(msgID))
 		return err
 	}, b)
 	if err != nil {

@@ -26,7 +26,7 @@ func TestFairQueueTakesTenantsInTurn(t *testing.T) {
 	var naked []string
 	released := 0
 	push := func(tenant, subject string) {
-		q.push(tenant, held{msg: namedMsg{subject: subject, naked: &naked}, stopHeartbeat: func() {}, release: func() { released++ }})
+		q.push(tenant, "", held{msg: namedMsg{subject: subject, naked: &naked}, stopHeartbeat: func() {}, release: func() { released++ }})
 	}
 	for _, s := range []string{"a1", "a2", "a3", "a4"} {
 		push("acme", s)
@@ -57,5 +57,33 @@ func TestFairQueueTakesTenantsInTurn(t *testing.T) {
 	cancel()
 	if _, ok := q.next(ctx); ok {
 		t.Fatal("next after close and cancel returned a message")
+	}
+}
+
+// Within a tenant, its provider accounts take the tenant's turns in turn:
+// a flood on one account is passed by another account's one message at
+// its tenant's next turn, and tenants still alternate.
+func TestFairQueueTakesAccountsInTurn(t *testing.T) {
+	q := newFairQueue()
+	var naked []string
+	push := func(tenant, account, subject string) {
+		q.push(tenant, account, held{msg: namedMsg{subject: subject, naked: &naked}, stopHeartbeat: func() {}, release: func() {}})
+	}
+	for _, s := range []string{"a1", "a2", "a3", "a4"} {
+		push("acme", "pacct_a", s)
+	}
+	push("acme", "pacct_b", "b1")
+	push("globex", "pacct_g", "g1")
+	push("acme", "", "legacy1")
+	var got []string
+	for range 7 {
+		m, ok := q.next(context.Background())
+		if !ok {
+			t.Fatal("next: nothing")
+		}
+		got = append(got, m.msg.Subject())
+	}
+	if want := []string{"a1", "g1", "b1", "legacy1", "a2", "a3", "a4"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }

@@ -156,7 +156,7 @@ func (c collector) collectQueue(ctx context.Context, ch chan<- prometheus.Metric
 	}
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(info.State.Msgs))
 	ch <- prometheus.MustNewConstMetric(queueAgeDesc, prometheus.GaugeValue, age)
-	// every tenant's work consumer (WorkConsumer): none before a first work
+	// every work consumer (WorkConsumer, one per tenant account): none before a first work
 	unacked := 0
 	lister := stream.ListConsumers(ctx)
 	for ci := range lister.Info() {

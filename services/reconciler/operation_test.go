@@ -267,7 +267,7 @@ func TestStopOfAnIdleReplicaDoesNotWaitOutTheDrain(t *testing.T) {
 func TestConsumingResumesAfterTheConsumerEnds(t *testing.T) {
 	h := newHarness(t, fastOptions())
 	h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)
-	if err := h.env.Stores.JS.DeleteConsumer(context.Background(), bus.StreamWork, WorkConsumer(tenant)); err != nil {
+	if err := h.env.Stores.JS.DeleteConsumer(context.Background(), bus.StreamWork, WorkConsumer(tenant, h.pool.ProviderAccountID)); err != nil {
 		t.Fatal(err)
 	}
 	h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)

@@ -31,7 +31,7 @@ func after(d time.Duration) outcome { return outcome{requeue: d} }
 // from running out meanwhile). A pass cancelled by Stop hands its
 // work back at once.
 func (r *Reconciler) handle(ctx context.Context, msg jetstream.Msg) {
-	tenant, id, ok := parseWorkSubject(msg.Subject())
+	tenant, _, id, ok := parseWorkSubject(msg.Subject())
 	if !ok {
 		r.log.Error().Str("subject", msg.Subject()).Msg("malformed work subject; dropped")
 		_ = msg.Term()
@@ -71,13 +71,26 @@ func heartbeat(msg jetstream.Msg, interval time.Duration) (stop func()) {
 	return func() { close(done) }
 }
 
-func parseWorkSubject(subject string) (tenant, id string, ok bool) {
+// parseWorkSubject splits a work subject, bus.AccountWork's or (queued
+// before it) bus.Work's, account "" then.
+func parseWorkSubject(subject string) (tenant, account, id string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, bus.WorkRoot+".")
 	if !ok {
-		return "", "", false
+		return "", "", "", false
 	}
-	tenant, id, ok = strings.Cut(rest, ".")
-	return tenant, id, ok && api.ValidTenant(tenant) && api.ValidID(api.PrefixInstance, id)
+	tokens := strings.Split(rest, ".")
+	switch len(tokens) {
+	case 2:
+		tenant, id = tokens[0], tokens[1]
+	case 3:
+		tenant, account, id = tokens[0], tokens[1], tokens[2]
+		if !api.ValidID(api.PrefixAccount, account) {
+			return "", "", "", false
+		}
+	default:
+		return "", "", "", false
+	}
+	return tenant, account, id, api.ValidTenant(tenant) && api.ValidID(api.PrefixInstance, id)
 }
 
 // reconcile moves one instance one step towards its desired state: it

@@ -64,22 +64,24 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	// With the periodic resync off (tests), every call queues anew.
 	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, 1))
 	queued := 0
-	queue := func(tenant, id string) {
+	queue := func(tenant, pool, id string) {
 		pctx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 		defer cancel()
-		r.publishWork(pctx, tenant, id, fmt.Sprintf("%s-resync-%d", id, window))
+		r.publishWork(pctx, &api.Instance{TenantID: tenant, PoolID: pool, ID: id}, fmt.Sprintf("%s-resync-%d", id, window))
 		queued++
 	}
 	byAccount := map[string][]settledInstance{} // settled instances by "<tenant>.<account id>"
 	accounts := &accountCache{byPool: map[string]*api.Account{}, byAccount: map[string]*api.Account{}}
+	count := usageCount{} // for repairUsage
 	err := r.index.Each(ctx, func(_, _ string, inst api.Instance) error {
+		count.add(&inst)
 		if !settled(&inst) {
-			queue(inst.TenantID, inst.ID)
+			queue(inst.TenantID, inst.PoolID, inst.ID)
 			return nil
 		}
 		acct, err := r.accountOf(ctx, &inst, accounts)
 		if err != nil {
-			queue(inst.TenantID, inst.ID) // its reconcile records what is missing
+			queue(inst.TenantID, inst.PoolID, inst.ID) // its reconcile records what is missing
 			return nil
 		}
 		key := bus.RecordKey(acct.TenantID, acct.ID)
@@ -88,6 +90,9 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return queued, err
+	}
+	if err := r.repairUsage(ctx, count); err != nil {
+		r.log.Warn().Err(err).Msg("usage records not checked against the inventory")
 	}
 	for key, insts := range byAccount {
 		acct := accounts.byAccount[key]
@@ -104,7 +109,7 @@ func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 		}
 		for _, inst := range insts {
 			if machines == nil || !listedAsDesired(inst, machines) {
-				queue(inst.tenant, inst.id)
+				queue(inst.tenant, inst.pool, inst.id)
 			}
 		}
 	}
@@ -140,12 +145,13 @@ func settled(inst *api.Instance) bool {
 // queueing it takes, not the record (at 100,000 instances the records
 // would hold hundreds of MB; docs/benchmarks.md).
 type settledInstance struct {
-	tenant, id, machineID string
-	power                 api.Power
+	tenant, pool, id, machineID string
+	power                       api.Power
 }
 
 func settledOf(inst *api.Instance) settledInstance {
-	return settledInstance{tenant: inst.TenantID, id: inst.ID, machineID: inst.Status.Machine.ID, power: inst.Desired.Power}
+	return settledInstance{tenant: inst.TenantID, pool: inst.PoolID, id: inst.ID, machineID: inst.Status.Machine.ID,
+		power: inst.Desired.Power}
 }
 
 // listedMachine is what a resync keeps of a listed machine.

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 type Options struct {
 	// Logger receives one line per request and per reconcile outcome.
 	Logger zerolog.Logger
+	// Quotas are the tenants' application quotas (usage.go; the list
+	// quota of every verb "list"); default the stores' watch (st.Quotas).
+	Quotas *bus.Quotas
 	// Workers bounds concurrent API requests (default 64).
 	Workers int
 	// ReconcileWorkers bounds instances reconciled at once (default 64; a
@@ -145,19 +149,30 @@ type Reconciler struct {
 	// workMu guards pulled: the tenants whose work this replica pulls
 	// (nil: it consumes no work).
 	workMu  sync.Mutex
-	pulled  map[string]bool
+	pulled  map[workSource]bool
 	wg      sync.WaitGroup
 	budgets *budgets
 	// index answers instances.list (list.go); nil until Start.
 	index *bus.Index[api.Instance]
+	// usage keeps the tenants' instance counts and create rates (usage.go).
+	usage *usage
+	// poolCache holds the pools creates read (poolcache.go).
+	poolCache poolCache
 }
 
 // Start serves the instance API on nc and starts consuming work. Stop it
 // with Stop. Errors: the stores or the consumer could not be set up.
 func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
+	if o.Quotas == nil {
+		q, err := st.Quotas(o.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("reconciler: %w", err)
+		}
+		o.Quotas = q
+	}
 	r := newReconciler(nc, st, o)
 	o = r.o
-	r.pulled = map[string]bool{}
+	r.pulled = map[workSource]bool{}
 	index, err := instanceIndex(r.instances, o)
 	if err != nil {
 		r.cancel()
@@ -166,7 +181,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	r.index = index
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: "reconciler", Version: "0.1.0", Description: "instance API and lifecycle",
-		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(),
+		Workers: o.Workers, Logger: o.Logger, Endpoints: r.endpoints(), Quotas: o.Quotas,
 	})
 	if err != nil {
 		r.cancel()
@@ -196,7 +211,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 func newReconciler(nc *nats.Conn, st *bus.Stores, o Options) *Reconciler {
 	o.defaults()
 	r := &Reconciler{nc: nc, st: st, tables: tablesOf(st), o: o, log: o.Logger.With().Str("service", "reconciler").Logger(),
-		queue: newFairQueue(), budgets: newBudgets(o.RateReserve, o.Clock)}
+		queue: newFairQueue(), budgets: newBudgets(o.RateReserve, o.Clock), usage: newUsage(st)}
 	r.passes, r.cancel = context.WithCancel(context.Background())
 	r.stopping, r.stop = context.WithCancel(context.Background())
 	return r

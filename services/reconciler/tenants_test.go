@@ -105,7 +105,7 @@ func TestOneTenantsFloodDoesNotHoldBackAnother(t *testing.T) {
 		flood[id] = true
 	}
 	late := h.createAs(otherTenant, other)
-	h.waitHeld(WorkConsumer(otherTenant))
+	h.waitHeld(WorkConsumer(otherTenant, other.ProviderAccountID))
 	close(gate)
 	h.waitRunning(running, late.ID, 30*time.Second)
 
@@ -177,7 +177,7 @@ func TestWorkQueuedBeforeTheUpgradeIsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, id, _ := parseWorkSubject(msg.Subject()); id != held.ID {
+	if _, _, id, _ := parseWorkSubject(msg.Subject()); id != held.ID {
 		t.Fatalf("legacy consumer delivered %s first, want %s", msg.Subject(), held.ID)
 	}
 	h.startReconciler(h.env.Connect(t))

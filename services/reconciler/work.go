@@ -11,17 +11,23 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 )
 
-// Work scheduling, fair across tenants. Every tenant's work has a durable
-// consumer of its own on the work stream (WorkConsumer, filter
-// compute.work.<tenant>.*). Each replica pulls every tenant's consumer into
-// a fair queue (fairqueue.go), at most tenantBuffer messages of one tenant
-// waiting at a time, and ReconcileWorkers workers take messages from it one
-// tenant at a time in turn: behind one tenant's flood of 5,000 passes
-// another tenant's pass waits for about one pass to end, not for the
-// flood. A message is acknowledged only when its pass ends (reconcile.go);
+// Work scheduling, fair across tenants and, within a tenant, across its
+// provider accounts. Work of an instance is queued under its pool's account
+// (bus.AccountWork, compute.work.<tenant>.<account>.<instance>), and every
+// tenant's account has a durable consumer of its own on the work stream
+// (WorkConsumer, filter compute.work.<tenant>.<account>.*); work queued
+// before that (bus.Work, compute.work.<tenant>.<instance>) keeps the
+// tenant's consumer of that shape. Each replica pulls every consumer into
+// a fair queue (fairqueue.go), at most tenantBuffer messages of one
+// consumer waiting at a time, and ReconcileWorkers workers take messages
+// from it one tenant at a time in turn, a tenant's turns going to its
+// accounts in turn: behind one tenant's flood of 5,000 passes another
+// tenant's pass waits for about one pass to end, not for the flood, and
+// so does the tenant's own pass on another account. A message is acknowledged only when its pass ends (reconcile.go);
 // a replica that dies leaves it to redelivery after AckWait. Every message
 // a replica holds (running, or waiting in the queue) sends progress
 // heartbeats; a stopping replica hands the waiting ones back at once.
@@ -29,10 +35,42 @@ import (
 // workConsumerPrefix prefixes the durable work consumer of every tenant.
 const workConsumerPrefix = "reconciler-"
 
-// WorkConsumer is the durable consumer of one tenant's work on the work
-// stream (COMPUTE_WORK, filter compute.work.<tenant>.*), shared by every
-// replica: reconciler-<tenant>.
-func WorkConsumer(tenant string) string { return workConsumerPrefix + tenant }
+// WorkConsumer is the durable consumer of the work of one tenant's
+// provider account on the work stream (COMPUTE_WORK, filter
+// compute.work.<tenant>.<account>.*), shared by every replica:
+// reconciler-<tenant>_<account>; with account "", the tenant's consumer of
+// the work queued without an account (compute.work.<tenant>.*):
+// reconciler-<tenant>. A tenant id holds no "_", so the name splits at its
+// first one.
+func WorkConsumer(tenant, account string) string {
+	if account == "" {
+		return workConsumerPrefix + tenant
+	}
+	return workConsumerPrefix + tenant + "_" + account
+}
+
+// workSource is what one work consumer holds: a tenant's account's work
+// (account "" for the work queued without one).
+type workSource struct{ tenant, account string }
+
+func (w workSource) consumer() string { return WorkConsumer(w.tenant, w.account) }
+
+func (w workSource) filter() string {
+	if w.account == "" {
+		return bus.Work(w.tenant, "*")
+	}
+	return bus.AccountWork(w.tenant, w.account, "*")
+}
+
+// parseWorkConsumer is the source of a WorkConsumer name.
+func parseWorkConsumer(name string) (workSource, bool) {
+	rest, ok := strings.CutPrefix(name, workConsumerPrefix)
+	if !ok {
+		return workSource{}, false
+	}
+	tenant, account, _ := strings.Cut(rest, "_")
+	return workSource{tenant, account}, api.ValidTenant(tenant) && (account == "" || api.ValidID(api.PrefixAccount, account))
+}
 
 // legacyConsumer is the one durable consumer of every tenant's work that
 // reconcilers used before WorkConsumer. A work-queue stream refuses a
@@ -69,12 +107,12 @@ func (r *Reconciler) startWork(ctx context.Context) error {
 	if err := stream.DeleteConsumer(ctx, legacyConsumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("work consumer %s: %w", legacyConsumer, err)
 	}
-	tenants, err := workTenants(ctx, stream, true)
+	sources, err := workSources(ctx, stream, true)
 	if err != nil {
 		return err
 	}
-	for _, t := range tenants {
-		if err := r.serveTenant(ctx, t); err != nil {
+	for _, src := range sources {
+		if err := r.serveWork(ctx, src); err != nil {
 			return err
 		}
 	}
@@ -83,14 +121,14 @@ func (r *Reconciler) startWork(ctx context.Context) error {
 	return nil
 }
 
-// workTenants lists the tenants that have a work consumer, and with
+// workSources lists the sources that have a work consumer, and with
 // pending also those with a message in stream.
-func workTenants(ctx context.Context, stream jetstream.Stream, pending bool) ([]string, error) {
-	seen := map[string]bool{}
+func workSources(ctx context.Context, stream jetstream.Stream, pending bool) ([]workSource, error) {
+	seen := map[workSource]bool{}
 	names := stream.ConsumerNames(ctx)
 	for name := range names.Name() {
-		if t, ok := strings.CutPrefix(name, workConsumerPrefix); ok {
-			seen[t] = true
+		if src, ok := parseWorkConsumer(name); ok {
+			seen[src] = true
 		}
 	}
 	if err := names.Err(); err != nil {
@@ -102,16 +140,16 @@ func workTenants(ctx context.Context, stream jetstream.Stream, pending bool) ([]
 			return nil, fmt.Errorf("work stream subjects: %w", err)
 		}
 		for subject := range info.State.Subjects {
-			if t, _, ok := parseWorkSubject(subject); ok {
-				seen[t] = true
+			if t, account, _, ok := parseWorkSubject(subject); ok {
+				seen[workSource{t, account}] = true
 			}
 		}
 	}
-	tenants := make([]string, 0, len(seen))
-	for t := range seen {
-		tenants = append(tenants, t)
+	sources := make([]workSource, 0, len(seen))
+	for src := range seen {
+		sources = append(sources, src)
 	}
-	return tenants, nil
+	return sources, nil
 }
 
 // discoverTenants pulls, every discoverInterval, the work of the tenants
@@ -125,10 +163,10 @@ func (r *Reconciler) discoverTenants(stream jetstream.Stream) {
 		case <-time.After(discoverInterval):
 		}
 		ctx, cancel := context.WithTimeout(r.stopping, streamCallTimeout)
-		tenants, err := workTenants(ctx, stream, false)
-		for _, t := range tenants {
+		sources, err := workSources(ctx, stream, false)
+		for _, src := range sources {
 			if err == nil {
-				err = r.serveTenant(ctx, t)
+				err = r.serveWork(ctx, src)
 			}
 		}
 		cancel()
@@ -145,33 +183,33 @@ const streamCallTimeout = 10 * time.Second
 // with work.
 const startWorkTimeout = time.Minute
 
-// serveTenant makes sure the tenant's consumer exists and this replica
-// pulls it; once per tenant and replica, and not at all for a reconciler
+// serveWork makes sure the source's consumer exists and this replica
+// pulls it; once per source and replica, and not at all for a reconciler
 // that consumes no work (startAPIOnly). Errors: the consumer could not be
 // set up within ctx.
-func (r *Reconciler) serveTenant(ctx context.Context, tenant string) error {
+func (r *Reconciler) serveWork(ctx context.Context, src workSource) error {
 	r.workMu.Lock()
 	defer r.workMu.Unlock()
-	if r.pulled == nil || r.pulled[tenant] {
+	if r.pulled == nil || r.pulled[src] {
 		return nil
 	}
-	cons, err := r.ensureConsumer(ctx, tenant)
+	cons, err := r.ensureConsumer(ctx, src)
 	if err != nil {
 		return err
 	}
-	r.pulled[tenant] = true
+	r.pulled[src] = true
 	r.wg.Add(1)
-	go r.pull(tenant, cons)
+	go r.pull(src, cons)
 	return nil
 }
 
-// ensureConsumer creates (or updates) the tenant's work consumer. When the
+// ensureConsumer creates (or updates) the source's work consumer. When the
 // stream refuses it beside the legacy consumer (a replica of an older
 // version recreated it), the legacy consumer is deleted and the create
 // tried again.
-func (r *Reconciler) ensureConsumer(ctx context.Context, tenant string) (jetstream.Consumer, error) {
+func (r *Reconciler) ensureConsumer(ctx context.Context, src workSource) (jetstream.Consumer, error) {
 	cfg := jetstream.ConsumerConfig{
-		Durable: WorkConsumer(tenant), FilterSubject: bus.Work(tenant, "*"), AckPolicy: jetstream.AckExplicitPolicy,
+		Durable: src.consumer(), FilterSubject: src.filter(), AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: r.o.AckWait, MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 	cons, err := r.st.JS.CreateOrUpdateConsumer(ctx, bus.StreamWork, cfg)
@@ -188,15 +226,14 @@ func (r *Reconciler) ensureConsumer(ctx context.Context, tenant string) (jetstre
 	return cons, nil
 }
 
-// pull fetches the tenant's work until the replica stops, into the fair
-// queue, holding at most tenantBuffer of the tenant's messages there at
-// once: it fetches as many as there is room for in one request (a long
+// pull fetches the source's work until the replica stops, into the fair
+// queue, holding at most tenantBuffer of its messages there at once: it fetches as many as there is room for in one request (a long
 // poll of pullWait), and each message's heartbeats start when it arrives.
 // A failed fetch (a lost connection, a consumer deleted or lost with a
 // cluster's store) sets the consumer up afresh, with backoff.
-func (r *Reconciler) pull(tenant string, cons jetstream.Consumer) {
+func (r *Reconciler) pull(src workSource, cons jetstream.Consumer) {
 	defer r.wg.Done()
-	log := r.log.With().Str("tenant", tenant).Logger()
+	log := r.log.With().Str("tenant", src.tenant).Str("account", src.account).Logger()
 	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(250*time.Millisecond),
 		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	room := make(chan struct{}, r.tenantBuffer())
@@ -207,7 +244,7 @@ func (r *Reconciler) pull(tenant string, cons jetstream.Consumer) {
 		if cons == nil {
 			ctx, cancel := context.WithTimeout(r.stopping, streamCallTimeout)
 			var err error
-			cons, err = r.ensureConsumer(ctx, tenant)
+			cons, err = r.ensureConsumer(ctx, src)
 			cancel()
 			if err != nil {
 				log.Warn().Err(err).Msg("work consumer not set up; retrying")
@@ -219,7 +256,7 @@ func (r *Reconciler) pull(tenant string, cons jetstream.Consumer) {
 		if n == 0 {
 			return // stopping
 		}
-		got, err := r.fetch(cons, tenant, n, room)
+		got, err := r.fetch(cons, src, n, room)
 		for range n - got {
 			room <- struct{}{}
 		}
@@ -236,8 +273,8 @@ func (r *Reconciler) pull(tenant string, cons jetstream.Consumer) {
 	}
 }
 
-// tenantBuffer is how many fetched messages of one tenant may wait in the
-// fair queue: enough that a busy tenant keeps every worker fed between two
+// tenantBuffer is how many fetched messages of one consumer may wait in the
+// fair queue: enough that a busy account keeps every worker fed between two
 // fetches, few enough that a waiting message never outlives its
 // heartbeats' purpose.
 func (r *Reconciler) tenantBuffer() int { return max(r.o.ReconcileWorkers/4, 2) }
@@ -265,7 +302,7 @@ func (r *Reconciler) takeRoom(room chan struct{}) int {
 // the replica stops), and pushes each into the fair queue as it arrives,
 // its room given back when the message is done. It returns how many came;
 // an error only when the fetch failed (not when it ended with fewer).
-func (r *Reconciler) fetch(cons jetstream.Consumer, tenant string, n int, room chan struct{}) (int, error) {
+func (r *Reconciler) fetch(cons jetstream.Consumer, src workSource, n int, room chan struct{}) (int, error) {
 	ctx, cancel := context.WithTimeout(r.stopping, pullWait)
 	defer cancel()
 	batch, err := cons.Fetch(n, jetstream.FetchContext(ctx))
@@ -275,7 +312,7 @@ func (r *Reconciler) fetch(cons jetstream.Consumer, tenant string, n int, room c
 	got := 0
 	for msg := range batch.Messages() {
 		got++
-		r.queue.push(tenant, held{msg: msg, stopHeartbeat: heartbeat(msg, r.o.AckWait/3), release: func() { room <- struct{}{} }})
+		r.queue.push(src.tenant, src.account, held{msg: msg, stopHeartbeat: heartbeat(msg, r.o.AckWait/3), release: func() { room <- struct{}{} }})
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 		return got, err

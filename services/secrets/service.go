@@ -89,11 +89,15 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if err := local.verifyKeys(ctx); err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
+	quotas, err := st.Quotas(o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
 	s := &service{local: local, broker: b, metadata: bus.NewTable[api.Secret](st.Secrets, "secret").Reader(),
 		accounts: st.AccountTable().Reader(), idempotency: bus.NewTable[idempotencyRecord](st.Idempotency, "idempotency record")}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: ServiceName, Version: Version, Description: "secret store and broker",
-		Workers: o.Workers, Logger: o.Logger,
+		Workers: o.Workers, Logger: o.Logger, Quotas: quotas,
 		Endpoints: []bus.Endpoint{
 			bus.CommandEndpoint(bus.ResourceSecrets, "put", s.put),
 			bus.CommandEndpoint(bus.ResourceSecrets, "list", s.list),

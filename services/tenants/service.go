@@ -42,7 +42,7 @@ func Subject(verb string) string { return natsauth.AdminRoot + "." + Resource + 
 
 // recordTenant is the internal tenant token of the records' keys
 // (_tenants.<tenantId>).
-const recordTenant = bus.InternalTenantPrefix + "tenants"
+const recordTenant = bus.TenantRecords
 
 // MaxCredentials bounds the credentials of one tenant, revoked ones
 // included, so its record stays far below the store's record size.

@@ -1,0 +1,136 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+)
+
+// BenchmarkCreateAcceptance measures how fast instances.create accepts a
+// burst: COMPUTE_BENCH_INSTANCES creates (default 10,000, each with its
+// idempotency key, COMPUTE_BENCH_CLIENTS at once, default 64) answered by
+// one reconciler whose work consumers also run (memory provider), next to a
+// bare JetStream KV create loop of records of the same size, the same
+// number at the same concurrency, in the same run, in COMPUTE_BENCH_ROUNDS
+// alternating rounds (default 5). It prints both rates, their ratio and
+// each round's; COMPUTE_BENCH_API_ONLY=1 serves the instance API alone (no
+// work consumed). Run it once: go test -run '^$' -bench CreateAcceptance
+// -benchtime 1x ./services/reconciler/
+func BenchmarkCreateAcceptance(b *testing.B) {
+	n := envInt("COMPUTE_BENCH_INSTANCES", 10_000)
+	clients := envInt("COMPUTE_BENCH_CLIENTS", 64)
+	rounds := envInt("COMPUTE_BENCH_ROUNDS", 5)
+	for b.Loop() {
+		var what []start
+		if os.Getenv("COMPUTE_BENCH_API_ONLY") != "" {
+			what = append(what, startAPI)
+		}
+		h := newHarness(b, Options{Logger: fastOptions().Logger, ResyncInterval: -1}, what...)
+		record, _ := json.Marshal(api.Instance{ID: api.NewID(api.PrefixInstance), TenantID: tenant, PoolID: h.pool.ID,
+			Flavor: "small", Image: "debian-12", Name: "bench", Generation: 1, Version: 1})
+		ctx := context.Background()
+		bare, err := h.env.Stores.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench_bare", Storage: jetstream.FileStorage})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Rounds alternate, so a change of the machine's load (other
+		// processes) weighs on both loops alike.
+		prefix := fmt.Sprintf("accept-%d", time.Now().UnixNano())
+		per := n / rounds
+		var bareTime, createTime time.Duration
+		ratios := make([]float64, 0, rounds)
+		var writes uint64 // messages the creates stored
+		for round := range rounds {
+			start := time.Now()
+			parallel(per, clients, func(i int) error {
+				_, err := bare.Create(ctx, fmt.Sprintf("%s.r%d-k%d", tenant, round, i), record)
+				return err
+			})
+			bareRound := time.Since(start)
+			w0 := storedMessages(b, h)
+			start = time.Now()
+			parallel(per, clients, func(i int) error {
+				req := api.InstanceCreateRequest{PoolID: h.pool.ID, Flavor: "small", IdempotencyKey: fmt.Sprintf("%s-%d-%d", prefix, round, i)}
+				return h.call("create", req, nil)
+			})
+			createRound := time.Since(start)
+			writes += storedMessages(b, h) - w0
+			bareTime, createTime = bareTime+bareRound, createTime+createRound
+			ratios = append(ratios, createRound.Seconds()/bareRound.Seconds())
+		}
+		slices.Sort(ratios)
+		total := per * rounds
+		bareRate, createRate := float64(total)/bareTime.Seconds(), float64(total)/createTime.Seconds()
+		b.ReportMetric(createRate, "creates/s")
+		b.ReportMetric(bareRate, "bare-kv-creates/s")
+		b.ReportMetric(bareRate/createRate, "x-bare")
+		b.ReportMetric(ratios[len(ratios)/2], "x-bare-median-round")
+		b.ReportMetric(float64(writes)/float64(total), "stored-msgs/create")
+		b.Logf("%d creates (%d at once, %d rounds) accepted in %v: %.0f/s; bare KV creates %v: %.0f/s; bare/create %.2f (rounds: %.2f)",
+			total, clients, rounds, createTime.Round(time.Millisecond), createRate, bareTime.Round(time.Millisecond), bareRate,
+			bareRate/createRate, ratios)
+		b.Logf("per create: %.2f messages stored, each synced to disk (instances, idempotency, work and events streams; the bare loop: 1)",
+			float64(writes)/float64(total))
+		if h.api == nil {
+			h.rec.Stop()
+		}
+	}
+}
+
+// parallel runs fn(0..n-1), at most clients at once, failing the
+// benchmark on the first error.
+func parallel(n, clients int, fn func(i int) error) {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for range clients {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		panic(fmt.Sprintf("parallel: %v", first))
+	}
+}
+
+// storedMessages is how many messages the streams a create writes hold
+// (compute_instances, compute_idempotency, the work and events streams:
+// the sum of their last sequences).
+func storedMessages(b *testing.B, h *harness) uint64 {
+	b.Helper()
+	info, err := h.env.Server.Jsz(&natsserver.JSzOptions{Streams: true, Accounts: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n uint64
+	for _, acc := range info.AccountDetails {
+		for _, st := range acc.Streams {
+			switch st.Name {
+			case "KV_" + bus.BucketInstances, "KV_" + bus.BucketIdempotency, bus.StreamWork, bus.StreamEvents:
+				n += st.State.LastSeq
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,189 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider/memory"
+)
+
+// BenchmarkTenantIsolation measures what one tenant's flood costs another
+// tenant's reads: globex's instances.get and instances.list p99 (200 of
+// each, one at a time) alone, then while acme floods the instance API with
+// 5,000 creates (64 at once) or runs 80 lists at once of its inventory of
+// COMPUTE_BENCH_INSTANCES instances (default 10,000) in a loop; each flood
+// once without quotas and once with acme's quotas (createsPerSecond 100,
+// concurrentLists 4; a refused caller waits its retryAfterMs). It prints
+// every p99 and its ratio to the one alone. The instance API serves alone
+// (no work consumed). Run it once: go test -run '^$' -bench
+// TenantIsolation -benchtime 1x ./services/reconciler/
+func BenchmarkTenantIsolation(b *testing.B) {
+	n := envInt("COMPUTE_BENCH_INSTANCES", 10_000)
+	for b.Loop() {
+		h := newHarness(b, Options{Logger: zerolog.Nop(), ResyncInterval: -1}, startAPI)
+		quotas := h.withQuotas(api.TenantQuotas{})
+		ctx := context.Background()
+		parallel(n, 64, func(int) error {
+			inst := api.Instance{ID: api.NewID(api.PrefixInstance), TenantID: tenant, PoolID: h.pool.ID, Flavor: "small",
+				Image: "debian-12", Name: "seeded", Generation: 1, Version: 1}
+			_, err := h.env.Stores.InstanceTable().Create(ctx, tenant, inst.ID, inst)
+			return err
+		})
+		// the instance API with the tenants' quotas, as Start serves it
+		rec := newReconciler(h.env.NC, h.env.Stores, Options{Logger: zerolog.Nop(), ResyncInterval: -1, Quotas: quotas})
+		svc, err := bus.StartService(h.env.Connect(b), bus.ServiceConfig{Name: "instances-isolated", Version: "0.0.1",
+			Endpoints: rec.endpoints(), Logger: zerolog.Nop(), Quotas: quotas})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = h.api.Stop() // only the service above answers
+		other := h.writePool(otherTenant, memory.ProviderID, "mem", map[string]any{"token": "secret://globex/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "region": "mem1"},
+			api.Flavor{Name: "small", OfferID: "small", Image: "debian-12"})
+		victim := h.createAs(otherTenant, other)
+		for range 9 {
+			h.createAs(otherTenant, other)
+		}
+		floodConn := h.env.Connect(b)
+		call := func(tenantID, verb string, in, out any) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return bus.Call(ctx, floodConn, bus.Command(tenantID, bus.ResourceInstances, verb), in, out)
+		}
+		// honour waits a refused call's retryAfterMs; false for another error
+		honour := func(err error) bool {
+			ce := api.AsComputeError(err)
+			if ce == nil {
+				return true
+			}
+			if ce.Code == api.CodeRateLimited {
+				time.Sleep(ce.RetryAfter())
+				return true
+			}
+			return ce.Code == api.CodeCapacityUnavailable
+		}
+		floods := map[string]func(stop <-chan struct{}){
+			"5000 creates": func(stop <-chan struct{}) {
+				var wg sync.WaitGroup
+				next := make(chan int)
+				for range 64 {
+					wg.Go(func() {
+						for range next {
+							for {
+								err := call(tenant, "create", api.InstanceCreateRequest{PoolID: h.pool.ID, Flavor: "small"}, nil)
+								if !api.IsCode(err, api.CodeRateLimited) || !honour(err) {
+									break
+								}
+							}
+						}
+					})
+				}
+			feed:
+				for i := range 5000 {
+					select {
+					case next <- i:
+					case <-stop:
+						break feed
+					}
+				}
+				close(next)
+				wg.Wait()
+			},
+			"80 lists": func(stop <-chan struct{}) {
+				var wg sync.WaitGroup
+				for range 80 {
+					wg.Go(func() {
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							var page api.List[api.Instance]
+							if err := call(tenant, "list", api.InstanceListRequest{}, &page); err != nil && !honour(err) {
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+			},
+		}
+		measure := func() (get, list time.Duration) {
+			var gets, lists []time.Duration
+			for range 200 {
+				start := time.Now()
+				if err := h.callAs(otherTenant, "get", api.IDRequest{ID: victim.ID}, nil); err != nil {
+					b.Fatalf("globex get: %v", err)
+				}
+				gets = append(gets, time.Since(start))
+				start = time.Now()
+				var page api.List[api.Instance]
+				if err := h.callAs(otherTenant, "list", api.InstanceListRequest{}, &page); err != nil {
+					b.Fatalf("globex list: %v", err)
+				}
+				lists = append(lists, time.Since(start))
+			}
+			return p99(gets), p99(lists)
+		}
+		aloneGet, aloneList := measure()
+		b.Logf("globex alone: get p99 %v, list p99 %v (acme holds %d instances)", aloneGet.Round(time.Microsecond), aloneList.Round(time.Microsecond), n)
+		for _, name := range []string{"5000 creates", "80 lists"} {
+			for _, q := range []api.TenantQuotas{{}, {CreatesPerSecond: 100, ConcurrentLists: 4}} {
+				h.setQuotas(quotas, q)
+				stop := make(chan struct{})
+				done := make(chan struct{})
+				go func() { floods[name](stop); close(done) }()
+				time.Sleep(200 * time.Millisecond) // the flood under way
+				get, list := measure()
+				close(stop)
+				<-done
+				quota := "no quotas"
+				if q != (api.TenantQuotas{}) {
+					quota = fmt.Sprintf("quotas createsPerSecond %d, concurrentLists %d", q.CreatesPerSecond, q.ConcurrentLists)
+				}
+				b.Logf("acme's %s (%s): globex get p99 %v (%.2f× alone), list p99 %v (%.2f× alone)", name, quota,
+					get.Round(time.Microsecond), get.Seconds()/aloneGet.Seconds(), list.Round(time.Microsecond), list.Seconds()/aloneList.Seconds())
+			}
+		}
+		_ = svc.Stop()
+	}
+}
+
+// setQuotas stores the test tenant's quotas q and waits until quotas shows them.
+func (h *harness) setQuotas(quotas *bus.Quotas, q api.TenantQuotas) {
+	h.t.Helper()
+	data, _ := json.Marshal(api.Tenant{ID: tenant, State: api.TenantActive, Quotas: q, Version: 1})
+	if _, err := h.env.Stores.Tenants.Put(context.Background(), bus.RecordKey(bus.TenantRecords, tenant), data); err != nil {
+		h.t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for quotas.Of(tenant) != q {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("quotas %+v not seen", q)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// callAs sends an instances command of tenantID on the harness connection.
+func (h *harness) callAs(tenantID, verb string, in, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return bus.Call(ctx, h.env.NC, bus.Command(tenantID, bus.ResourceInstances, verb), in, out)
+}
+
+// p99 is the 99th percentile of ds.
+func p99(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*99/100)]
+}
