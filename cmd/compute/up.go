@@ -110,6 +110,7 @@ func (s *stack) start(o upOptions, addrs []listenAddr) error {
 	if s.hetzner, err = emulator.Start(emulator.Options{Logger: o.services.log, SSH: s.ssh}, o.hetznerAddr); err != nil {
 		return addrs[1].err(err)
 	}
+	seedHetznerProject(s.hetzner.Emulator())
 	if o.services.hetznerEndpoint == "" {
 		o.services.hetznerEndpoint = s.hetzner.URL()
 	}
@@ -428,4 +429,20 @@ func connectService(o bus.ConnectOptions) (*nats.Conn, error) {
 		return nil, fmt.Errorf("NATS at %s: %w", o.URL, err)
 	}
 	return nc, nil
+}
+
+// Names of the network and firewall the Hetzner emulator of compute up
+// holds from its start (the user guide's pool network example names
+// them): the emulator keeps no state across restarts, so a pool that
+// names them works after a restart too.
+const (
+	upNetwork  = "backend" // 10.0.0.0/16, subnet 10.0.1.0/24 in eu-central (fsn1, nbg1, hel1)
+	upFirewall = "db-fw"
+)
+
+// seedHetznerProject gives the emulated project of compute up the
+// network upNetwork and the firewall upFirewall.
+func seedHetznerProject(e *emulator.Emulator) {
+	e.AddNetwork(upNetwork, "10.0.0.0/16", "10.0.1.0/24@eu-central")
+	e.AddFirewall(upFirewall)
 }
