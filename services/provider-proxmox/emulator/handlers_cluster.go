@@ -59,13 +59,14 @@ func (e *Emulator) getClusterResources(c *call) (any, *apiError) {
 		}
 	}
 	if typ == "" || typ == "storage" {
+		usage := e.storageUsage()
 		for _, name := range e.nodeOrder {
 			if e.nodes[name].Offline {
 				continue
 			}
 			for _, s := range e.storages {
 				if s.onNode(name) {
-					out = append(out, e.storageView(name, s, true))
+					out = append(out, e.storageView(name, s, true, usage))
 				}
 			}
 		}

@@ -71,27 +71,48 @@ func (e *Emulator) findStorage(name string) (storageDef, bool) {
 	return storageDef{}, false
 }
 
-// storageUsed sums the sizes of the drives on storage s of node (of every
-// node for a shared storage).
-func (e *Emulator) storageUsed(node string, s storageDef) int64 {
-	var used int64
+// storageUsage sums the sizes of the drives of every VM by storage, in
+// one pass over the VMs: by "<node>/<storage>" for a node's own storage
+// and by "/<storage>" for a shared one (every node's drives on it).
+// e.mu must be held.
+func (e *Emulator) storageUsage() map[string]int64 {
+	shared := map[string]bool{}
+	for _, s := range e.storages {
+		shared[s.name] = s.shared
+	}
+	used := map[string]int64{}
 	for _, v := range e.vms {
-		if v.node != node && !s.shared {
-			continue
-		}
 		for k, d := range v.config {
-			if diskKeyPattern.MatchString(k) && strings.HasPrefix(d, s.name+":") && !isCDROM(d) {
-				used += driveSize(d)
+			if !diskKeyPattern.MatchString(k) || isCDROM(d) {
+				continue
 			}
+			storage, _, ok := strings.Cut(d, ":")
+			if !ok {
+				continue
+			}
+			node := v.node
+			if shared[storage] {
+				node = ""
+			}
+			used[node+"/"+storage] += driveSize(d)
 		}
 	}
 	return used
 }
 
-// storageView renders storage s of node; cluster selects the
-// /cluster/resources shape over the /nodes/{node}/storage one.
-func (e *Emulator) storageView(node string, s storageDef, cluster bool) map[string]any {
-	used := e.storageUsed(node, s)
+// storageUsed is what storageUsage holds for storage s of node.
+func storageUsed(usage map[string]int64, node string, s storageDef) int64 {
+	if s.shared {
+		node = ""
+	}
+	return usage[node+"/"+s.name]
+}
+
+// storageView renders storage s of node (its use from usage, see
+// storageUsage); cluster selects the /cluster/resources shape over the
+// /nodes/{node}/storage one.
+func (e *Emulator) storageView(node string, s storageDef, cluster bool, usage map[string]int64) map[string]any {
+	used := storageUsed(usage, node, s)
 	shared := 0
 	if s.shared {
 		shared = 1
@@ -113,9 +134,10 @@ func (e *Emulator) storageView(node string, s storageDef, cluster bool) map[stri
 // getStorageList serves GET /nodes/{node}/storage: the node's storages.
 func (e *Emulator) getStorageList(c *call) (any, *apiError) {
 	out := make([]any, 0, len(e.storages))
+	usage := e.storageUsage()
 	for _, s := range e.storages {
 		if s.onNode(c.node.Name) {
-			out = append(out, e.storageView(c.node.Name, s, false))
+			out = append(out, e.storageView(c.node.Name, s, false, usage))
 		}
 	}
 	return out, nil
@@ -131,7 +153,7 @@ func (e *Emulator) getStorageStatus(c *call) (any, *apiError) {
 	if !s.onNode(c.node.Name) {
 		return nil, errNotOnNode(name, c.node.Name)
 	}
-	return e.storageView(c.node.Name, s, false), nil
+	return e.storageView(c.node.Name, s, false, e.storageUsage()), nil
 }
 
 // errNotOnNode is PVE's storage_check_node refusal.
