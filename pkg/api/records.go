@@ -290,10 +290,10 @@ type Condition struct {
 }
 
 // Problem reports whether the condition reports a problem: True, and not
-// Ready (the summary, which is True when all is well) nor Placed (a note
-// on where the machine landed).
+// Ready (the summary, which is True when all is well), Placed (a note on
+// where the machine landed) nor Resized (True when a resize succeeded).
 func (c Condition) Problem() bool {
-	return c.Status == ConditionTrue && c.Type != ConditionReady && c.Type != ConditionPlaced
+	return c.Status == ConditionTrue && c.Type != ConditionReady && c.Type != ConditionPlaced && c.Type != ConditionResized
 }
 
 // Event is published on compute.v1.<tenant>.events.<resource>.<id>.<type>
