@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -29,6 +30,17 @@ func (e *Emulator) selectorLocked(raw string) (selector, error) {
 	}
 	e.st.selectors[raw] = sel
 	return sel, nil
+}
+
+// querySelectorLocked parses q's label_selector (cached); valid is false
+// with a 400 invalid_input answer naming label_selector when it is
+// malformed. Callers hold e.mu.
+func (e *Emulator) querySelectorLocked(q url.Values) (selector, reply, bool) {
+	sel, err := e.selectorLocked(q.Get("label_selector"))
+	if err != nil {
+		return nil, invalidInput(http.StatusBadRequest, []fieldError{field("label_selector", err.Error())}), false
+	}
+	return sel, reply{}, true
 }
 
 // serverLocked finds the server of a path id. Callers hold e.mu.
@@ -75,9 +87,9 @@ func (e *Emulator) listServers(r *http.Request, _ string) reply {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.settleLocked(e.clock.Now())
-	sel, err := e.selectorLocked(q.Get("label_selector"))
-	if err != nil {
-		return invalidInput(http.StatusBadRequest, []fieldError{field("label_selector", err.Error())})
+	sel, rep, valid := e.querySelectorLocked(q)
+	if !valid {
+		return rep
 	}
 	candidates := e.st.order
 	if name := q.Get("name"); name != "" {
