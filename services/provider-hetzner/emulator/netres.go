@@ -134,7 +134,7 @@ func listLabelledLocked[P labelled, S any](e *Emulator, q url.Values, m map[int6
 	var matched []P
 	for _, id := range slices.Sorted(maps.Keys(m)) {
 		name, labels := m[id].nameAndLabels()
-		if (q.Get("name") == "" || name == q.Get("name")) && (keep == nil || keep(m[id])) && sel.matches(labels) {
+		if (q.Get("name") == "" || name == q.Get("name")) && (keep == nil || keep(m[id])) && sel.Matches(labels) {
 			matched = append(matched, m[id])
 		}
 	}
