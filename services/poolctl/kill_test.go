@@ -1,16 +1,13 @@
 package poolctl
 
 import (
-	"context"
 	"os"
-	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
 )
 
 const childEnv = "COMPUTE_TEST_POOLCTL_CHILD_NATS"
@@ -19,20 +16,7 @@ const childEnv = "COMPUTE_TEST_POOLCTL_CHILD_NATS"
 // TestSIGKILLDuringScaleUpLeavesNoSurplus starts and kills (it skips unless
 // asked to run).
 func TestPoolctlChildProcess(t *testing.T) {
-	url := os.Getenv(childEnv)
-	if url == "" {
-		t.Skip("helper process of TestSIGKILLDuringScaleUpLeavesNoSurplus")
-	}
-	nc, err := bus.Connect(bus.ConnectOptions{URL: url, Name: "poolctl-child"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, st := bustest.ChildConnect(t, childEnv, "poolctl-child", "TestSIGKILLDuringScaleUpLeavesNoSurplus")
 	o := fastOptions("child")
 	o.Logger = zerolog.Nop()
 	// slow creates, the second half slower: the kill lands while some
@@ -55,19 +39,8 @@ func TestPoolctlChildProcess(t *testing.T) {
 // with exactly 30 instances and 30 machines, 30 ordinals used, no orphan.
 func TestSIGKILLDuringScaleUpLeavesNoSurplus(t *testing.T) {
 	h := newHarness(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPoolctlChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+h.env.URL)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	child := &bustest.Child{Test: "TestPoolctlChildProcess", Env: []string{childEnv + "=" + h.env.URL}, Output: os.Stderr}
+	child.Start(t)
 	// the child's controller is up once it serves its micro service
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -85,11 +58,7 @@ func TestSIGKILLDuringScaleUpLeavesNoSurplus(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	killed = true
+	child.Kill()
 	rec := h.control()
 	pending := 0
 	for _, s := range rec.Slots {

@@ -442,9 +442,8 @@ func TestConfigureRunsAgainAfterSIGKILL(t *testing.T) {
 	w := newAccessWorld(t, fastOptions())
 	w.rec.Stop() // the only reconciler is the child process
 	poolID := w.pool(api.PoolAccess{Configure: &api.AccessStep{Hook: "join"}})
-	child := &childReconciler{t: t, url: w.env.URL}
-	child.start()
-	t.Cleanup(child.kill) // the one alive at the end
+	child := childReconciler(w.env.URL)
+	child.Start(t) // the one alive at the end is killed at cleanup
 	var inst api.Instance
 	if err := w.callRetry("create", api.InstanceCreateRequest{PoolID: poolID, Flavor: "small"}, &inst); err != nil {
 		t.Fatal(err)
@@ -459,13 +458,13 @@ func TestConfigureRunsAgainAfterSIGKILL(t *testing.T) {
 	})
 	m.SetProgram(api.HookDir+"/join", sshemu.Response{Hang: true})
 	bustest.WaitFor(t, "configure running", func() bool { return len(m.Runs()) == 1 })
-	child.kill()
+	child.Kill()
 	if c := w.record(inst.ID).Status.Access.Configure; c == nil || c.State != api.StepRunning || c.Attempts != 1 {
 		t.Fatalf("configure status at the kill: %+v", c)
 	}
 
 	m.SetProgram(api.HookDir+"/join", sshemu.Response{Stdout: "joined\n"})
-	child.start()
+	child.Start(t)
 	got := w.waitConfigured(inst.ID)
 	// at least once: a run cut off by a slow machine (a loaded host) may
 	// add an attempt, never remove one

@@ -6,17 +6,15 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
 )
 
 // addressPool writes a pool of the harness's account whose network hands
@@ -144,20 +142,8 @@ const (
 // create is recorded and sent, once per instance (a marker file says it
 // did).
 func TestAddressChildProcess(t *testing.T) {
-	url, dir := os.Getenv(addressChildEnv), os.Getenv(addressChildDirEnv)
-	if url == "" {
-		t.Skip("helper process of TestStaticAddressSurvivesKillBetweenClaimAndCreate")
-	}
-	nc, err := bus.Connect(bus.ConnectOptions{URL: url, Name: "reconciler-address-child"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, st := bustest.ChildConnect(t, addressChildEnv, "reconciler-address-child", "TestStaticAddressSurvivesKillBetweenClaimAndCreate")
+	dir := os.Getenv(addressChildDirEnv)
 	o := fastOptions()
 	o.AckWait, o.Logger = time.Second, zerolog.Nop()
 	o.Hooks.AfterAddressClaim = func(id string) {
@@ -166,7 +152,7 @@ func TestAddressChildProcess(t *testing.T) {
 			return
 		}
 		if err := os.WriteFile(marker, nil, 0o600); err == nil {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			bustest.KillSelf()
 		}
 	}
 	if _, err := Start(nc, st, o); err != nil {
@@ -201,14 +187,13 @@ func TestStaticAddressSurvivesKillBetweenClaimAndCreate(t *testing.T) {
 	}
 	kills := 0
 	deadline := time.Now().Add(2 * time.Minute)
+	child := &bustest.Child{Test: "TestAddressChildProcess", Env: []string{addressChildEnv + "=" + h.env.URL, addressChildDirEnv + "=" + dir}}
 	for {
-		cmd := childCommand(t, "^TestAddressChildProcess$", addressChildEnv+"="+h.env.URL, addressChildDirEnv+"="+dir)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		child.Start(t)
 		killed := false
 		for !killed && h.unconvergedRunning(ids) != "" && time.Now().Before(deadline) {
 			select {
-			case <-done:
+			case <-child.Done():
 				killed = true
 			case <-time.After(20 * time.Millisecond):
 			}
@@ -217,8 +202,7 @@ func TestStaticAddressSurvivesKillBetweenClaimAndCreate(t *testing.T) {
 			kills++
 			continue
 		}
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-done
+		child.Kill()
 		break
 	}
 	if bad := h.unconvergedRunning(ids); bad != "" {
@@ -257,15 +241,4 @@ func (h *harness) unconvergedRunning(ids []string) string {
 		}
 	}
 	return ""
-}
-
-// childCommand starts this test binary running only test run, with env.
-func childCommand(t *testing.T, run string, env ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run="+run, "-test.count=1")
-	cmd.Env = append(os.Environ(), env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
-	}
-	return cmd
 }

@@ -1,18 +1,15 @@
 package reconciler
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
-	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
 	"better-compute.io/compute/services/provider-hetzner-robot/emulator"
 )
 
@@ -34,27 +31,13 @@ func bootstrapChildOptions() Options {
 // the kill tests start and SIGKILL; with bootstrapChildKill set it kills
 // itself right after recording that step boundary.
 func TestBootstrapChildProcess(t *testing.T) {
-	url := os.Getenv(bootstrapChildNATS)
-	if url == "" {
-		t.Skip("helper process of the bootstrap kill tests")
-	}
-	nc, err := bus.Connect(bus.ConnectOptions{URL: url, Name: "reconciler-bootstrap-child"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, st := bustest.ChildConnect(t, bootstrapChildNATS, "reconciler-bootstrap-child", "the bootstrap kill tests")
 	o := bootstrapChildOptions()
 	o.Logger = zerolog.Nop()
 	if at := os.Getenv(bootstrapChildKill); at != "" {
 		o.Hooks.BootstrapStepRecorded = func(_ string, step api.BootstrapStep, state api.StepState) {
 			if string(step)+"/"+string(state) == at {
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {}
+				bustest.KillSelf()
 			}
 		}
 	}
@@ -64,43 +47,11 @@ func TestBootstrapChildProcess(t *testing.T) {
 	select {} // until SIGKILL
 }
 
-// bootstrapChild runs the reconciler in a child process.
-type bootstrapChild struct {
-	t   *testing.T
-	url string
-	cmd *exec.Cmd
-}
-
-func (c *bootstrapChild) start(killAt string) {
-	c.t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBootstrapChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), bootstrapChildNATS+"="+c.url, bootstrapChildKill+"="+killAt)
-	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("start child reconciler: %v", err)
-	}
-	c.cmd = cmd
-}
-
-// waitKilled waits until the child killed itself at its step boundary.
-func (c *bootstrapChild) waitKilled() {
-	c.t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			c.t.Fatalf("child ended with %v, want SIGKILL", err)
-		}
-	case <-time.After(60 * time.Second):
-		c.t.Fatal("child never reached its kill point")
-	}
-}
-
-func (c *bootstrapChild) kill() {
-	if c.cmd != nil && c.cmd.ProcessState == nil {
-		_ = c.cmd.Process.Signal(syscall.SIGKILL)
-		_ = c.cmd.Wait()
-	}
+// bootstrapChild is the reconciler in a child process, for the server at
+// url; start it with bootstrapChildKill set to where it kills itself ("" for
+// nowhere).
+func bootstrapChild(url string) *bustest.Child {
+	return &bustest.Child{Test: "TestBootstrapChildProcess", Env: []string{bootstrapChildNATS + "=" + url}}
 }
 
 // installRuns counts installimage runs on server n's rescue system.
@@ -129,19 +80,18 @@ func TestBootstrapKilledAtEveryStep(t *testing.T) {
 	for _, at := range boundaries {
 		t.Run(strings.ReplaceAll(at, "/", "-"), func(t *testing.T) {
 			w := newRobotWorld(t, bootstrapChildOptions(), startAPI)
-			child := &bootstrapChild{t: t, url: w.env.URL}
-			t.Cleanup(child.kill)
-			child.start(at)
+			child := bootstrapChild(w.env.URL)
+			child.Start(t, bootstrapChildKill+"="+at)
 			inst, err := w.bootstrap(101)
 			if err != nil {
 				t.Fatal(err)
 			}
-			child.waitKilled()
+			child.WaitKilled(t, 60*time.Second)
 			killed := w.record(inst.ID).Status.Bootstrap
 			if killed == nil || string(killed.Step)+"/"+string(killed.State) != at {
 				t.Fatalf("killed at %+v, want %s", killed, at)
 			}
-			child.start("")
+			child.Start(t, bootstrapChildKill+"=")
 			got := w.waitConfigured(inst.ID)
 			if b := got.Status.Bootstrap; b.Step != api.BootstrapReady {
 				t.Fatalf("bootstrap %+v", b)
@@ -168,9 +118,8 @@ func TestBootstrapKilledDuringInstall(t *testing.T) {
 	}
 	w := newRobotWorld(t, bootstrapChildOptions(), startAPI)
 	w.emu.SetInstallImage(101, emulator.InstallHang)
-	child := &bootstrapChild{t: t, url: w.env.URL}
-	t.Cleanup(child.kill)
-	child.start("")
+	child := bootstrapChild(w.env.URL)
+	child.Start(t, bootstrapChildKill+"=")
 	inst, err := w.bootstrap(101)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +131,7 @@ func TestBootstrapKilledDuringInstall(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	child.kill()
+	child.Kill()
 	if b := w.record(inst.ID).Status.Bootstrap; b.Step != api.BootstrapInstall || b.State != api.StepRunning {
 		t.Fatalf("killed during install, recorded %+v", b)
 	}
@@ -190,7 +139,7 @@ func TestBootstrapKilledDuringInstall(t *testing.T) {
 		t.Fatalf("phase %s while half-installed", p)
 	}
 	w.emu.SetInstallImage(101, emulator.InstallSucceed)
-	child.start("")
+	child.Start(t, bootstrapChildKill+"=")
 	got := w.waitConfigured(inst.ID)
 	if b := got.Status.Bootstrap; b.Installs != 2 || b.Rescues != 1 {
 		t.Fatalf("bootstrap %+v, want 2 installs after 1 rescue boot", b)

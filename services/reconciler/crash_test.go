@@ -4,11 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +11,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
 )
 
 const childEnv = "COMPUTE_TEST_RECONCILER_CHILD_NATS"
@@ -23,20 +19,7 @@ const childEnv = "COMPUTE_TEST_RECONCILER_CHILD_NATS"
 // TestReconcilerChildProcess is not a test: it is the reconciler process
 // TestCrashSafetyUnderSIGKILL starts and kills (it skips unless asked to run).
 func TestReconcilerChildProcess(t *testing.T) {
-	url := os.Getenv(childEnv)
-	if url == "" {
-		t.Skip("helper process of TestCrashSafetyUnderSIGKILL")
-	}
-	nc, err := bus.Connect(bus.ConnectOptions{URL: url, Name: "reconciler-child"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, st := bustest.ChildConnect(t, childEnv, "reconciler-child", "TestCrashSafetyUnderSIGKILL")
 	o := fastOptions()
 	o.AckWait, o.ResyncInterval = time.Second, time.Second
 	o.Logger = zerolog.Nop()
@@ -46,34 +29,10 @@ func TestReconcilerChildProcess(t *testing.T) {
 	select {} // until SIGKILL
 }
 
-// childReconciler runs the reconciler in a child process and SIGKILLs it.
-type childReconciler struct {
-	t     *testing.T
-	url   string
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	kills atomic.Int32
-}
-
-func (c *childReconciler) start() {
-	c.t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReconcilerChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+c.url)
-	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("start child reconciler: %v", err)
-	}
-	c.mu.Lock()
-	c.cmd = cmd
-	c.mu.Unlock()
-}
-
-func (c *childReconciler) kill() {
-	c.mu.Lock()
-	cmd := c.cmd
-	c.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
-	c.kills.Add(1)
+// childReconciler is the reconciler in a child process, for the server at
+// url, to SIGKILL.
+func childReconciler(url string) *bustest.Child {
+	return &bustest.Child{Test: "TestReconcilerChildProcess", Env: []string{childEnv + "=" + url}}
 }
 
 // callRetry repeats a command while no reconciler answers (it is being
@@ -115,8 +74,8 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 	const n, minKills = 200, 50
 	h := newHarness(t, fastOptions())
 	h.rec.Stop() // the only reconciler is the child process
-	child := &childReconciler{t: t, url: h.env.URL}
-	child.start()
+	child := childReconciler(h.env.URL)
+	child.Start(t)
 
 	done := make(chan struct{})
 	stop := make(chan struct{}) // closed when the test ends early
@@ -133,22 +92,22 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 			// binary takes ~100 ms) and get work done, short enough to die
 			// in the middle of it.
 			time.Sleep(time.Duration(150+rand.IntN(350)) * time.Millisecond)
-			child.kill()
+			child.Kill()
 			select {
 			case <-done:
-				if child.kills.Load() >= minKills {
-					child.start()
+				if child.Kills() >= minKills {
+					child.Start(t)
 					return
 				}
 			default:
 			}
-			child.start()
+			child.Start(t)
 		}
 	}()
 	t.Cleanup(func() {
 		close(stop)
 		<-killerDone // the killer owns the child until it returns
-		child.kill()
+		child.Kill()
 	})
 
 	ids := make([]string, n)
@@ -180,8 +139,8 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 	}
 	close(done)
 	<-killerDone
-	t.Logf("reconciler SIGKILLed %d times", child.kills.Load())
-	if k := child.kills.Load(); k < minKills {
+	t.Logf("reconciler SIGKILLed %d times", child.Kills())
+	if k := child.Kills(); k < minKills {
 		t.Fatalf("only %d kills", k)
 	}
 

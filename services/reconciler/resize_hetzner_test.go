@@ -75,14 +75,8 @@ func TestResizeSurvivesSIGKILL(t *testing.T) {
 	}
 	h := newHarness(t, fastOptions(), startAPI)
 	emu := hetznerResizePool(t, h, time.Second)
-	child := &childReconciler{t: t, url: h.env.URL}
-	child.start()
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			child.kill()
-		}
-	})
+	child := childReconciler(h.env.URL)
+	child.Start(t)
 	inst := h.create(api.InstanceCreateRequest{PoolID: h.pool.ID, Flavor: "small"})
 	h.waitPhase(inst.ID, api.PhaseRunning)
 
@@ -94,8 +88,7 @@ func TestResizeSurvivesSIGKILL(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	child.kill() // the change_server_type action still runs
-	killed = true
+	child.Kill() // the change_server_type action still runs
 	if rs := h.record(inst.ID).Status.Resize; rs == nil || rs.State != api.ResizeExecuting {
 		t.Fatalf("the resize was not claimed before change_type:\n%s", statusJSON(h.record(inst.ID)))
 	}

@@ -5,18 +5,21 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+
+	"better-compute.io/compute/pkg/api"
 )
 
 // maxCachedSelectors bounds the label selector parse cache.
 const maxCachedSelectors = 1024
 
 // selectorLocked parses a label selector, cached. Callers hold e.mu.
-func (e *Emulator) selectorLocked(raw string) (selector, error) {
+func (e *Emulator) selectorLocked(raw string) (api.Selector, error) {
 	if sel, found := e.st.selectors[raw]; found {
 		return sel, nil
 	}
@@ -29,6 +32,17 @@ func (e *Emulator) selectorLocked(raw string) (selector, error) {
 	}
 	e.st.selectors[raw] = sel
 	return sel, nil
+}
+
+// querySelectorLocked parses q's label_selector (cached); valid is false
+// with a 400 invalid_input answer naming label_selector when it is
+// malformed. Callers hold e.mu.
+func (e *Emulator) querySelectorLocked(q url.Values) (api.Selector, reply, bool) {
+	sel, err := e.selectorLocked(q.Get("label_selector"))
+	if err != nil {
+		return nil, invalidInput(http.StatusBadRequest, []fieldError{field("label_selector", err.Error())}), false
+	}
+	return sel, reply{}, true
 }
 
 // serverLocked finds the server of a path id. Callers hold e.mu.
@@ -75,9 +89,9 @@ func (e *Emulator) listServers(r *http.Request, _ string) reply {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.settleLocked(e.clock.Now())
-	sel, err := e.selectorLocked(q.Get("label_selector"))
-	if err != nil {
-		return invalidInput(http.StatusBadRequest, []fieldError{field("label_selector", err.Error())})
+	sel, rep, valid := e.querySelectorLocked(q)
+	if !valid {
+		return rep
 	}
 	candidates := e.st.order
 	if name := q.Get("name"); name != "" {
@@ -90,7 +104,7 @@ func (e *Emulator) listServers(r *http.Request, _ string) reply {
 	listedBefore := e.clock.Now().Add(-e.listLag)
 	matched := make([]*server, 0, len(candidates))
 	for _, srv := range candidates {
-		if (len(statuses) == 0 || slices.Contains(statuses, srv.status)) && sel.matches(srv.labels) &&
+		if (len(statuses) == 0 || slices.Contains(statuses, srv.status)) && sel.Matches(srv.labels) &&
 			(e.listLag <= 0 || !srv.created.After(listedBefore)) {
 			matched = append(matched, srv)
 		}
@@ -144,7 +158,7 @@ func validateName(name string) []fieldError {
 // validateLabels checks label keys and values.
 func validateLabels(labels map[string]string) []fieldError {
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if !validLabelKey(k) || !validLabelValue(labels[k]) {
+		if api.CheckLabelKeySyntax(k) != nil || api.CheckLabelValue(labels[k]) != nil {
 			return []fieldError{field("labels", fmt.Sprintf("invalid label %q", k))}
 		}
 	}

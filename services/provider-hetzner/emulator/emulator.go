@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/clock"
 	"better-compute.io/compute/pkg/sshemu"
 )
@@ -92,7 +93,7 @@ type state struct {
 	nextServerID int64
 	nextActionID int64
 
-	selectors map[string]selector // parse cache
+	selectors map[string]api.Selector // parse cache
 }
 
 // First ids handed out; arbitrary, but as large as real ids tend to be.
@@ -113,7 +114,7 @@ func newState() *state {
 		actions:      map[int64]*action{},
 		nextServerID: firstServerID,
 		nextActionID: firstActionID,
-		selectors:    map[string]selector{},
+		selectors:    map[string]api.Selector{},
 		net:          newNetState(),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -109,6 +110,72 @@ func sortedValues[T any](m map[int64]*T) []*T {
 		out = append(out, m[id])
 	}
 	return out
+}
+
+// labelled is a network resource as the list filters see it: its name
+// and labels.
+type labelled interface {
+	nameAndLabels() (string, map[string]string)
+}
+
+func (n *network) nameAndLabels() (string, map[string]string)        { return n.name, n.labels }
+func (f *firewall) nameAndLabels() (string, map[string]string)       { return f.name, f.labels }
+func (g *placementGroup) nameAndLabels() (string, map[string]string) { return g.name, g.labels }
+
+// listLabelledLocked is the page q asks for of the resources of m (by
+// ascending id) that match q's name and label_selector filters and keep
+// (nil keeps all), each rendered by conv; valid is false with a 400
+// invalid_input answer for a malformed label_selector. Callers hold e.mu.
+func listLabelledLocked[P labelled, S any](e *Emulator, q url.Values, m map[int64]P, keep func(P) bool, conv func(P) S) (out []S, pages meta, rep reply, valid bool) {
+	sel, rep, valid := e.querySelectorLocked(q)
+	if !valid {
+		return nil, meta{}, rep, false
+	}
+	var matched []P
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		name, labels := m[id].nameAndLabels()
+		if (q.Get("name") == "" || name == q.Get("name")) && (keep == nil || keep(m[id])) && sel.Matches(labels) {
+			matched = append(matched, m[id])
+		}
+	}
+	out, pages = pageOf(matched, q, conv)
+	return out, pages, reply{}, true
+}
+
+// getByID serves GET /<resources>/{id}: the resource of m (read with e.mu
+// held and every action settled) with the path id raw, answered by
+// answer; 404 not_found naming what when there is none.
+func getByID[T any](e *Emulator, raw, what string, m func(*netState) map[int64]*T, answer func(*T) any) reply {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.settleLocked(e.clock.Now())
+	id, _ := parseID(raw)
+	v := m(&e.st.net)[id]
+	if v == nil {
+		return notFound(what)
+	}
+	return ok(answer(v))
+}
+
+// createNamed serves POST /<resources>: the body decoded into a Req, added
+// by add (with e.mu held) and rendered by created → 201; 409
+// uniqueness_error ("<what> name is already used") when the only problem
+// is a taken name, 422 invalid_input for any other.
+func createNamed[Req, T any](e *Emulator, r *http.Request, what string, add func(Req, time.Time) (*T, []fieldError), created func(*T) any) reply {
+	var req Req
+	if rep, valid := decodeJSON(r, &req, false); !valid {
+		return rep
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v, fields := add(req, e.clock.Now())
+	if taken(fields) {
+		return errorReply(http.StatusConflict, "uniqueness_error", what+" name is already used", fieldDetails{Fields: fields})
+	}
+	if len(fields) > 0 {
+		return invalidInput(http.StatusUnprocessableEntity, fields)
+	}
+	return reply{status: http.StatusCreated, body: created(v)}
 }
 
 // AddNetwork creates a private network named name with ip range cidr and
@@ -316,21 +383,13 @@ func lastAddr(p netip.Prefix) netip.Addr {
 
 // listNetworks serves GET /networks (filters: name, label_selector).
 func (e *Emulator) listNetworks(r *http.Request, _ string) reply {
-	q := r.URL.Query()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.settleLocked(e.clock.Now())
-	sel, err := e.selectorLocked(q.Get("label_selector"))
-	if err != nil {
-		return invalidInput(http.StatusBadRequest, []fieldError{field("label_selector", err.Error())})
+	out, m, rep, valid := listLabelledLocked(e, r.URL.Query(), e.st.net.networks, nil, e.networkSchemaLocked)
+	if !valid {
+		return rep
 	}
-	var matched []*network
-	for _, n := range sortedValues(e.st.net.networks) {
-		if (q.Get("name") == "" || n.name == q.Get("name")) && sel.matches(n.labels) {
-			matched = append(matched, n)
-		}
-	}
-	out, m := pageOf(matched, q, e.networkSchemaLocked)
 	return ok(struct {
 		Networks []schema.Network `json:"networks"`
 		Meta     meta             `json:"meta"`
@@ -339,15 +398,8 @@ func (e *Emulator) listNetworks(r *http.Request, _ string) reply {
 
 // getNetwork serves GET /networks/{id}.
 func (e *Emulator) getNetwork(_ *http.Request, raw string) reply {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.settleLocked(e.clock.Now())
-	id, _ := parseID(raw)
-	n := e.st.net.networks[id]
-	if n == nil {
-		return notFound("network")
-	}
-	return ok(schema.NetworkGetResponse{Network: e.networkSchemaLocked(n)})
+	return getByID(e, raw, "network", func(ns *netState) map[int64]*network { return ns.networks },
+		func(n *network) any { return schema.NetworkGetResponse{Network: e.networkSchemaLocked(n)} })
 }
 
 // createNetwork serves POST /networks → 201 {network}; 422 invalid_input
@@ -355,20 +407,8 @@ func (e *Emulator) getNetwork(_ *http.Request, raw string) reply {
 //
 // Guess: a taken name is 409 uniqueness_error, as for servers.
 func (e *Emulator) createNetwork(r *http.Request, _ string) reply {
-	var req schema.NetworkCreateRequest
-	if rep, valid := decodeJSON(r, &req, false); !valid {
-		return rep
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, fields := e.addNetworkLocked(req, e.clock.Now())
-	if taken(fields) {
-		return errorReply(http.StatusConflict, "uniqueness_error", "network name is already used", fieldDetails{Fields: fields})
-	}
-	if len(fields) > 0 {
-		return invalidInput(http.StatusUnprocessableEntity, fields)
-	}
-	return reply{status: http.StatusCreated, body: schema.NetworkCreateResponse{Network: e.networkSchemaLocked(n)}}
+	return createNamed(e, r, "network", e.addNetworkLocked,
+		func(n *network) any { return schema.NetworkCreateResponse{Network: e.networkSchemaLocked(n)} })
 }
 
 // taken reports whether the only problem is a taken name.
@@ -425,21 +465,13 @@ func (e *Emulator) firewallSchemaLocked(f *firewall) schema.Firewall {
 
 // listFirewalls serves GET /firewalls (filters: name, label_selector).
 func (e *Emulator) listFirewalls(r *http.Request, _ string) reply {
-	q := r.URL.Query()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.settleLocked(e.clock.Now())
-	sel, err := e.selectorLocked(q.Get("label_selector"))
-	if err != nil {
-		return invalidInput(http.StatusBadRequest, []fieldError{field("label_selector", err.Error())})
+	out, m, rep, valid := listLabelledLocked(e, r.URL.Query(), e.st.net.firewalls, nil, e.firewallSchemaLocked)
+	if !valid {
+		return rep
 	}
-	var matched []*firewall
-	for _, f := range sortedValues(e.st.net.firewalls) {
-		if (q.Get("name") == "" || f.name == q.Get("name")) && sel.matches(f.labels) {
-			matched = append(matched, f)
-		}
-	}
-	out, m := pageOf(matched, q, e.firewallSchemaLocked)
 	return ok(struct {
 		Firewalls []schema.Firewall `json:"firewalls"`
 		Meta      meta              `json:"meta"`
@@ -448,17 +480,12 @@ func (e *Emulator) listFirewalls(r *http.Request, _ string) reply {
 
 // getFirewall serves GET /firewalls/{id}.
 func (e *Emulator) getFirewall(_ *http.Request, raw string) reply {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.settleLocked(e.clock.Now())
-	id, _ := parseID(raw)
-	f := e.st.net.firewalls[id]
-	if f == nil {
-		return notFound("firewall")
-	}
-	return ok(struct {
-		Firewall schema.Firewall `json:"firewall"`
-	}{e.firewallSchemaLocked(f)})
+	return getByID(e, raw, "firewall", func(ns *netState) map[int64]*firewall { return ns.firewalls },
+		func(f *firewall) any {
+			return struct {
+				Firewall schema.Firewall `json:"firewall"`
+			}{e.firewallSchemaLocked(f)}
+		})
 }
 
 // createFirewall serves POST /firewalls → 201 {firewall, actions: []}
@@ -466,21 +493,9 @@ func (e *Emulator) getFirewall(_ *http.Request, raw string) reply {
 //
 // Guess: a taken name is 409 uniqueness_error.
 func (e *Emulator) createFirewall(r *http.Request, _ string) reply {
-	var req schema.FirewallCreateRequest
-	if rep, valid := decodeJSON(r, &req, false); !valid {
-		return rep
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	f, fields := e.addFirewallLocked(req, e.clock.Now())
-	if taken(fields) {
-		return errorReply(http.StatusConflict, "uniqueness_error", "firewall name is already used", fieldDetails{Fields: fields})
-	}
-	if len(fields) > 0 {
-		return invalidInput(http.StatusUnprocessableEntity, fields)
-	}
-	return reply{status: http.StatusCreated,
-		body: schema.FirewallCreateResponse{Firewall: e.firewallSchemaLocked(f), Actions: []schema.Action{}}}
+	return createNamed(e, r, "firewall", e.addFirewallLocked, func(f *firewall) any {
+		return schema.FirewallCreateResponse{Firewall: e.firewallSchemaLocked(f), Actions: []schema.Action{}}
+	})
 }
 
 // --- placement groups ---
@@ -509,17 +524,11 @@ func (e *Emulator) listPlacementGroups(r *http.Request, _ string) reply {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.settleLocked(e.clock.Now())
-	sel, err := e.selectorLocked(q.Get("label_selector"))
-	if err != nil {
-		return invalidInput(http.StatusBadRequest, []fieldError{field("label_selector", err.Error())})
+	spread := func(*placementGroup) bool { return q.Get("type") == "" || q.Get("type") == "spread" }
+	out, m, rep, valid := listLabelledLocked(e, q, e.st.net.placementGroups, spread, e.groupSchemaLocked)
+	if !valid {
+		return rep
 	}
-	var matched []*placementGroup
-	for _, g := range sortedValues(e.st.net.placementGroups) {
-		if (q.Get("name") == "" || g.name == q.Get("name")) && (q.Get("type") == "" || q.Get("type") == "spread") && sel.matches(g.labels) {
-			matched = append(matched, g)
-		}
-	}
-	out, m := pageOf(matched, q, e.groupSchemaLocked)
 	return ok(struct {
 		PlacementGroups []schema.PlacementGroup `json:"placement_groups"`
 		Meta            meta                    `json:"meta"`
@@ -528,15 +537,10 @@ func (e *Emulator) listPlacementGroups(r *http.Request, _ string) reply {
 
 // getPlacementGroup serves GET /placement_groups/{id}.
 func (e *Emulator) getPlacementGroup(_ *http.Request, raw string) reply {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.settleLocked(e.clock.Now())
-	id, _ := parseID(raw)
-	g := e.st.net.placementGroups[id]
-	if g == nil {
-		return notFound("placement group")
-	}
-	return ok(schema.PlacementGroupGetResponse{PlacementGroup: e.groupSchemaLocked(g)})
+	return getByID(e, raw, "placement group", func(ns *netState) map[int64]*placementGroup { return ns.placementGroups },
+		func(g *placementGroup) any {
+			return schema.PlacementGroupGetResponse{PlacementGroup: e.groupSchemaLocked(g)}
+		})
 }
 
 // createPlacementGroup serves POST /placement_groups {name, type: spread,
@@ -544,12 +548,15 @@ func (e *Emulator) getPlacementGroup(_ *http.Request, raw string) reply {
 //
 // Guess: a taken name is 409 uniqueness_error.
 func (e *Emulator) createPlacementGroup(r *http.Request, _ string) reply {
-	var req schema.PlacementGroupCreateRequest
-	if rep, valid := decodeJSON(r, &req, false); !valid {
-		return rep
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	return createNamed(e, r, "placement group", e.addPlacementGroupLocked,
+		func(g *placementGroup) any {
+			return schema.PlacementGroupCreateResponse{PlacementGroup: e.groupSchemaLocked(g)}
+		})
+}
+
+// addPlacementGroupLocked validates and stores a placement group; a taken
+// name is reported only for an otherwise valid request. Callers hold e.mu.
+func (e *Emulator) addPlacementGroupLocked(req schema.PlacementGroupCreateRequest, now time.Time) (*placementGroup, []fieldError) {
 	ns := &e.st.net
 	var fields []fieldError
 	if req.Name == "" {
@@ -564,16 +571,15 @@ func (e *Emulator) createPlacementGroup(r *http.Request, _ string) reply {
 		fields = append(fields, validateLabels(labels)...)
 	}
 	if len(fields) > 0 {
-		return invalidInput(http.StatusUnprocessableEntity, fields)
+		return nil, fields
 	}
 	if byIDOrName(ns.placementGroups, req.Name, func(g *placementGroup) string { return g.name }) != nil {
-		return errorReply(http.StatusConflict, "uniqueness_error", "placement group name is already used",
-			fieldDetails{Fields: []fieldError{field("name", "is already used")}})
+		return nil, []fieldError{field("name", "is already used")}
 	}
-	g := &placementGroup{id: ns.nextPlacementGroupID, name: req.Name, labels: labels, created: e.clock.Now().UTC().Truncate(time.Second)}
+	g := &placementGroup{id: ns.nextPlacementGroupID, name: req.Name, labels: labels, created: now.UTC().Truncate(time.Second)}
 	ns.nextPlacementGroupID++
 	ns.placementGroups[g.id] = g
-	return reply{status: http.StatusCreated, body: schema.PlacementGroupCreateResponse{PlacementGroup: e.groupSchemaLocked(g)}}
+	return g, nil
 }
 
 // deletePlacementGroup serves DELETE /placement_groups/{id} → 204.
