@@ -210,7 +210,7 @@ func (b permanenceLost) Create(ctx context.Context, call *provider.Call, spec ap
 type resizeForgets struct{ full }
 
 func (b resizeForgets) Resize(ctx context.Context, call *provider.Call, req api.ProviderResizeRequest) (*api.ResizeResult, error) {
-	m, err := b.full.Get(ctx, call, req.ID)
+	m, err := b.Get(ctx, call, req.ID)
 	if err != nil || m == nil {
 		return nil, api.NotFound("machine", req.ID)
 	}

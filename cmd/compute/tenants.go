@@ -79,8 +79,10 @@ func tenantsCmd(g *globals) *cobra.Command {
 	f.Int64Var(&limits.JetStreamBytes, "jetstream-bytes", 0, "JetStream file storage of the tenant's own (0: none)")
 	f.Int64Var(&quotas.Instances, "quota-instances", 0, "instances at once (0: none; refused CAPACITY_UNAVAILABLE beyond)")
 	f.Int64Var(&quotas.InstancesPerPool, "quota-instances-per-pool", 0, "instances of one pool (0: none; refused CAPACITY_UNAVAILABLE beyond)")
-	f.Int64Var(&quotas.CreatesPerSecond, "quota-creates-per-second", 0, "instance creates per second, per reconciler replica (0: none; refused RATE_LIMITED beyond)")
-	f.Int64Var(&quotas.ConcurrentLists, "quota-concurrent-lists", 0, "lists at once, of every resource, per service replica (0: none; refused RATE_LIMITED beyond)")
+	f.Int64Var(&quotas.CreatesPerSecond, "quota-creates-per-second", 0,
+		"instance creates per second, per reconciler replica (0: none; refused RATE_LIMITED beyond)")
+	f.Int64Var(&quotas.ConcurrentLists, "quota-concurrent-lists", 0,
+		"lists at once, of every resource, per service replica (0: none; refused RATE_LIMITED beyond)")
 
 	get := &cobra.Command{
 		Use: "get TENANT", Short: "Show a tenant", Args: exactArgs(1),

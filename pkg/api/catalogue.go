@@ -50,8 +50,11 @@ var catalogue = []CodeInfo{
 	{CodeUnsupported, 501, RetryNever, true,
 		"the provider cannot do that (e.g. `nmi` on Hetzner), or a reference's secret store is not configured (`details.scheme`)"},
 	{CodeInvalidState, 409, RetryNever, true, "not now (deleting, still in use)"},
-	{CodeCapacityUnavailable, 507, RetryBackoff, true, "the provider has no room, or the tenant's instance quota is reached (`details.limit`, `details.quota`)"},
-	{CodeRateLimited, 429, RetryAfterReset, false, "the provider's or account's rate limit, or the tenant's rate or list quota, is spent (`details.retryAfterMs`; `details.limit`, `details.quota` for a quota)"},
+	{CodeCapacityUnavailable, 507, RetryBackoff, true,
+		"the provider has no room, or the tenant's instance quota is reached (`details.limit`, `details.quota`)"},
+	{CodeRateLimited, 429, RetryAfterReset, false,
+		"the provider's or account's rate limit, or the tenant's rate or list quota, is spent " +
+			"(`details.retryAfterMs`; `details.limit`, `details.quota` for a quota)"},
 	{CodeProviderError, 502, RetryBackoff, false,
 		"the provider API failed (`details.status`, `details.code`; `details.permanent` when the same request can never pass)"},
 	{CodeUnavailable, 503, RetryBackoff, false, "no service answered in time (no responder, deadline passed, store unreachable)"},

@@ -190,7 +190,7 @@ func (p *selectorParser) key() (string, error) {
 	at := p.i
 	key := p.word()
 	if err := CheckLabelKeySyntax(key); err != nil {
-		return "", fmt.Errorf("at offset %d: label key %q: %v", at, key, err)
+		return "", fmt.Errorf("at offset %d: label key %q: %w", at, key, err)
 	}
 	return key, nil
 }
@@ -201,7 +201,7 @@ func (p *selectorParser) value() (string, error) {
 	at := p.i
 	v := p.word()
 	if err := CheckLabelValue(v); err != nil {
-		return "", fmt.Errorf("at offset %d: %v", at, err)
+		return "", fmt.Errorf("at offset %d: %w", at, err)
 	}
 	return v, nil
 }

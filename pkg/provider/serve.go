@@ -318,7 +318,7 @@ func (s *server) metrics(ctx context.Context, req *bus.Request, c Client, call *
 	if err := decodeMachineRequest(req, &in, &in.ID, &in.IdempotencyKey, call); err != nil {
 		return nil, err
 	}
-	if err := in.MetricsWindow.Check(call.Clock.Now()); err != nil {
+	if err := in.Check(call.Clock.Now()); err != nil {
 		return nil, err
 	}
 	m, ok := c.(MetricsReader)

@@ -68,7 +68,7 @@ func TestSIGKILLDuringScaleUpLeavesNoSurplus(t *testing.T) {
 	}
 	t.Logf("SIGKILLed with %d slots (%d without an instance id) and %d instance records", len(rec.Slots), pending, len(h.instances()))
 	h.startController(fastOptions("heir"))
-	h.waitSettled(30, 1, 45*time.Second)
+	h.waitSettled(30, 1, 180*time.Second)
 	h.checkNoOrphans()
 	if got := h.control().NextOrdinal; got != 30 {
 		t.Errorf("ordinals used: %d, want 30", got)

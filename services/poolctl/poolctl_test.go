@@ -20,10 +20,10 @@ func TestScaleZeroFiftyTenThirty(t *testing.T) {
 	h := newHarness(t)
 	h.startController(fastOptions("c1"))
 	p := h.scale(0)
-	h.waitSettled(0, p.Revision, 10*time.Second)
+	h.waitSettled(0, p.Revision, 40*time.Second)
 	for _, n := range []int{50, 10, 30} {
 		p = h.scale(n)
-		h.waitSettled(n, p.Revision, 45*time.Second)
+		h.waitSettled(n, p.Revision, 180*time.Second)
 		t.Logf("size %d: settled, next ordinal %d", n, h.control().NextOrdinal)
 	}
 	h.checkNoOrphans()
@@ -49,7 +49,7 @@ func TestRollingDeployKeepsAvailability(t *testing.T) {
 	h := newHarness(t)
 	h.startController(fastOptions("c1"))
 	h.update(api.PoolUpdateRequest{Sizes: map[string]int{"small": 20}, Rollout: &api.PoolRollout{MaxSurge: 1, MaxUnavailable: 1}})
-	h.waitSettled(20, 1, 45*time.Second)
+	h.waitSettled(20, 1, 180*time.Second)
 
 	// Every phase change of every instance is an event: the count of
 	// instances down is sampled at each one.
@@ -90,7 +90,7 @@ func TestRollingDeployKeepsAvailability(t *testing.T) {
 	if p.Revision != 2 {
 		t.Fatalf("revision after the template change: %d, want 2", p.Revision)
 	}
-	h.waitSettled(20, 2, 60*time.Second)
+	h.waitSettled(20, 2, 240*time.Second)
 	if err := h.env.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,9 +113,9 @@ func TestDeployThenRollback(t *testing.T) {
 	h := newHarness(t)
 	h.startController(fastOptions("c1"))
 	h.update(api.PoolUpdateRequest{Sizes: map[string]int{"small": 10}, Rollout: &api.PoolRollout{MaxSurge: 2, MaxUnavailable: 0}})
-	h.waitSettled(10, 1, 30*time.Second)
+	h.waitSettled(10, 1, 120*time.Second)
 	h.update(api.PoolUpdateRequest{Template: &api.PoolTemplate{Image: "debian-12"}})
-	h.waitSettled(10, 2, 45*time.Second)
+	h.waitSettled(10, 2, 180*time.Second)
 	if imgs := h.images(); imgs["debian-12"] != 10 {
 		t.Fatalf("images after the deploy: %v", imgs)
 	}
@@ -126,7 +126,7 @@ func TestDeployThenRollback(t *testing.T) {
 	if p.Revision != 3 || p.Revisions[len(p.Revisions)-1].RollbackOf != 1 {
 		t.Fatalf("rollback made revision %d (%+v), want 3 of revision 1", p.Revision, p.Revisions)
 	}
-	h.waitSettled(10, 3, 45*time.Second)
+	h.waitSettled(10, 3, 180*time.Second)
 	if imgs := h.images(); imgs["ubuntu-24.04"] != 10 || len(imgs) != 1 {
 		t.Errorf("images after the rollback: %v, want all 10 on ubuntu-24.04 (revision 1: the flavor's image)", imgs)
 	}
@@ -141,7 +141,7 @@ func TestLeaseOneControllerActs(t *testing.T) {
 	o1.LeaseDuration, o2.LeaseDuration = 30*time.Second, 30*time.Second
 	c1, c2 := h.startController(o1), h.startController(o2)
 	h.scale(8)
-	h.waitSettled(8, 1, 30*time.Second)
+	h.waitSettled(8, 1, 120*time.Second)
 	a1, a2 := c1.Actions(), c2.Actions()
 	t.Logf("actions: c1 %d, c2 %d; holder %s", a1, a2, h.control().Holder)
 	if (a1 == 0) == (a2 == 0) {
@@ -204,7 +204,7 @@ func hardStopDuringScaleUp(t *testing.T) *harness {
 func TestTakeoverAfterHardStopMakesNoSurplus(t *testing.T) {
 	h := hardStopDuringScaleUp(t)
 	h.startController(fastOptions("heir"))
-	h.waitSettled(20, 1, 45*time.Second)
+	h.waitSettled(20, 1, 180*time.Second)
 	h.checkNoOrphans()
 	if got := h.control().NextOrdinal; got != 20 {
 		t.Errorf("ordinals used: %d, want 20: the heir re-sent the dead one's creates instead of making more", got)
@@ -219,7 +219,7 @@ func TestScaleDownOfUnansweredCreatesLeavesNoOrphan(t *testing.T) {
 	h := hardStopDuringScaleUp(t)
 	h.scale(5)
 	h.startController(fastOptions("heir"))
-	h.waitSettled(5, 1, 45*time.Second)
+	h.waitSettled(5, 1, 180*time.Second)
 	h.checkNoOrphans()
 	if got := h.control().NextOrdinal; got != 20 {
 		t.Errorf("ordinals used: %d, want 20", got)
@@ -234,7 +234,7 @@ func TestFailedInstanceIsReplaced(t *testing.T) {
 	h.emu.Emulator().FailNext("POST /servers", 1, 422, "invalid_input", "image not available for this server type")
 	h.startController(fastOptions("c1"))
 	h.scale(3)
-	h.waitSettled(3, 1, 30*time.Second)
+	h.waitSettled(3, 1, 120*time.Second)
 	h.checkNoOrphans()
 	if got := h.control().NextOrdinal; got != 4 {
 		t.Errorf("ordinals used: %d, want 4 (three, and the failed one's replacement)\n%s", got, h.dump())

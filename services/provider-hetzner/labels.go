@@ -73,7 +73,8 @@ func (l labels) system(serverLabels map[string]string) map[string]string {
 //
 // Errors: INVALID_INPUT (id), NOT_FOUND (absent), PROVIDER_ERROR (422
 // invalid_input for labels the API refuses), RATE_LIMITED, UNAVAILABLE.
-func (c *client) Relabel(ctx context.Context, call *provider.Call, id string, userLabels map[string]string) (m *api.ExternalMachine, err error) {
+func (c *client) Relabel(ctx context.Context, call *provider.Call, id string,
+	userLabels map[string]string) (m *api.ExternalMachine, err error) {
 	s, sid, err := c.openServer(ctx, call, provider.VerbRelabel, id)
 	if err != nil {
 		return nil, err

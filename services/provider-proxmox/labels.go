@@ -97,7 +97,8 @@ func withLabelTags(tags string, labels map[string]string) string {
 // Errors: INVALID_INPUT (id), NOT_FOUND (absent, or a VM of another key),
 // ACCESS_DENIED (a VM this system does not manage), PROVIDER_ERROR,
 // UNAVAILABLE.
-func (c *client) Relabel(ctx context.Context, call *provider.Call, id string, labels map[string]string) (m *api.ExternalMachine, err error) {
+func (c *client) Relabel(ctx context.Context, call *provider.Call, id string,
+	labels map[string]string) (m *api.ExternalMachine, err error) {
 	s, vmid, err := c.openVM(ctx, call, provider.VerbRelabel, id)
 	if err != nil {
 		return nil, err

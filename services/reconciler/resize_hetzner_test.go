@@ -48,8 +48,8 @@ func TestHetznerResizeThroughTheBus(t *testing.T) {
 	emu.Emulator().ResetCalls()
 
 	h.setFlavor(inst.ID, "big")
-	got := h.waitResized(inst.ID)
-	got = h.waitPhase(inst.ID, api.PhaseRunning)
+	h.waitResized(inst.ID)
+	got := h.waitPhase(inst.ID, api.PhaseRunning)
 	counts := emu.Emulator().CallCounts()
 	total := 0
 	for _, n := range counts {

@@ -312,7 +312,8 @@ func (r *Reconciler) fetch(cons jetstream.Consumer, src workSource, n int, room 
 	got := 0
 	for msg := range batch.Messages() {
 		got++
-		r.queue.push(src.tenant, src.account, held{msg: msg, stopHeartbeat: heartbeat(msg, r.o.AckWait/3), release: func() { room <- struct{}{} }})
+		r.queue.push(src.tenant, src.account, held{msg: msg, stopHeartbeat: heartbeat(msg, r.o.AckWait/3),
+			release: func() { room <- struct{}{} }})
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 		return got, err
