@@ -126,7 +126,8 @@ func (g *placementGroup) nameAndLabels() (string, map[string]string) { return g.
 // ascending id) that match q's name and label_selector filters and keep
 // (nil keeps all), each rendered by conv; valid is false with a 400
 // invalid_input answer for a malformed label_selector. Callers hold e.mu.
-func listLabelledLocked[P labelled, S any](e *Emulator, q url.Values, m map[int64]P, keep func(P) bool, conv func(P) S) (out []S, pages meta, rep reply, valid bool) {
+func listLabelledLocked[P labelled, S any](e *Emulator, q url.Values, m map[int64]P, keep func(P) bool,
+	conv func(P) S) (out []S, pages meta, rep reply, valid bool) {
 	sel, rep, valid := e.querySelectorLocked(q)
 	if !valid {
 		return nil, meta{}, rep, false
@@ -161,7 +162,8 @@ func getByID[T any](e *Emulator, raw, what string, m func(*netState) map[int64]*
 // by add (with e.mu held) and rendered by created → 201; 409
 // uniqueness_error ("<what> name is already used") when the only problem
 // is a taken name, 422 invalid_input for any other.
-func createNamed[Req, T any](e *Emulator, r *http.Request, what string, add func(Req, time.Time) (*T, []fieldError), created func(*T) any) reply {
+func createNamed[Req, T any](e *Emulator, r *http.Request, what string, add func(Req, time.Time) (*T, []fieldError),
+	created func(*T) any) reply {
 	var req Req
 	if rep, valid := decodeJSON(r, &req, false); !valid {
 		return rep

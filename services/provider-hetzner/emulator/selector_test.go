@@ -106,6 +106,7 @@ func TestListBadSelector(t *testing.T) {
 	for _, path := range []string{"servers", "networks", "firewalls", "placement_groups"} {
 		t.Run(path, func(t *testing.T) {
 			resp := rawGet(t, srv.URL+"/v1/"+path+"?label_selector="+url.QueryEscape("a in ("))
+			defer func() { _ = resp.Body.Close() }() // also closed by rawGet's cleanup; bodyclose wants it here
 			assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 			var body struct {
 				Error struct {
