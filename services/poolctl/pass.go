@@ -64,7 +64,27 @@ func (c *Controller) pass(ctx context.Context, tenant, id string) (time.Duration
 	for _, inst := range list {
 		insts[inst.ID] = inst
 	}
-	s := &passState{c: c, cl: cl, pool: &pool, insts: insts}
+	// A list is not the authority on one instance: a slot whose instance
+	// it lacks is asked for by id before settle may call it gone (a slot
+	// dropped while its instance lives would leave that instance orphaned).
+	for _, sl := range rec.Slots {
+		if _, ok := insts[sl.InstanceID]; ok || sl.InstanceID == "" {
+			continue
+		}
+		inst, err := cl.Instances.Get(actCtx, sl.InstanceID)
+		switch {
+		case err == nil:
+			insts[inst.ID] = inst
+		case !api.IsCode(err, api.CodeNotFound):
+			return 0, err
+		}
+	}
+	s := &passState{c: c, cl: cl, pool: &pool, insts: insts, listed: map[int64]string{}}
+	for _, sl := range rec.Slots {
+		if sl.InstanceID != "" {
+			s.listed[sl.Ordinal] = sl.InstanceID
+		}
+	}
 
 	// 1. Creates that never answered (this controller's, or one that died),
 	// also of slots to delete since: their instance may exist, and only
@@ -164,6 +184,11 @@ type passState struct {
 	cl    *client.Client
 	pool  *api.Pool
 	insts map[string]api.Instance // the pool's instances when the pass listed them
+	// listed are the instance ids the record held, by slot, before the
+	// pass listed: only such a slot whose instance the list lacks is gone.
+	// An id recorded since (by a pass that ran meanwhile) may name an
+	// instance made after the list.
+	listed map[int64]string
 
 	// fresh are the slots allocate made (their creates are sent in step 3).
 	fresh []api.PoolSlot
@@ -194,7 +219,8 @@ func (s *passState) members(slots []api.PoolSlot) []member {
 
 // settle applies what the pass learnt to slots: ids of answered creates,
 // dropped refusals, and slots whose instance the list no longer has (gone,
-// deleted by the pool or by someone else).
+// deleted by the pool or by someone else) although the record named it
+// before the list was taken: a slot another pass filled meanwhile is kept.
 func (s *passState) settle(slots []api.PoolSlot) []api.PoolSlot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -210,7 +236,7 @@ func (s *passState) settle(slots []api.PoolSlot) []api.PoolSlot {
 			continue // refused: nothing was made
 		}
 		inst, listed := s.insts[sl.InstanceID]
-		if sl.InstanceID != "" && !listed {
+		if sl.InstanceID != "" && !listed && s.listed[sl.Ordinal] == sl.InstanceID {
 			continue // gone
 		}
 		if listed && inst.DeletionRequestedAt != nil {
