@@ -223,7 +223,7 @@ func (h *proxmoxHooks) Machines(context.Context) ([]conformance.InventoryMachine
 	return out, nil
 }
 
-// Seed adds running VMs named namePrefix-<vmid>, sparsely in the account's
+// Seed adds stopped VMs named namePrefix-<vmid>, sparsely in the account's
 // range: managed ones with the tag and a key of their own, the others as
 // made in the PVE console.
 func (h *proxmoxHooks) Seed(_ context.Context, n int, managed bool, namePrefix string) ([]string, error) {
@@ -231,7 +231,9 @@ func (h *proxmoxHooks) Seed(_ context.Context, n int, managed bool, namePrefix s
 	defer h.mu.Unlock()
 	ids := make([]string, 0, n)
 	for range n {
-		spec := emulator.SeedSpec{Count: 1, FirstVMID: h.next, NamePrefix: namePrefix + "-", Running: true, Tags: "console"}
+		// Stopped: a scale lane seeds thousands, and running guests' memory
+		// would fill the nodes the lane's creates are placed on.
+		spec := emulator.SeedSpec{Count: 1, FirstVMID: h.next, NamePrefix: namePrefix + "-", Tags: "console"}
 		if managed {
 			h.seq++
 			spec.Tags, spec.Description = proxmox.ManagedTag, proxmox.ManagedDescription(fmt.Sprintf("%s-%d", namePrefix, h.seq), proxmoxOffer)
