@@ -70,11 +70,11 @@ func robotBackend(_ string, addr string, log zerolog.Logger) (*backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, ok := c.(full)
+		f, ok := c.(robotCalls)
 		if !ok {
 			return nil, api.Errorf(api.CodeInternal, "the hetzner-robot client lacks a capability")
 		}
-		return layered{inner: f, l: layer}, nil
+		return layered{inner: robotClient{f}, l: layer}, nil
 	}
 	_, key := fs.Login()
 	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key.PublicKey())))
@@ -151,3 +151,31 @@ func (r *robotInventory) Remove(_ context.Context, ids []string) error {
 	}
 	return nil
 }
+
+// robotCalls are the calls of the capabilities hetzner-robot claims.
+type robotCalls interface {
+	provider.Client
+	provider.Powerer
+	provider.Reinstaller
+	provider.Lister
+	provider.KeyDeleter
+}
+
+// robotClient is the hetzner-robot client as the fault layer takes it
+// (full): the calls of capabilities it does not claim (labels, resize,
+// metrics) answer UNSUPPORTED, as Serve answers them before a client sees
+// them.
+type robotClient struct{ robotCalls }
+
+func (robotClient) Relabel(context.Context, *provider.Call, string, map[string]string) (*api.ExternalMachine, error) {
+	return nil, api.Errorf(api.CodeUnsupported, "hetzner-robot does not support labels")
+}
+
+func (robotClient) Resize(context.Context, *provider.Call, api.ProviderResizeRequest) (*api.ResizeResult, error) {
+	return nil, api.Errorf(api.CodeUnsupported, "hetzner-robot does not support resize")
+}
+
+func (robotClient) Metrics(context.Context, *provider.Call, string, api.MetricsWindow) (*api.Metrics, error) {
+	return nil, api.Errorf(api.CodeUnsupported, "hetzner-robot does not support metrics")
+}
+
