@@ -178,4 +178,3 @@ func (robotClient) Resize(context.Context, *provider.Call, api.ProviderResizeReq
 func (robotClient) Metrics(context.Context, *provider.Call, string, api.MetricsWindow) (*api.Metrics, error) {
 	return nil, api.Errorf(api.CodeUnsupported, "hetzner-robot does not support metrics")
 }
-
