@@ -135,6 +135,11 @@ func (r *Reconciler) writeInstance(ctx context.Context, req *bus.Request, in *ap
 		// rather than leave it orphaned.
 		if r.instances.Remove(ctx, req.Tenant, id) == nil {
 			undoReservation()
+			if in.IdempotencyKey != "" {
+				// The retry of this create must make the instance, not
+				// find the tombstone of the one taken back ("deleted since").
+				_ = r.idempotency.Remove(ctx, req.Tenant, bus.IdempotencyID(createOp, in.IdempotencyKey))
+			}
 		}
 		return nil, err
 	}
