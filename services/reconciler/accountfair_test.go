@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,27 +17,7 @@ import (
 // free after the first account's turn, not after its backlog.
 func TestOneAccountsFloodDoesNotHoldBackTheTenantsOther(t *testing.T) {
 	const n = 50
-	var (
-		mu     sync.Mutex
-		passes []string // instance ids, in the order their passes start
-	)
-	gate := make(chan struct{})
-	opts := fastOptions()
-	opts.ReconcileWorkers = 1
-	opts.Hooks.BeforePass = func(id string) {
-		<-gate
-		mu.Lock()
-		passes = append(passes, id)
-		mu.Unlock()
-	}
-	h := newHarness(t, opts)
-	t.Cleanup(func() {
-		select {
-		case <-gate:
-		default:
-			close(gate)
-		}
-	})
+	h, open, passes := gatedPasses(t)
 	second := h.writePool(tenant, memory.ProviderID, "mem-2", map[string]any{"token": "secret://acme/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "region": "mem1"},
 		api.Flavor{Name: "small", OfferID: "small", Image: "debian-12"})
 	running := h.runningEvents(tenant)
@@ -48,13 +27,11 @@ func TestOneAccountsFloodDoesNotHoldBackTheTenantsOther(t *testing.T) {
 	}
 	late := h.create(api.InstanceCreateRequest{PoolID: second.ID})
 	h.waitHeld(WorkConsumer(tenant, second.ProviderAccountID))
-	close(gate)
+	open()
 	h.waitRunning(running, late.ID, 30*time.Second)
 
-	mu.Lock()
-	defer mu.Unlock()
 	before := 0
-	for _, id := range passes {
+	for _, id := range passes() {
 		if id == late.ID {
 			break
 		}

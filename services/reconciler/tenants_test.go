@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -76,27 +77,7 @@ func (h *harness) waitRunning(running <-chan string, id string, within time.Dura
 // it ran after all 50.)
 func TestOneTenantsFloodDoesNotHoldBackAnother(t *testing.T) {
 	const n = 50
-	var (
-		mu     sync.Mutex
-		passes []string // instance ids, in the order their passes start
-	)
-	gate := make(chan struct{})
-	opts := fastOptions()
-	opts.ReconcileWorkers = 1
-	opts.Hooks.BeforePass = func(id string) {
-		<-gate
-		mu.Lock()
-		passes = append(passes, id)
-		mu.Unlock()
-	}
-	h := newHarness(t, opts)
-	t.Cleanup(func() {
-		select {
-		case <-gate:
-		default:
-			close(gate)
-		}
-	})
+	h, open, passes := gatedPasses(t)
 	other := h.writePool(otherTenant, memory.ProviderID, "mem", map[string]any{"token": "secret://globex/sec_01jdzzzzzzzzzzzzzzzzzzzzzz", "region": "mem1"},
 		api.Flavor{Name: "small", OfferID: "small", Image: "debian-12"})
 	running := h.runningEvents(otherTenant)
@@ -106,13 +87,11 @@ func TestOneTenantsFloodDoesNotHoldBackAnother(t *testing.T) {
 	}
 	late := h.createAs(otherTenant, other)
 	h.waitHeld(WorkConsumer(otherTenant, other.ProviderAccountID))
-	close(gate)
+	open()
 	h.waitRunning(running, late.ID, 30*time.Second)
 
-	mu.Lock()
-	defer mu.Unlock()
 	before := map[string]bool{}
-	for _, id := range passes {
+	for _, id := range passes() {
 		if id == late.ID {
 			break
 		}
@@ -185,5 +164,33 @@ func TestWorkQueuedBeforeTheUpgradeIsKept(t *testing.T) {
 	h.waitPhase(queued.ID, api.PhaseRunning)
 	if _, err := h.env.Stores.JS.Consumer(ctx, bus.StreamWork, legacyConsumer); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Fatalf("legacy consumer after start-up: %v, want it deleted", err)
+	}
+}
+
+// gatedPasses starts a harness with one worker whose passes wait until
+// open is called (once; the test's cleanup opens it too) and returns the
+// instance ids of the passes in the order they started.
+func gatedPasses(t *testing.T) (h *harness, open func(), passes func() []string) {
+	var (
+		mu    sync.Mutex
+		order []string
+		once  sync.Once
+	)
+	gate := make(chan struct{})
+	opts := fastOptions()
+	opts.ReconcileWorkers = 1
+	opts.Hooks.BeforePass = func(id string) {
+		<-gate
+		mu.Lock()
+		order = append(order, id)
+		mu.Unlock()
+	}
+	h = newHarness(t, opts)
+	open = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	return h, open, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(order)
 	}
 }
