@@ -20,8 +20,8 @@ import "better-compute.io/compute/pkg/api"
 //	                                                                       service: Quotas)
 //
 // Readers: the reconciler reads pools and accounts, accounts reads
-// instances (a pool in use is not deleted), secrets reads accounts (a
-// referenced secret is not deleted), accounts reads the pool controller's
+// instances (a pool in use is not deleted), secrets reads accounts and pools
+// (a referenced secret is not deleted), accounts reads the pool controller's
 // records (a sized pool's status in pools.get).
 
 // InstanceTable is compute_instances (owner: the reconciler), records named

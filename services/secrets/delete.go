@@ -9,13 +9,15 @@ import (
 )
 
 // delete removes a secret (secrets.delete). Errors: INVALID_INPUT (id),
-// NOT_FOUND, INVALID_STATE with details.accounts (ids of the tenant's
-// accounts whose config references the secret), CONFLICT (the record kept
-// changing), UNAVAILABLE, INTERNAL.
+// NOT_FOUND, INVALID_STATE while records hold it, with details.accounts
+// (ids of the tenant's accounts whose config references the secret) and
+// details.pools (ids of its pools whose access.privateKey names it),
+// CONFLICT (the record kept changing), UNAVAILABLE, INTERNAL.
 //
-// An account written between the reference check and the delete may still
-// name the secret; its calls then fail with NOT_FOUND from resolve, a clear
-// error rather than a leak. The delete is a revision CAS; the only writer
+// An account or pool written between the reference check and the delete
+// may still name the secret; its calls (a pool's configure or bootstrap)
+// then fail with NOT_FOUND from resolve, recorded as a condition of the
+// instance: a clear error rather than a leak. The delete is a revision CAS; the only writer
 // that changes a stored secret is a rekey re-sealing it, so on a conflict
 // the delete reads the new revision and tries again (Table.Remove).
 func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
@@ -32,14 +34,22 @@ func (s *service) delete(ctx context.Context, req *bus.Request) (any, error) {
 	if _, _, err := s.local.read(ctx, req.Tenant, in.ID); err != nil {
 		return nil, err
 	}
-	accounts, err := referencingAccounts(ctx, s.accounts, req.Tenant, secretRef(req.Tenant, in.ID))
+	accounts, pools, err := s.holders.of(ctx, req.Tenant, secretRef(req.Tenant, in.ID))
 	if err != nil {
 		return nil, err
 	}
-	if len(accounts) > 0 {
-		ce := api.Errorf(api.CodeInvalidState, "secret %s is referenced by provider account(s) %s; remove the references first",
-			in.ID, strings.Join(accounts, ", "))
-		ce.Details.Accounts = accounts
+	if len(accounts)+len(pools) > 0 {
+		var by []string
+		if len(accounts) > 0 {
+			by = append(by, "provider account(s) "+strings.Join(accounts, ", "))
+		}
+		if len(pools) > 0 {
+			// a pool's access does not change: the pool goes first
+			by = append(by, "pool(s) "+strings.Join(pools, ", ")+" as access.privateKey (delete the pools)")
+		}
+		ce := api.Errorf(api.CodeInvalidState, "secret %s is referenced by %s; remove the references first",
+			in.ID, strings.Join(by, " and "))
+		ce.Details.Accounts, ce.Details.Pools = accounts, pools
 		return nil, ce
 	}
 	if err := s.local.secrets.Remove(ctx, req.Tenant, in.ID); err != nil {

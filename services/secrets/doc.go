@@ -5,7 +5,8 @@
 //
 //	put     api.SecretPutRequest -> api.Secret (metadata and the secret:// reference)
 //	list    api.ListRequest      -> api.List[api.Secret] (metadata only)
-//	delete  api.IDRequest        -> api.Deleted
+//	delete  api.IDRequest        -> api.Deleted (refused while an account's config
+//	        or a pool's access.privateKey names the secret)
 //
 // No public subject ever returns a value. Internal subjects (services only):
 //

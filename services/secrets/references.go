@@ -7,14 +7,34 @@ import (
 	"better-compute.io/compute/pkg/bus"
 )
 
-// referencingAccounts returns the ids of the tenant's accounts (bucket
-// compute_accounts, keys <tenant>.<accountId>) whose config holds ref
-// anywhere. Only the tenant's own accounts are read: another tenant's
-// account cannot resolve the reference anyway. Errors: UNAVAILABLE, INTERNAL.
-func referencingAccounts(ctx context.Context, accounts bus.Reader[api.Account], tenant, ref string) ([]string, error) {
+// holders are the tenant's records that hold a secret reference, so that
+// secrets.delete refuses to delete what they name: provider accounts (any
+// string of their config, at any depth) and pools (their access.privateKey).
+// Only the tenant's own records are read: another tenant's cannot resolve
+// the reference anyway.
+type holders struct {
+	accounts bus.Reader[api.Account] // compute_accounts, keys <tenant>.<accountId>
+	pools    bus.Reader[api.Pool]    // compute_pools, keys <tenant>.<poolId>
+}
+
+// of returns the ids of the tenant's accounts and pools that hold ref
+// (nil when none). A pool holds its key until it is deleted: pools.update
+// does not change access. Errors: UNAVAILABLE, INTERNAL.
+func (h holders) of(ctx context.Context, tenant, ref string) (accounts, pools []string, err error) {
+	accounts, err = holding(ctx, h.accounts, tenant, func(a api.Account) bool { return holdsRef(a.Config, ref) })
+	if err != nil {
+		return nil, nil, err
+	}
+	pools, err = holding(ctx, h.pools, tenant, func(p api.Pool) bool { return p.Access != nil && p.Access.PrivateKey == ref })
+	return accounts, pools, err
+}
+
+// holding returns the ids of the tenant's records of r for which holds is
+// true. Errors: those of Reader.Each.
+func holding[T any](ctx context.Context, r bus.Reader[T], tenant string, holds func(T) bool) ([]string, error) {
 	var ids []string
-	err := accounts.Each(ctx, tenant, func(_, id string, acct api.Account, _ uint64) error {
-		if holdsRef(acct.Config, ref) {
+	err := r.Each(ctx, tenant, func(_, id string, v T, _ uint64) error {
+		if holds(v) {
 			ids = append(ids, id)
 		}
 		return nil

@@ -12,22 +12,27 @@ import (
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
+	"better-compute.io/compute/pkg/provider/memory"
 	"better-compute.io/compute/services/accounts"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 )
 
-// withAccounts serves the accounts service and provider-hetzner (whose
-// manifest has one required secret field, token) on h's bus. Creating an
-// account asks the provider only for its manifest: no API is called.
+// withAccounts serves the accounts service, provider-hetzner and the
+// memory provider (each manifest has one required secret field, token) on
+// h's bus. Creating a Hetzner account asks the provider only for its
+// manifest: no API is called; the memory provider also answers offers
+// (pools.create), resolving its token through this secrets service.
 func (h *harness) withAccounts(t *testing.T) {
 	t.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	provNC := h.env.Connect(t)
-	prov, err := provider.Serve(provNC, hetzner.Definition(), provider.ServeOptions{Logger: log})
-	if err != nil {
-		t.Fatal(err)
+	for _, def := range []*provider.Defined{hetzner.Definition(), memory.Definition(memory.NewCloud())} {
+		prov, err := provider.Serve(provNC, def, provider.ServeOptions{Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = prov.Stop() })
 	}
-	t.Cleanup(func() { _ = prov.Stop() })
 	if err := provNC.Flush(); err != nil {
 		t.Fatal(err)
 	}
