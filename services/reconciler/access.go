@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
+
 	"better-compute.io/compute/pkg/access"
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -16,28 +18,52 @@ import (
 // pkg/access and docs/architecture.md, "Machine access and host keys").
 
 // accessTarget is how to reach machine m of inst with the pool's access
-// a: the private key, resolved through the secrets service for this use
-// only (compute.internal.secrets.resolve; never stored, logged or
-// returned), the SSH address and the pinned host key (pinnedHostKey).
-// Errors: the resolve's (NOT_FOUND, ACCESS_DENIED, UNAVAILABLE, …),
-// INVALID_CONFIG (path access.privateKey: not a private key),
-// INVALID_STATE (the machine reports no address).
+// a: the private key (privateKey), the SSH address and the pinned host key
+// (pinnedHostKey). Errors: privateKey's, INVALID_STATE (the machine
+// reports no address).
 func (r *Reconciler) accessTarget(ctx context.Context, inst *api.Instance, a *api.PoolAccess,
 	m *api.ExternalMachine) (access.Target, error) {
 	addr := access.Address(m, a.Port)
 	if addr == "" {
 		return access.Target{}, api.Errorf(api.CodeInvalidState, "machine %s reports no address to reach over SSH", m.ID)
 	}
-	var out api.SecretResolveReply
-	if err := bus.Call(ctx, r.nc, bus.SecretsResolve, api.SecretResolveRequest{TenantID: inst.TenantID, Ref: a.PrivateKey}, &out); err != nil {
-		return access.Target{}, err
-	}
-	key, err := access.ParseKey(out.Value, "access.privateKey")
-	out.Value = ""
+	key, err := r.privateKey(ctx, inst, a)
 	if err != nil {
 		return access.Target{}, err
 	}
 	return access.Target{Address: addr, User: a.User, Key: key, PinnedHostKey: pinnedHostKey(inst, m)}, nil
+}
+
+// privateKeyPath names the pool field of the private key's reference.
+const privateKeyPath = "access.privateKey"
+
+// privateKey is the private key of the pool's access a, resolved through
+// the secrets service for this use only (compute.internal.secrets.resolve,
+// for inst's tenant; never stored, logged or returned). Errors, each with
+// details.path access.privateKey and a message naming the reference (never
+// the value): the resolve's code (NOT_FOUND for a secret deleted,
+// ACCESS_DENIED, UNSUPPORTED, UNAVAILABLE, …), INVALID_CONFIG (not a
+// private key).
+func (r *Reconciler) privateKey(ctx context.Context, inst *api.Instance, a *api.PoolAccess) (ssh.Signer, error) {
+	var out api.SecretResolveReply
+	if err := bus.Call(ctx, r.nc, bus.SecretsResolve, api.SecretResolveRequest{TenantID: inst.TenantID, Ref: a.PrivateKey}, &out); err != nil {
+		return nil, keyError(a.PrivateKey, err)
+	}
+	key, err := access.ParseKey(out.Value, privateKeyPath)
+	out.Value = ""
+	if err != nil {
+		return nil, keyError(a.PrivateKey, err)
+	}
+	return key, nil
+}
+
+// keyError is err, why the private key ref could not be had, with its code
+// and details, details.path access.privateKey and a message naming the
+// field and ref (a reference: no value).
+func keyError(ref string, err error) *api.ComputeError {
+	ce := api.AsComputeError(err)
+	out := &api.ComputeError{Code: ce.Code, Message: privateKeyPath + " " + ref + ": " + ce.Message, Details: ce.Details}
+	return out.WithPath(privateKeyPath)
 }
 
 // pinnedHostKey is the host key pinned for machine m ("" for a first

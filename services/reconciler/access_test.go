@@ -198,6 +198,30 @@ func TestConfigureFailureIsACondition(t *testing.T) {
 	}
 }
 
+// TestConfigureKeyMissingIsACondition: configure on a pool whose
+// access.privateKey names a secret that does not exist (one deleted while
+// the pool was written) runs nothing and says why: Configured False with
+// reason NOT_FOUND and a message naming the reference, and Ready False
+// with that reason.
+func TestConfigureKeyMissingIsACondition(t *testing.T) {
+	w := newAccessWorld(t, fastOptions())
+	missing := "secret://" + tenant + "/" + api.NewID(api.PrefixSecret)
+	poolID := w.poolWithKey(api.PoolAccess{Configure: &api.AccessStep{Script: "echo configured"}}, missing)
+	inst := w.create(api.InstanceCreateRequest{PoolID: poolID})
+	notFound := api.ReasonOf(api.CodeNotFound)
+	got := w.waitFor(inst.ID, "configure and Ready waiting on a missing key", func(i *api.Instance, err error) bool {
+		c, ready := condition(i, api.ConditionConfigured), condition(i, api.ConditionReady)
+		return err == nil && c != nil && c.Reason == notFound && ready != nil && ready.Reason == notFound
+	})
+	c, ready := condition(got, api.ConditionConfigured), condition(got, api.ConditionReady)
+	if c.Status != api.ConditionFalse || !strings.Contains(c.Message, "access.privateKey "+missing) || ready.Status != api.ConditionFalse {
+		t.Fatalf("Configured %+v, Ready %+v; want both False NOT_FOUND, naming access.privateKey %s", c, ready, missing)
+	}
+	if m := w.machine(got); len(m.Runs()) != 0 {
+		t.Fatalf("commands ran without the key: %v", m.Runs())
+	}
+}
+
 func TestConfigureRetriesWhenAsked(t *testing.T) {
 	w := newAccessWorld(t, fastOptions())
 	poolID := w.pool(api.PoolAccess{Configure: &api.AccessStep{Hook: "join", OnFailure: api.OnFailureRetry}})

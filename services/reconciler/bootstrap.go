@@ -44,6 +44,11 @@ import (
 //   - Reboot: the installed system answering as the hostname means the
 //     reset was made; else the reset is sent (again).
 //
+// The key: every pass first resolves the pool's private key; one that
+// cannot be had takes no step and fails the pass (ProviderError, naming
+// the reference), so no rescue boot or reset is made that could not be
+// followed over SSH.
+//
 // Waiting: WaitRescue and WaitSystem look again with the poll delay;
 // past BootstrapOptions.RescueTimeout / SystemTimeout the server goes
 // back to Rescue (a new boot, a new rescue pin). A failed or timed-out
@@ -125,7 +130,18 @@ func (r *Reconciler) bootstrap(ctx context.Context, s *scope) (step, error) {
 		return end(after(min(r.bootstrapLease(b), r.o.PollInterval))), nil
 	case s.access == nil:
 		return next, api.Errorf(api.CodeInvalidState, "pool %s has no access: a host cannot be bootstrapped without SSH", s.inst.PoolID)
-	case b == nil:
+	}
+	// Without the pool's key no step is checked or taken (no rescue boot,
+	// no reset): its error (naming the reference) is the pass's, recorded
+	// by failed as the ProviderError condition with its code, retried
+	// with backoff (final for a secret that is no key, INVALID_CONFIG).
+	if _, err := r.privateKey(ctx, &s.inst, s.access); err != nil {
+		if ctx.Err() != nil {
+			return next, storeError{ctx.Err()}
+		}
+		return next, err
+	}
+	if b == nil {
 		return r.takeRescue(ctx, s)
 	}
 	switch b.Step {

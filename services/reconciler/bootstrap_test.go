@@ -249,3 +249,52 @@ func TestBootstrapReinstallImageChecked(t *testing.T) {
 		t.Fatalf("reinstall with a shell word = %v, want INVALID_INPUT at image", err)
 	}
 }
+
+// TestBootstrapKeyMissingIsACondition: a bootstrap into a pool whose
+// access.privateKey names a secret that does not exist (one deleted while
+// the pool was written) takes no step: after the claim no rescue boot,
+// no reset and no SSH reach the server, and the instance shows why, a
+// ProviderError condition NOT_FOUND naming the reference, retried with
+// backoff (not Failed).
+func TestBootstrapKeyMissingIsACondition(t *testing.T) {
+	w := newRobotWorld(t, fastOptions())
+	missing := "secret://" + tenant + "/" + api.NewID(api.PrefixSecret)
+	pool, _, err := w.env.Stores.PoolTable().Get(context.Background(), tenant, w.poolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := *pool.Access
+	a.PrivateKey = missing
+	pool.ID, pool.Access = api.NewID(api.PrefixPool), &a
+	if _, err := w.env.Stores.PoolTable().Create(context.Background(), tenant, pool.ID, pool); err != nil {
+		t.Fatal(err)
+	}
+	w.poolID = pool.ID
+	inst, err := w.bootstrap(101)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := w.waitFor(inst.ID, "ProviderError NOT_FOUND", func(i *api.Instance, err error) bool {
+		c := condition(i, api.ConditionProviderError)
+		return err == nil && c != nil && c.Status == api.ConditionTrue && c.Reason == api.ReasonOf(api.CodeNotFound)
+	})
+	c := condition(got, api.ConditionProviderError)
+	if !strings.Contains(c.Message, "access.privateKey "+missing) || c.RetryAt == nil || got.Status.Phase == api.PhaseFailed {
+		status, _ := json.MarshalIndent(got.Status, "", "  ")
+		t.Fatalf("want a retried ProviderError naming access.privateKey %s; status:\n%s", missing, status)
+	}
+	if ready := condition(got, api.ConditionReady); ready == nil || ready.Status != api.ConditionFalse || ready.Reason != c.Reason {
+		t.Fatalf("Ready = %+v, want False %s", ready, c.Reason)
+	}
+	for _, call := range w.writes() {
+		if strings.Contains(call, "/boot/") || strings.Contains(call, "/reset/") {
+			t.Fatalf("a step was taken without the key: Robot writes %v", w.writes())
+		}
+	}
+	if b := got.Status.Bootstrap; b != nil {
+		t.Fatalf("bootstrap status %+v, want none: no step recorded", b)
+	}
+	if n := len(w.emu.Machine(101, true).Runs()) + len(w.emu.Machine(101, false).Runs()); n != 0 {
+		t.Fatalf("%d SSH commands reached server 101", n)
+	}
+}
