@@ -145,7 +145,8 @@ func credentialsCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "cli", "name of the credential")
-	cmd.Flags().StringArrayVar(&scopes, "scope", nil, "a scope the credential holds, repeatable (docs/user-guide.md, Scopes)")
+	cmd.Flags().StringArrayVar(&scopes, "scope", nil,
+		"a scope the credential holds, repeatable (docs/user-guide.md: Tenants, credentials and scopes)")
 	cmd.Flags().StringVar(&out, "out", "", "file to write the creds to (mode 0600)")
 	return cmd
 }

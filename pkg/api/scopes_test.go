@@ -28,7 +28,7 @@ func TestScopeOfAndImplies(t *testing.T) {
 		t.Fatalf("admin allows %d of %d verbs", n, len(Verbs))
 	}
 	if n := len(Allowed([]Scope{ScopeInstancesRead})); n != 3 {
-		t.Fatalf("instances:read allows %d verbs, want 2", n)
+		t.Fatalf("instances:read allows %d verbs, want 3", n)
 	}
 }
 

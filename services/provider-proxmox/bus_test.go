@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,42 @@ func TestAccountTaskPollThroughBus(t *testing.T) {
 				t.Errorf("taskPollMs 50: path %q, want account.config.%s", ce.Path(), FieldTaskPollMs)
 			}
 		}
+	}
+}
+
+// TestCreateTagsLastThroughBus: TestCreateTagsLast's promise over the bus
+// (issue 21, item 5). A create whose start task fails leaves an untagged
+// clone that list does not show and get answers absent; the retry with the
+// key finishes and tags it: one VM, running, listed once.
+func TestCreateTagsLastThroughBus(t *testing.T) {
+	e := newEnv(t, withDurations)
+	r := providertest.Serve(t, e.def, e.clock, testSecrets)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.emu.InjectTaskFault(emulator.TaskFault{Type: "qmstart", ExitStatus: "start failed: QEMU exited with code 1"})
+	if _, err := r.Create(ctx, e.acct, "inst_last", spec("inst_last")); err == nil {
+		t.Fatal("create succeeded despite the failed start")
+	}
+	half := e.machines()
+	if len(half) != 1 || hasManagedTag(strings.Join(half[0].Tags, ";")) {
+		t.Fatalf("after the failed start: %+v, want one untagged clone", half)
+	}
+	id := strconv.Itoa(half[0].VMID)
+	if page, err := r.List(ctx, e.acct, "", 10); err != nil || len(page.Items) != 0 {
+		t.Fatalf("list while the clone is half made = %+v, %v; want empty", page.Items, err)
+	}
+	if got, err := r.Get(ctx, e.acct, id); err != nil || got != nil {
+		t.Fatalf("get of the half-made clone = %+v, %v; want absent", got, err)
+	}
+	m, err := r.Create(ctx, e.acct, "inst_last", spec("inst_last"))
+	if err != nil || m.ID != id {
+		t.Fatalf("retry = %+v, %v; want the clone %s finished", m, err, id)
+	}
+	done := e.machines()
+	if len(done) != 1 || !hasManagedTag(strings.Join(done[0].Tags, ";")) || done[0].Status != emulator.StatusRunning {
+		t.Fatalf("after the retry: %+v, want the clone tagged and running", done)
+	}
+	if page, err := r.List(ctx, e.acct, "", 10); err != nil || len(page.Items) != 1 || page.Items[0].ID != id {
+		t.Fatalf("list after the retry = %+v, %v; want only %s", page.Items, err, id)
 	}
 }
