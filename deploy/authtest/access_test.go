@@ -72,4 +72,10 @@ func accessWalkthrough(t *testing.T, c *client, w *tenantWorld, key platformKey)
 	eventually(t, c.tenant+" host deleted", func() bool {
 		return api.IsCode(c.call(bus.ResourceInstances, "get", api.IDRequest{ID: inst.ID}, nil), api.CodeNotFound)
 	})
+	// The pool holds its key: the secrets service reads the pools under its
+	// own NATS user and refuses the delete, naming the pool.
+	err := c.call(bus.ResourceSecrets, "delete", api.IDRequest{ID: sec.ID}, nil)
+	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeInvalidState || len(ce.Details.Pools) != 1 || ce.Details.Pools[0] != pool.ID {
+		t.Fatalf("deleting the key of pool %s: %v, want INVALID_STATE naming the pool", pool.ID, err)
+	}
 }
