@@ -18,13 +18,19 @@ import (
 // accessTarget is how to reach machine m of inst with the pool's access
 // a: the private key, resolved through the secrets service for this use
 // only (compute.internal.secrets.resolve; never stored, logged or
-// returned), the SSH address and the pinned host key (pinnedHostKey).
-// Errors: the resolve's (NOT_FOUND, ACCESS_DENIED, UNAVAILABLE, …),
-// INVALID_CONFIG (path access.privateKey: not a private key),
-// INVALID_STATE (the machine reports no address).
+// returned), the SSH address (access.Address: a private address first
+// when the instance's pool has a network) and the pinned host key
+// (pinnedHostKey). Errors: the pool read's (NOT_FOUND, UNAVAILABLE), the
+// resolve's (NOT_FOUND, ACCESS_DENIED, UNAVAILABLE, …), INVALID_CONFIG
+// (path access.privateKey: not a private key), INVALID_STATE (the
+// machine reports no address).
 func (r *Reconciler) accessTarget(ctx context.Context, inst *api.Instance, a *api.PoolAccess,
 	m *api.ExternalMachine) (access.Target, error) {
-	addr := access.Address(m, a.Port)
+	pool, err := r.pool(ctx, inst.TenantID, inst.PoolID)
+	if err != nil {
+		return access.Target{}, err
+	}
+	addr := access.Address(m, a.Port, pool.Network != nil)
 	if addr == "" {
 		return access.Target{}, api.Errorf(api.CodeInvalidState, "machine %s reports no address to reach over SSH", m.ID)
 	}
