@@ -393,7 +393,23 @@ func TestExecAnswersOutputExitCodesAndTimeout(t *testing.T) {
 		strings.Join(logs.Lines, "|") != "two|three" {
 		t.Fatalf("logs: %+v, %v", logs, err)
 	}
-	bustest.WaitFor(t, "audit events", func() bool { return len(ev.of(api.EventExec)) == 4 && len(ev.of(api.EventLogs)) == 1 })
+	m.SetLog(sshemu.LogCloudInit, []string{"init", "modules:final", "finished"})
+	m.SetLog(sshemu.LogConsole, []string{"[    0.000000] Linux version 6.1.0", "[    1.234567] Run /sbin/init"})
+	for _, tc := range []struct {
+		source string
+		lines  int
+		want   string
+	}{{api.LogSourceCloudInit, 0, "init|modules:final|finished"}, {api.LogSourceConsole, 1, "[    1.234567] Run /sbin/init"}} {
+		logs = api.InstanceLogsReply{}
+		if err := w.call("logs", api.InstanceLogsRequest{ID: inst.ID, Source: tc.source, Lines: tc.lines}, &logs); err != nil ||
+			logs.Source != tc.source || strings.Join(logs.Lines, "|") != tc.want || logs.Truncated {
+			t.Fatalf("%s logs: %+v, %v; want %q", tc.source, logs, err, tc.want)
+		}
+	}
+	bustest.WaitFor(t, "audit events", func() bool { return len(ev.of(api.EventExec)) == 4 && len(ev.of(api.EventLogs)) == 3 })
+	if e := ev.of(api.EventLogs)[2]; e.Message != "logs console, 1 lines" || e.ResourceID != inst.ID {
+		t.Fatalf("logs event %+v", e)
+	}
 	if e := ev.of(api.EventExec)[1]; e.Message != "exec exited 5: status" || e.ResourceID != inst.ID {
 		t.Fatalf("exec event %+v", e)
 	}
