@@ -1,8 +1,8 @@
 // Package access reaches inside machines over SSH: it runs one command on
 // a machine with a pinned host key and bounded output. It is the one
 // machine-access layer of the control plane: the reconciler's configure
-// and drain steps, instances.exec and instances.logs use it, and so will
-// a bootstrapping provider (Hetzner Robot: rescue system, installimage).
+// and drain steps, instances.exec and instances.logs use it, and so does
+// the bootstrap of host pools (Hetzner Robot: rescue system, installimage).
 //
 // Host keys are verified, never trusted blindly: a Target carries the
 // SHA256 fingerprint pinned for the machine; an empty pin accepts the key

@@ -89,7 +89,8 @@ type ErrorDetails struct {
 	// request may pass later. See ComputeError.Permanent.
 	Permanent bool `json:"permanent,omitempty"`
 	// Pools are the ids of the pools that still use a provider account
-	// accounts.delete refused to delete (INVALID_STATE).
+	// accounts.delete refused to delete, or a secret secrets.delete
+	// refused to delete as their access.privateKey (INVALID_STATE).
 	Pools []string `json:"pools,omitempty"`
 	// Quota is the value of the quota Limit names (always with Limit).
 	Quota int64 `json:"quota,omitempty"`

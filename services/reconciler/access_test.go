@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/crypto/ssh"
 
+	"better-compute.io/compute/pkg/access"
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/bus/bustest"
@@ -735,5 +737,36 @@ func TestConfigureWaitsForSSHWithBackoff(t *testing.T) {
 	})
 	if c := got.Status.Access.Configure; c.Attempts != 1 || c.OutputTail != "configured 2\n" {
 		t.Fatalf("configure status %+v: one attempt once SSH answered", c)
+	}
+}
+
+// stepOutcome maps a step's result to its recorded state, exit code,
+// message and output tail: the tail is stdout then stderr, cut to its
+// last api.StepOutputTailBytes bytes.
+func TestStepOutcome(t *testing.T) {
+	long := strings.Repeat("o", api.StepOutputTailBytes)
+	code := func(c int) *int { return &c }
+	for _, tc := range []struct {
+		name  string
+		res   access.Result
+		err   error
+		state api.StepState
+		exit  *int
+		msg   string
+		tail  string
+	}{
+		{"exit 0", access.Result{Stdout: "ok\n"}, nil, api.StepSucceeded, code(0), "exited 0", "ok\n"},
+		{"exit 3", access.Result{ExitCode: 3, Stdout: "out\n", Stderr: "err\n"}, nil, api.StepFailed, code(3), "exited 3", "out\nerr\n"},
+		{"timed out", access.Result{ExitCode: -1, TimedOut: true, Stdout: "started\n"}, nil, api.StepTimedOut, nil, "timed out", "started\n"},
+		{"dropped", access.Result{Stdout: "half"}, fmt.Errorf("%w: 127.0.0.1:22: EOF", access.ErrDropped), api.StepFailed, nil,
+			"ssh connection dropped: 127.0.0.1:22: EOF", "half"},
+		{"long output", access.Result{Stdout: long, Stderr: "last words\n"}, nil, api.StepSucceeded, code(0), "exited 0",
+			long[len("last words\n"):] + "last words\n"},
+	} {
+		state, exit, msg, tail := stepOutcome(tc.res, tc.err)
+		if state != tc.state || (exit == nil) != (tc.exit == nil) || exit != nil && *exit != *tc.exit || msg != tc.msg || tail != tc.tail {
+			t.Errorf("%s: %s, exit %v, %q, tail of %d bytes; want %s, %v, %q, %d bytes", tc.name, state, exit, msg, len(tail),
+				tc.state, tc.exit, tc.msg, len(tc.tail))
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,40 @@ func TestDeleteRefusedWhileAnAccountReferencesIt(t *testing.T) {
 	}
 	if err := h.call(t, cmd("acme", "delete"), api.IDRequest{ID: s.ID}, nil); err != nil {
 		t.Fatalf("delete without references: %v", err)
+	}
+}
+
+// A pool reaches its machines with access.privateKey, resolved for each
+// use: while a pool names the secret the delete is refused, naming the
+// pool (a delete would leave its configure waiting on NOT_FOUND).
+func TestDeleteRefusedWhileAPoolHoldsItAsItsKey(t *testing.T) {
+	h := startHarness(t)
+	s := h.put(t, "acme", api.SecretPutRequest{Name: "platform-ssh", Value: "-----BEGIN OPENSSH PRIVATE KEY-----"})
+	other := h.put(t, "acme", api.SecretPutRequest{Name: "other-ssh", Value: "another-key"})
+	ctx := context.Background()
+	pools := h.env.Stores.PoolTable()
+	write := func(id string, a *api.PoolAccess) {
+		t.Helper()
+		if _, err := pools.Create(ctx, "acme", id, api.Pool{ID: id, TenantID: "acme", Name: id, Access: a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pool_hosts", &api.PoolAccess{User: "root", PrivateKey: s.Ref})
+	write("pool_other", &api.PoolAccess{User: "root", PrivateKey: other.Ref})
+	write("pool_plain", nil)
+
+	ce := wantError(t, h.call(t, cmd("acme", "delete"), api.IDRequest{ID: s.ID}, nil), api.CodeInvalidState, "")
+	if !reflect.DeepEqual(ce.Details.Pools, []string{"pool_hosts"}) || len(ce.Details.Accounts) != 0 ||
+		!strings.Contains(ce.Message, "pool(s) pool_hosts (access.privateKey)") {
+		t.Fatalf("refusal %q, details.pools %v, details.accounts %v", ce.Message, ce.Details.Pools, ce.Details.Accounts)
+	}
+	if _, err := h.resolve(t, "acme", s.Ref); err != nil {
+		t.Fatalf("refused delete removed the secret: %v", err)
+	}
+	if err := pools.Remove(ctx, "acme", "pool_hosts"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.call(t, cmd("acme", "delete"), api.IDRequest{ID: s.ID}, nil); err != nil {
+		t.Fatalf("delete once no pool names it: %v", err)
 	}
 }

@@ -22,6 +22,21 @@ func referencingAccounts(ctx context.Context, accounts bus.Reader[api.Account], 
 	return ids, err
 }
 
+// referencingPools returns the ids of the tenant's pools (bucket
+// compute_pools, keys <tenant>.<poolId>) whose access names ref as the
+// platform's private key (access.privateKey): their machines are reached
+// with it. Errors: UNAVAILABLE, INTERNAL.
+func referencingPools(ctx context.Context, pools bus.Reader[api.Pool], tenant, ref string) ([]string, error) {
+	var ids []string
+	err := pools.Each(ctx, tenant, func(_, id string, pool api.Pool, _ uint64) error {
+		if pool.Access != nil && pool.Access.PrivateKey == ref {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	return ids, err
+}
+
 // holdsRef walks a decoded JSON value (objects, arrays, at any depth) for a
 // string equal to ref.
 func holdsRef(v any, ref string) bool {

@@ -53,8 +53,10 @@ type service struct {
 	broker broker
 	// metadata reads compute_secrets' records as api.Secret: no value.
 	metadata bus.Reader[api.Secret]
-	// accounts is read for references to a secret being deleted.
+	// accounts and pools are read for references to a secret being
+	// deleted.
 	accounts    bus.Reader[api.Account]
+	pools       bus.Reader[api.Pool]
 	idempotency *bus.Table[idempotencyRecord]
 }
 
@@ -94,7 +96,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	s := &service{local: local, broker: b, metadata: bus.NewTable[api.Secret](st.Secrets, "secret").Reader(),
-		accounts: st.AccountTable().Reader(), idempotency: bus.NewTable[idempotencyRecord](st.Idempotency, "idempotency record")}
+		accounts: st.AccountTable().Reader(), pools: st.PoolTable().Reader(), idempotency: bus.NewTable[idempotencyRecord](st.Idempotency, "idempotency record")}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: ServiceName, Version: Version, Description: "secret store and broker",
 		Workers: o.Workers, Logger: o.Logger, Quotas: quotas,
