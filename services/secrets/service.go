@@ -96,7 +96,8 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	s := &service{local: local, broker: b, metadata: bus.NewTable[api.Secret](st.Secrets, "secret").Reader(),
-		accounts: st.AccountTable().Reader(), pools: st.PoolTable().Reader(), idempotency: bus.NewTable[idempotencyRecord](st.Idempotency, "idempotency record")}
+		accounts: st.AccountTable().Reader(), pools: st.PoolTable().Reader(),
+		idempotency: bus.NewTable[idempotencyRecord](st.Idempotency, "idempotency record")}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: ServiceName, Version: Version, Description: "secret store and broker",
 		Workers: o.Workers, Logger: o.Logger, Quotas: quotas,
