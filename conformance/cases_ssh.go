@@ -16,7 +16,7 @@ const sshWait = 3 * time.Minute
 // sshTarget is how to reach machine m with the subject's login, pinned to
 // hostKey ("" for a first contact).
 func (c *check) sshTarget(m *api.ExternalMachine, hostKey string) access.Target {
-	addr := access.Address(m, 0)
+	addr := access.Address(m, 0, false)
 	if addr == "" {
 		c.Fatalf("running machine %s reports no address to reach over SSH", m.ID)
 	}

@@ -1,8 +1,8 @@
 // Package access reaches inside machines over SSH: it runs one command on
 // a machine with a pinned host key and bounded output. It is the one
 // machine-access layer of the control plane: the reconciler's configure
-// and drain steps, instances.exec and instances.logs use it, and so will
-// a bootstrapping provider (Hetzner Robot: rescue system, installimage).
+// and drain steps, instances.exec and instances.logs use it, and so does
+// the bootstrap of host pools (Hetzner Robot: rescue system, installimage).
 //
 // Host keys are verified, never trusted blindly: a Target carries the
 // SHA256 fingerprint pinned for the machine; an empty pin accepts the key
@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -215,10 +216,13 @@ func ParseKey(pem, path string) (ssh.Signer, error) {
 }
 
 // Address is where to reach m over SSH: the endpoint its provider reports
-// (ExternalMachine.SSHEndpoint, emulator-only today), else its first
-// address (providers list IPv4 first) on port (DefaultPort when 0). ""
+// (ExternalMachine.SSHEndpoint, emulator-only today), else, when private
+// (the machine's pool has a network), its first private address (RFC 1918
+// or fc00::/7: a Hetzner Cloud private network's, a Proxmox VE pool's
+// static or DHCP address on its bridge), else its first address
+// (providers list public IPv4 first), on port (DefaultPort when 0). ""
 // when m has no address.
-func Address(m *api.ExternalMachine, port int) string {
+func Address(m *api.ExternalMachine, port int, private bool) string {
 	if m == nil {
 		return ""
 	}
@@ -231,7 +235,16 @@ func Address(m *api.ExternalMachine, port int) string {
 	if port == 0 {
 		port = DefaultPort
 	}
-	return net.JoinHostPort(m.Addresses[0], strconv.Itoa(port))
+	host := m.Addresses[0]
+	if private {
+		for _, a := range m.Addresses {
+			if ip, err := netip.ParseAddr(a); err == nil && ip.IsPrivate() {
+				host = a
+				break
+			}
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 // tail keeps the last limit bytes written to it; cut says whether

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"better-compute.io/compute/pkg/access"
+	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/sshemu"
 )
 
@@ -103,6 +104,14 @@ func TestRunHangTimesOutAndDropFails(t *testing.T) {
 	if _, err := run(t, tg, access.Command{Line: "drop"}, 5*time.Second); !errors.Is(err, access.ErrDropped) {
 		t.Fatalf("drop: %v", err)
 	}
+	m.SetDown(true)
+	if _, err := run(t, tg, access.Command{Line: "true"}, 5*time.Second); !errors.Is(err, access.ErrUnreachable) {
+		t.Fatalf("down: %v", err)
+	}
+	m.SetDown(false)
+	if res, err := run(t, tg, access.Command{Line: "true"}, 5*time.Second); err != nil || res.ExitCode != 0 {
+		t.Fatalf("up again: %+v, %v", res, err)
+	}
 	m.Stop()
 	if _, err := run(t, tg, access.Command{Line: "true"}, 5*time.Second); !errors.Is(err, access.ErrUnreachable) {
 		t.Fatalf("stopped: %v", err)
@@ -119,5 +128,35 @@ func TestRunServesLogs(t *testing.T) {
 	res, err = run(t, tg, access.Command{Line: "tail -n 1 /var/log/cloud-init-output.log"}, 5*time.Second)
 	if err != nil || !strings.Contains(res.Stdout, "finished") {
 		t.Fatalf("%+v, %v", res, err)
+	}
+}
+
+// Address: the emulators' endpoint wins; a machine of a pool with a
+// network is reached at its first private address (a Hetzner server
+// lists public IPv4, public IPv6, then its private network addresses),
+// falling back to the first address when it has none; other machines at
+// their first address.
+func TestAddressPrefersPrivateWhenThePoolHasANetwork(t *testing.T) {
+	hetzner := []string{"203.0.113.7", "2001:db8:1::1", "10.0.1.5", "10.0.2.9"}
+	for _, tc := range []struct {
+		name    string
+		m       *api.ExternalMachine
+		port    int
+		private bool
+		want    string
+	}{
+		{"no machine", nil, 0, true, ""},
+		{"no address", &api.ExternalMachine{Addresses: []string{}}, 0, true, ""},
+		{"emulator endpoint", &api.ExternalMachine{SSHEndpoint: "127.0.0.1:40001", Addresses: hetzner}, 22, true, "127.0.0.1:40001"},
+		{"no network: first address", &api.ExternalMachine{Addresses: hetzner}, 0, false, "203.0.113.7:22"},
+		{"network: first private address", &api.ExternalMachine{Addresses: hetzner}, 2222, true, "10.0.1.5:2222"},
+		{"network, no private address", &api.ExternalMachine{Addresses: []string{"2001:db8:1::1", "203.0.113.7"}}, 0, true, "[2001:db8:1::1]:22"},
+		{"network: unique local IPv6", &api.ExternalMachine{Addresses: []string{"2001:db8:1::1", "fd00::5"}}, 0, true, "[fd00::5]:22"},
+		{"network: 192.168/16 after a public one", &api.ExternalMachine{Addresses: []string{"198.51.100.1", "192.168.10.20"}}, 0, true, "192.168.10.20:22"},
+		{"network: a malformed address is skipped", &api.ExternalMachine{Addresses: []string{"198.51.100.1", "not-an-ip", "172.16.0.3"}}, 0, true, "172.16.0.3:22"},
+	} {
+		if got := access.Address(tc.m, tc.port, tc.private); got != tc.want {
+			t.Errorf("%s: Address = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -3,7 +3,8 @@
 // loopback port with its own ed25519 host key, and a small deterministic
 // command interpreter (interpreter.go) — never a shell on the host. A
 // Machine records what ran, answers configured outputs and exit codes,
-// can hang or drop the connection, can change its host key, and serves
+// can hang or drop the connection, can change its host key, can be down
+// (SetDown: not answering yet, as while it boots), and serves
 // cloud-init and journal logs. A Fleet holds the machines of one emulator,
 // by the emulator's machine id.
 //
@@ -73,6 +74,7 @@ type Machine struct {
 	logs     map[string][]string
 	runs     []Run
 	conns    map[net.Conn]bool
+	down     bool
 	stopped  chan struct{}
 	wg       sync.WaitGroup
 }
@@ -157,6 +159,17 @@ func (m *Machine) SetLog(source string, lines []string) {
 	m.mu.Unlock()
 }
 
+// SetDown makes the machine's SSH server not answer while down is true,
+// as a machine still booting (sshd not up yet): each connection is closed
+// before the handshake, which a client sees as unreachable. Guess: a real
+// machine refuses the TCP connection then; the emulated port stays open
+// so that the endpoint keeps its port.
+func (m *Machine) SetDown(down bool) {
+	m.mu.Lock()
+	m.down = down
+	m.mu.Unlock()
+}
+
 // Runs returns the commands run so far, oldest first (a copy).
 func (m *Machine) Runs() []Run {
 	m.mu.Lock()
@@ -197,6 +210,11 @@ func (m *Machine) accept() {
 			_ = c.Close()
 			return
 		default:
+		}
+		if m.down {
+			m.mu.Unlock()
+			_ = c.Close()
+			continue
 		}
 		m.conns[c] = true
 		m.mu.Unlock()

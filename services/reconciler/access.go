@@ -18,12 +18,18 @@ import (
 // pkg/access and docs/architecture.md, "Machine access and host keys").
 
 // accessTarget is how to reach machine m of inst with the pool's access
-// a: the private key (privateKey), the SSH address and the pinned host key
-// (pinnedHostKey). Errors: privateKey's, INVALID_STATE (the machine
-// reports no address).
+// a: the private key (privateKey), the SSH address (access.Address: a
+// private address first when the instance's pool has a network) and the
+// pinned host key (pinnedHostKey). Errors: the pool read's (NOT_FOUND,
+// UNAVAILABLE), privateKey's, INVALID_STATE (the machine reports no
+// address).
 func (r *Reconciler) accessTarget(ctx context.Context, inst *api.Instance, a *api.PoolAccess,
 	m *api.ExternalMachine) (access.Target, error) {
-	addr := access.Address(m, a.Port)
+	pool, err := r.pool(ctx, inst.TenantID, inst.PoolID)
+	if err != nil {
+		return access.Target{}, err
+	}
+	addr := access.Address(m, a.Port, pool.Network != nil)
 	if addr == "" {
 		return access.Target{}, api.Errorf(api.CodeInvalidState, "machine %s reports no address to reach over SSH", m.ID)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/crypto/ssh"
 
+	"better-compute.io/compute/pkg/access"
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/bus/bustest"
@@ -82,12 +84,18 @@ func (w *accessWorld) pool(a api.PoolAccess) string {
 // poolWithKey is pool with the private key ref.
 func (w *accessWorld) poolWithKey(a api.PoolAccess, ref string) string {
 	w.t.Helper()
+	return w.poolWith(a, ref, nil)
+}
+
+// poolWith is pool with the private key ref and the network nw.
+func (w *accessWorld) poolWith(a api.PoolAccess, ref string, nw *api.PoolNetwork) string {
+	w.t.Helper()
 	a.User, a.PrivateKey = "root", ref
 	if err := api.CheckPoolAccess(&a); err != nil {
 		w.t.Fatal(err)
 	}
 	p := w.harness.pool
-	p.ID, p.Access = api.NewID(api.PrefixPool), &a
+	p.ID, p.Access, p.Network = api.NewID(api.PrefixPool), &a, nw
 	if _, err := w.env.Stores.PoolTable().Create(context.Background(), tenant, p.ID, p); err != nil {
 		w.t.Fatal(err)
 	}
@@ -411,7 +419,23 @@ func TestExecAnswersOutputExitCodesAndTimeout(t *testing.T) {
 		strings.Join(logs.Lines, "|") != "two|three" {
 		t.Fatalf("logs: %+v, %v", logs, err)
 	}
-	bustest.WaitFor(t, "audit events", func() bool { return len(ev.of(api.EventExec)) == 4 && len(ev.of(api.EventLogs)) == 1 })
+	m.SetLog(sshemu.LogCloudInit, []string{"init", "modules:final", "finished"})
+	m.SetLog(sshemu.LogConsole, []string{"[    0.000000] Linux version 6.1.0", "[    1.234567] Run /sbin/init"})
+	for _, tc := range []struct {
+		source string
+		lines  int
+		want   string
+	}{{api.LogSourceCloudInit, 0, "init|modules:final|finished"}, {api.LogSourceConsole, 1, "[    1.234567] Run /sbin/init"}} {
+		logs = api.InstanceLogsReply{}
+		if err := w.call("logs", api.InstanceLogsRequest{ID: inst.ID, Source: tc.source, Lines: tc.lines}, &logs); err != nil ||
+			logs.Source != tc.source || strings.Join(logs.Lines, "|") != tc.want || logs.Truncated {
+			t.Fatalf("%s logs: %+v, %v; want %q", tc.source, logs, err, tc.want)
+		}
+	}
+	bustest.WaitFor(t, "audit events", func() bool { return len(ev.of(api.EventExec)) == 4 && len(ev.of(api.EventLogs)) == 3 })
+	if e := ev.of(api.EventLogs)[2]; e.Message != "logs console, 1 lines" || e.ResourceID != inst.ID {
+		t.Fatalf("logs event %+v", e)
+	}
 	if e := ev.of(api.EventExec)[1]; e.Message != "exec exited 5: status" || e.ResourceID != inst.ID {
 		t.Fatalf("exec event %+v", e)
 	}
@@ -629,5 +653,144 @@ func TestDrainRunsBeforeReinstall(t *testing.T) {
 	w.pass(inst.ID)
 	if n := len(m.Runs()); n != 1 {
 		t.Fatalf("%d runs after another pass", n)
+	}
+}
+
+// A machine of a pool with a network is reached at its private address
+// (a Hetzner server lists public IPv4 and IPv6 first), one of a pool
+// without at its first address; both with the pool's port and the key
+// the secrets service resolved.
+func TestAccessTargetPrefersThePrivateAddress(t *testing.T) {
+	w := newAccessWorld(t, fastOptions())
+	a := api.PoolAccess{Port: 2222}
+	plain := w.pool(a)
+	networked := w.poolWith(a, w.keyRef, &api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{{Network: "internal"}}})
+	m := &api.ExternalMachine{ID: "42", State: api.StateRunning, Addresses: []string{"203.0.113.7", "2001:db8:1::1", "10.0.1.5"}}
+	for _, tc := range []struct{ pool, want string }{{plain, "203.0.113.7:2222"}, {networked, "10.0.1.5:2222"}} {
+		pool, _, err := w.env.Stores.PoolTable().Get(context.Background(), tenant, tc.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst := &api.Instance{ID: api.NewID(api.PrefixInstance), TenantID: tenant, PoolID: tc.pool}
+		got, err := w.rec.accessTarget(context.Background(), inst, pool.Access, m)
+		if err != nil || got.Address != tc.want || got.User != "root" || got.Key == nil {
+			t.Fatalf("pool %s: target %s as %s (key %v), %v; want %s", tc.pool, got.Address, got.User, got.Key != nil, err, tc.want)
+		}
+	}
+}
+
+// A resize of a running machine (which may restart it) is preceded by the
+// pool's drain step, once for the generation; one of a stopped machine
+// drains nothing.
+func TestDrainRunsBeforeResize(t *testing.T) {
+	w := newAccessWorld(t, fastOptions())
+	w.addFlavors(api.Flavor{Name: "large", OfferID: "large"})
+	poolID := w.pool(api.PoolAccess{Drain: &api.AccessStep{Script: "echo draining for a resize"}})
+	inst := w.create(api.InstanceCreateRequest{PoolID: poolID})
+	m := w.machine(w.waitPhase(inst.ID, api.PhaseRunning))
+
+	w.setFlavor(inst.ID, "large")
+	got := w.waitResized(inst.ID)
+	d, rs := got.Status.Access.Drain, got.Status.Resize
+	if rs.State != api.ResizeSucceeded || d == nil || d.State != api.StepSucceeded || d.Generation != rs.Generation ||
+		d.FinishedAt == nil || d.FinishedAt.After(rs.StartedAt) {
+		t.Fatalf("drain %+v, resize %+v: want a drain of the resize's generation that ended before it started", d, rs)
+	}
+	if runs := m.Runs(); len(runs) != 1 || !strings.Contains(runs[0].Script, "draining for a resize") {
+		t.Fatalf("runs %+v", runs)
+	}
+	w.pass(inst.ID)
+	if n := len(m.Runs()); n != 1 {
+		t.Fatalf("%d runs after another pass", n)
+	}
+
+	if err := w.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionOff}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.waitPhase(inst.ID, api.PhaseStopped)
+	w.setFlavor(inst.ID, "small")
+	if got = w.waitResized(inst.ID); got.Status.Resize.State != api.ResizeSucceeded {
+		t.Fatalf("resize of the stopped machine:\n%s", statusJSON(got))
+	}
+	if n := len(m.Runs()); n != 1 {
+		t.Fatalf("%d runs: a stopped machine was drained", n)
+	}
+}
+
+// While the machine's SSH does not answer (sshd not up yet), configure
+// waits: Configured False WaitingForSSH, the instance not ready, nothing
+// run, and each pass looks again after a longer delay; once SSH answers
+// the step runs and the instance is ready.
+func TestConfigureWaitsForSSHWithBackoff(t *testing.T) {
+	w := newAccessWorld(t, fastOptions())
+	poolID := w.pool(api.PoolAccess{Configure: &api.AccessStep{Script: "echo configured $COMPUTE_GENERATION"}})
+	inst := w.create(api.InstanceCreateRequest{PoolID: poolID})
+	m := w.machine(w.waitConfigured(inst.ID))
+	m.SetDown(true)
+	if err := w.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionReset}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor(inst.ID, "waiting for SSH", func(i *api.Instance, err error) bool {
+		c := condition(i, api.ConditionConfigured)
+		return err == nil && i.Generation == 2 && c != nil && c.Reason == api.ReasonWaitingForSSH
+	})
+	var delays []time.Duration
+	for range 3 {
+		out, err := w.rec.reconcile(context.Background(), w.rec.log, tenant, inst.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := w.record(inst.ID)
+		c, ready := condition(got, api.ConditionConfigured), condition(got, api.ConditionReady)
+		if out.done || c.Reason != api.ReasonWaitingForSSH || ready.Status != api.ConditionFalse ||
+			ready.Reason != api.ReasonWaitingForSSH || got.Status.Phase != api.PhaseProvisioning {
+			t.Fatalf("pass while SSH is down: %+v, phase %s, configured %+v, ready %+v", out, got.Status.Phase, c, ready)
+		}
+		delays = append(delays, out.requeue)
+	}
+	if !(delays[0] > 0 && delays[1] > delays[0] && delays[2] > delays[1]) {
+		t.Fatalf("delays between looks %v: want them growing", delays)
+	}
+	if n := len(m.Runs()); n != 1 {
+		t.Fatalf("%d runs while SSH was down, want the first generation's only", n)
+	}
+	m.SetDown(false)
+	got := w.waitFor(inst.ID, "configured for generation 2", func(i *api.Instance, err error) bool {
+		c := configureStatus(i)
+		return err == nil && i.Generation == 2 && c != nil && c.State == api.StepSucceeded && i.Status.Phase == api.PhaseRunning
+	})
+	if c := got.Status.Access.Configure; c.Attempts != 1 || c.OutputTail != "configured 2\n" {
+		t.Fatalf("configure status %+v: one attempt once SSH answered", c)
+	}
+}
+
+// stepOutcome maps a step's result to its recorded state, exit code,
+// message and output tail: the tail is stdout then stderr, cut to its
+// last api.StepOutputTailBytes bytes.
+func TestStepOutcome(t *testing.T) {
+	long := strings.Repeat("o", api.StepOutputTailBytes)
+	code := func(c int) *int { return &c }
+	for _, tc := range []struct {
+		name  string
+		res   access.Result
+		err   error
+		state api.StepState
+		exit  *int
+		msg   string
+		tail  string
+	}{
+		{"exit 0", access.Result{Stdout: "ok\n"}, nil, api.StepSucceeded, code(0), "exited 0", "ok\n"},
+		{"exit 3", access.Result{ExitCode: 3, Stdout: "out\n", Stderr: "err\n"}, nil, api.StepFailed, code(3), "exited 3", "out\nerr\n"},
+		{"timed out", access.Result{ExitCode: -1, TimedOut: true, Stdout: "started\n"}, nil, api.StepTimedOut, nil, "timed out", "started\n"},
+		{"dropped", access.Result{Stdout: "half"}, fmt.Errorf("%w: 127.0.0.1:22: EOF", access.ErrDropped), api.StepFailed, nil,
+			"ssh connection dropped: 127.0.0.1:22: EOF", "half"},
+		{"long output", access.Result{Stdout: long, Stderr: "last words\n"}, nil, api.StepSucceeded, code(0), "exited 0",
+			long[len("last words\n"):] + "last words\n"},
+	} {
+		state, exit, msg, tail := stepOutcome(tc.res, tc.err)
+		if state != tc.state || (exit == nil) != (tc.exit == nil) || exit != nil && *exit != *tc.exit || msg != tc.msg || tail != tc.tail {
+			t.Errorf("%s: %s, exit %v, %q, tail of %d bytes; want %s, %v, %q, %d bytes", tc.name, state, exit, msg, len(tail),
+				tc.state, tc.exit, tc.msg, len(tc.tail))
+		}
 	}
 }

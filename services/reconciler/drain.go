@@ -18,8 +18,10 @@ func (r *Reconciler) drain(ctx context.Context, s *scope) (step, error) {
 }
 
 // drainBefore runs the pool's drain step on machine m, last seen running,
-// once for the destructive change asked for at since (a delete, a
-// reinstall; a pass interrupted while it runs runs it again), with its
+// once for the destructive change of the instance's generation asked for
+// at since (a delete, a reinstall; a resize passes the zero time: any
+// drain of the generation; a pass interrupted while it runs runs it
+// again), with its
 // timeout, and records the outcome (status.access.drain, the Drained
 // condition, a drained event). The change proceeds after a success, and
 // after a failure or timeout when onFailure is "continue" (the default);
@@ -36,7 +38,7 @@ func (r *Reconciler) drainBefore(ctx context.Context, s *scope, m *api.ExternalM
 	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
 		st.Access = cloneAccess(st.Access)
 		attempts := 1
-		if prev := st.Access.Drain; prev != nil && !prev.StartedAt.Before(since) {
+		if prev := st.Access.Drain; prev != nil && prev.Generation == gen && !prev.StartedAt.Before(since) {
 			attempts = prev.Attempts + 1
 		}
 		st.Access.Drain = &api.StepStatus{Generation: gen, State: api.StepRunning, Attempts: attempts, StartedAt: started}
@@ -95,9 +97,9 @@ func (r *Reconciler) runDrain(ctx context.Context, s *scope, a *api.PoolAccess,
 	return stepOutcome(res, err)
 }
 
-// drainedSince reports whether a drain started at or after since ended
-// with the change allowed to proceed.
+// drainedSince reports whether a drain of the instance's generation
+// started at or after since ended with the change allowed to proceed.
 func drainedSince(inst *api.Instance, since time.Time) bool {
-	a := inst.Status.Access
-	return a != nil && a.Drain != nil && a.Drain.Final && !a.Drain.StartedAt.Before(since)
+	d := inst.Status.Access
+	return d != nil && d.Drain != nil && d.Drain.Final && d.Drain.Generation == inst.Generation && !d.Drain.StartedAt.Before(since)
 }

@@ -71,7 +71,10 @@ func offerOf(s *scope, name string) string {
 // fail the instance: the machine runs on its old flavor, and the next
 // phases bring its power back as desired (a Hetzner resize may have
 // stopped it). A flavor whose offer the machine is already on is recorded
-// without a call. The pass ends whenever a resize was acted on.
+// without a call. A running machine of a pool with a drain step is
+// drained first (drainBefore), once for the generation: a resize of a
+// running machine may restart it. The pass ends whenever a resize was
+// acted on.
 func (r *Reconciler) resize(ctx context.Context, s *scope) (step, error) {
 	m, rs := s.machine, s.inst.Status.Resize
 	if rs != nil && rs.State == api.ResizeExecuting {
@@ -105,6 +108,12 @@ func (r *Reconciler) resize(ctx context.Context, s *scope) (step, error) {
 	}
 	if m.State != api.StateRunning && m.State != api.StateStopped {
 		return end(after(r.pollDelay(s.inst.Status.Polls + 1))), nil // on its way: resize a settled machine
+	}
+	// Destructive on a running machine (Hetzner powers it off, Proxmox
+	// reboots it for what hot-plug does not take): the pool's drain step
+	// first, once for this generation.
+	if st, err := r.drainBefore(ctx, s, m, time.Time{}); err != nil || st.end {
+		return st, err
 	}
 	return r.sendResize(ctx, s, on, want)
 }
