@@ -26,6 +26,9 @@ type vmResource struct {
 // space as "lxc").
 const guestQemu = "qemu"
 
+// guestLXC is the resource type of containers.
+const guestLXC = "lxc"
+
 // listGuests returns every guest of the cluster by VMID (GET
 // /cluster/resources?type=vm, one request), containers included: they
 // hold VMIDs too. Only vmid, node, type, lock and tags are current: PVE
@@ -43,6 +46,51 @@ func (s *session) listGuests(ctx context.Context) (map[int]vmResource, error) {
 		out[int(r.VMID)] = r
 	}
 	return out, nil
+}
+
+// clusterView is what one GET /cluster/resources without a type filter
+// says: every guest by VMID (as listGuests), the nodes (as GET /nodes
+// says them: status, maxcpu, mem, maxmem; both come from pvestatd's RRD
+// cache, so they are equally fresh) and each node's storages (as ?type=
+// storage). A create reads it once for its slots, its template and its
+// placement, one request where three were.
+type clusterView struct {
+	guests   map[int]vmResource
+	nodes    []nodeStatus
+	storages []storageResource
+}
+
+// clusterResource is one entry of GET /cluster/resources of any type: the
+// fields of a guest (type qemu or lxc), a node (type node) and a storage
+// (type storage); other types (pool, sdn) are skipped.
+type clusterResource struct {
+	vmResource
+	MaxCPU  number `json:"maxcpu"`
+	Mem     number `json:"mem"`
+	MaxMem  number `json:"maxmem"`
+	Storage string `json:"storage"`
+	Shared  number `json:"shared"`
+}
+
+// view reads the cluster with one GET /cluster/resources (see
+// clusterView).
+func (s *session) view(ctx context.Context) (clusterView, error) {
+	var list []clusterResource
+	if err := s.get(ctx, "/cluster/resources", nil, &list); err != nil {
+		return clusterView{}, err
+	}
+	v := clusterView{guests: make(map[int]vmResource, len(list))}
+	for _, r := range list {
+		switch r.Type {
+		case guestQemu, guestLXC:
+			v.guests[int(r.VMID)] = r.vmResource
+		case "node":
+			v.nodes = append(v.nodes, nodeStatus{Node: r.Node, Status: r.Status, MaxCPU: r.MaxCPU, Mem: r.Mem, MaxMem: r.MaxMem})
+		case "storage":
+			v.storages = append(v.storages, storageResource{Node: r.Node, Storage: r.Storage, Shared: r.Shared})
+		}
+	}
+	return v, nil
 }
 
 // qemuPath is the API path of VM vmid on node.

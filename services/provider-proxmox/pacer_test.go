@@ -30,6 +30,10 @@ func TestTaskPacerLearnsDurations(t *testing.T) {
 	if d := p.first("qmclone"); d != 20*time.Second {
 		t.Fatalf("estimate moved to %s on a poll that only bounds it", d)
 	}
+	p.learn("qmclone", 20*time.Second, 22500*time.Millisecond) // the first poll came too early
+	if d := p.first("qmclone"); d != 22500*time.Millisecond {
+		t.Fatalf("after a first poll too early, first poll %s, want the stop time 22.5s (one poll next time)", d)
+	}
 	if got := upidType("UPID:pve1:00001234:00ABCDEF:65F0A1B2:qmclone:9000:root@pam!ci:"); got != "qmclone" {
 		t.Fatalf("upidType = %q", got)
 	}
