@@ -43,8 +43,8 @@ const maxConfigureRounds = 8
 // skipped when the config already has it, so a create interrupted at any
 // point is finished by the next one with the key:
 //
-//  1. GET …/config (unless vm.cfg was just read); the description must
-//     still hold want.key;
+//  1. GET …/config (unless vm.cfg is known: just read, or a fresh
+//     clone's, clonedConfig); the description must still hold want.key;
 //  2. the user-data snippet is written (once per call, when there is user
 //     data) and one PUT …/config (synchronous: no task to poll; nothing in
 //     it allocates storage, for which PVE advises POST) sets what differs of

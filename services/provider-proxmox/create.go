@@ -20,8 +20,9 @@ const maxClaimRounds = 8
 // ended; get then reports it running.
 //
 // The key hashes to a VMID slot (see probeSlots). One GET
-// /cluster/resources shows which of the key's slots are taken and where
-// each VM is; who owns a VM is read from its config (one GET per QEMU
+// /cluster/resources (unfiltered, shared by the account's concurrent
+// creates: see session.view) shows which of the key's slots are taken,
+// where each VM is, and the nodes and storages placement picks from; who owns a VM is read from its config (one GET per QEMU
 // guest in the key's slots), never taken from the list, whose names,
 // template flags and statuses lag by up to ~10 s (a VMID reused moments
 // ago still shows its old occupant). A clone in progress in any of the
@@ -39,7 +40,8 @@ const maxClaimRounds = 8
 // tag is set, the template's VMID (a clone-of line), storage (the
 // flavor's, machine.storage, else the account's), and target = the node
 // place picks: the allowed node with the most headroom, see placement.go)
-// and its task waited for. PVE lets one clone
+// and its task waited for; the clone's config is then known without a
+// read (clonedConfig). PVE lets one clone
 // into a VMID through; a create that loses ("config file already exists")
 // starts over, finds the winner's clone and, when it carries the key,
 // finishes it too. Then configure (which tags the VM last: until then

@@ -3,11 +3,13 @@ package proxmox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"strconv"
 	"sync"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
 )
 
 // vmResource is one guest of GET /cluster/resources?type=vm.
@@ -73,8 +75,46 @@ type clusterResource struct {
 }
 
 // view reads the cluster with one GET /cluster/resources (see
-// clusterView).
+// clusterView). With the account's shared reads on (WithTaskBatchWindow),
+// concurrent creates of the account share one: a read joins the open
+// batch, which is sent when its window ends, so the list is made after
+// every create of the batch began, as fresh for each as its own would be
+// (the same lag, see listGuests). The view is shared: read it, never
+// change it.
 func (s *session) view(ctx context.Context) (clusterView, error) {
+	if s.c.views == nil {
+		return s.readView(ctx)
+	}
+	v, _, err := s.c.views.Lookup(ctx, s.call, struct{}{})
+	if ce := (*api.ComputeError)(nil); errors.As(err, &ce) {
+		// The shared read changed nothing, but this call may have: its
+		// own requests decide details.notExecuted (see markNotExecuted).
+		ce.Details.NotExecuted = false
+	}
+	return v, err
+}
+
+// fetchView is the shared read of view: one GET /cluster/resources for
+// the batch's creates, made for call, the first of them.
+func (c *client) fetchView(ctx context.Context, call *provider.Call, _ []struct{}) (out map[struct{}]clusterView, err error) {
+	s, err := c.open(ctx, call, opView)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(ctx, &err)
+	v, err := s.readView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[struct{}]clusterView{{}: v}, nil
+}
+
+// opView is the operation a shared cluster read reports (CallCounter, log
+// lines): it serves the account's concurrent creates.
+const opView = "cluster"
+
+// readView is view's GET /cluster/resources.
+func (s *session) readView(ctx context.Context) (clusterView, error) {
 	var list []clusterResource
 	if err := s.get(ctx, "/cluster/resources", nil, &list); err != nil {
 		return clusterView{}, err
