@@ -16,7 +16,8 @@ const (
 )
 
 // taskPacer spaces the polls of task waits by how long each task type
-// (qmclone, qmstart, qmconfig, …) ran before, on one account's cluster,
+// (qmclone, qmstart, resize, …) ran before on each node of one account's
+// cluster (waits key it "<node>/<type>": nodes differ in storage and load),
 // instead of polling every second: the first poll comes when a task of the
 // type is expected to have ended (firstTaskPoll for a type not seen yet),
 // and a task still running is polled again after an eighth of the time it
