@@ -90,7 +90,7 @@ func TestAccountTaskPollThroughBus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	durations := realisticDurations()
-	createTasks := []string{"qmclone", "qmconfig", "resize", "qmstart"}
+	createTasks := []string{"qmclone", "resize", "qmstart"} // the config is a synchronous PUT
 	for _, pollMs := range []int{1000, 5000} {
 		e := newEnv(t, withDurations)
 		r := providertest.Serve(t, e.def, e.clock, testSecrets)

@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"time"
 
@@ -22,7 +23,10 @@ type client struct {
 	pacer  *taskPacer // task durations seen on the account's cluster
 	// tasks shares the account's concurrent task polls (nil when off:
 	// WithTaskBatchWindow(0)).
-	tasks   *provider.Batcher[taskRef, taskStatus]
+	tasks *provider.Batcher[taskRef, taskStatus]
+	// views shares the cluster list of the account's concurrent creates
+	// (nil when off, as tasks).
+	views   *provider.Batcher[struct{}, clusterView]
 	tokenID pve.ApiTokenID
 	http    *http.Client
 	nodes   nodeCache
@@ -50,6 +54,8 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 	if s.taskBatchWindow > 0 {
 		c.tasks = &provider.Batcher[taskRef, taskStatus]{Window: func() time.Duration { return s.taskBatchWindow },
 			Size: taskBatchSize, Fetch: c.fetchTasks}
+		c.views = &provider.Batcher[struct{}, clusterView]{Window: func() time.Duration { return s.taskBatchWindow },
+			Size: math.MaxInt, Fetch: c.fetchView}
 	}
 	return c, nil
 }

@@ -43,10 +43,11 @@ const maxConfigureRounds = 8
 // skipped when the config already has it, so a create interrupted at any
 // point is finished by the next one with the key:
 //
-//  1. GET …/config (unless vm.cfg was just read); the description must
-//     still hold want.key;
+//  1. GET …/config (unless vm.cfg is known: just read, or a fresh
+//     clone's, clonedConfig); the description must still hold want.key;
 //  2. the user-data snippet is written (once per call, when there is user
-//     data) and one POST …/config (a qmconfig task) sets what differs of
+//     data) and one PUT …/config (synchronous: no task to poll; nothing in
+//     it allocates storage, for which PVE advises POST) sets what differs of
 //     cores (sockets 1), memory (MiB), ipconfig0 (ip=dhcp, or the static
 //     address: ip=<address>/<len>,gw=<gateway>) and nameserver, net0's
 //     bridge and VLAN tag (want.net), and cicustom user=<volume>;
@@ -100,7 +101,7 @@ func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, r
 	}
 	path := qemuPath(vm.node, vmid)
 	if update := configUpdate(cfg, want); len(update) > 0 {
-		if err := s.startTask(ctx, http.MethodPost, path+"/config", update); err != nil {
+		if err := s.startTask(ctx, http.MethodPut, path+"/config", update); err != nil {
 			return err
 		}
 	}
@@ -128,7 +129,7 @@ func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, r
 	return nil
 }
 
-// configUpdate is the POST …/config body that brings cfg to want: only the
+// configUpdate is the PUT …/config body that brings cfg to want: only the
 // keys that differ (empty when none does).
 func configUpdate(cfg vmConfig, want *vmSpec) map[string]any {
 	u := map[string]any{}

@@ -20,8 +20,9 @@ const maxClaimRounds = 8
 // ended; get then reports it running.
 //
 // The key hashes to a VMID slot (see probeSlots). One GET
-// /cluster/resources shows which of the key's slots are taken and where
-// each VM is; who owns a VM is read from its config (one GET per QEMU
+// /cluster/resources (unfiltered, shared by the account's concurrent
+// creates: see session.view) shows which of the key's slots are taken,
+// where each VM is, and the nodes and storages placement picks from; who owns a VM is read from its config (one GET per QEMU
 // guest in the key's slots), never taken from the list, whose names,
 // template flags and statuses lag by up to ~10 s (a VMID reused moments
 // ago still shows its old occupant). A clone in progress in any of the
@@ -39,7 +40,8 @@ const maxClaimRounds = 8
 // tag is set, the template's VMID (a clone-of line), storage (the
 // flavor's, machine.storage, else the account's), and target = the node
 // place picks: the allowed node with the most headroom, see placement.go)
-// and its task waited for. PVE lets one clone
+// and its task waited for; the clone's config is then known without a
+// read (clonedConfig). PVE lets one clone
 // into a VMID through; a create that loses ("config file already exists")
 // starts over, finds the winner's clone and, when it carries the key,
 // finishes it too. Then configure (which tags the VM last: until then
@@ -120,10 +122,11 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 func (s *session) create(ctx context.Context, want vmSpec, image string, pl placement) (int, error) {
 	cfg := s.c.cfg
 	for range maxClaimRounds {
-		guests, err := s.listGuests(ctx)
+		view, err := s.view(ctx)
 		if err != nil {
 			return 0, err
 		}
+		guests := view.guests
 		p, err := s.probe(ctx, guests, want)
 		if err != nil {
 			return 0, err
@@ -150,11 +153,11 @@ func (s *session) create(ctx context.Context, want vmSpec, image string, pl plac
 			return 0, api.Errorf(api.CodeCapacityUnavailable, "proxmox: all %d VMID slots of this key in [%d, %d] hold other VMs",
 				len(probeSlots(want.key, cfg.VMIDMin, cfg.VMIDMax)), cfg.VMIDMin, cfg.VMIDMax)
 		}
-		tpl, err := s.template(ctx, guests, image, "machine.image")
+		tpl, tplCfg, err := s.template(ctx, guests, image, "machine.image")
 		if err != nil {
 			return 0, err
 		}
-		target, storage, err := s.place(ctx, tpl, pl)
+		target, storage, err := s.place(view, tpl, tplCfg, pl)
 		if err != nil {
 			return 0, err
 		}
@@ -167,7 +170,9 @@ func (s *session) create(ctx context.Context, want vmSpec, image string, pl plac
 		if err != nil {
 			return 0, err
 		}
-		return p.free, s.configure(ctx, located{vmid: p.free, node: node}, want, false)
+		// The clone's config is known without reading it (clonedConfig).
+		vm := located{vmid: p.free, node: node, cfg: clonedConfig(tplCfg, want.name, desc)}
+		return p.free, s.configure(ctx, vm, want, false)
 	}
 	return 0, api.ProviderError(0, "slot_contention",
 		"proxmox: other creates took this key's VMID slots %d times in a row; retry", maxClaimRounds)
@@ -186,7 +191,7 @@ func (s *session) halfMadeOfAnotherImage(ctx context.Context, guests map[int]vmR
 	if !ok || p.cloning {
 		return false, nil
 	}
-	tpl, err := s.template(ctx, guests, image, "machine.image")
+	tpl, _, err := s.template(ctx, guests, image, "machine.image")
 	return err == nil && int(tpl.VMID) != from, err
 }
 
@@ -323,33 +328,33 @@ func findTemplate(guests map[int]vmResource, image, path string) (vmResource, er
 }
 
 // template is findTemplate confirmed by the template's config (GET
-// …/config), since the list's names and template flags may be stale.
-// Errors: findTemplate's; INVALID_INPUT naming path when image is a VMID
+// …/config), since the list's names and template flags may be stale; it
+// returns that config too. Errors: findTemplate's; INVALID_INPUT naming path when image is a VMID
 // whose config is no template's; PROVIDER_ERROR code stale_cluster_list
 // (retry) when the VM the list calls image is not (or no longer) that
 // template.
-func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string) (vmResource, error) {
+func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string) (vmResource, vmConfig, error) {
 	tpl, err := findTemplate(guests, image, path)
 	if api.IsCode(err, api.CodeInvalidInput) {
-		if fresh, ok, ferr := s.unreportedTemplate(ctx, guests, image); ferr != nil || ok {
-			return fresh, ferr
+		if fresh, cfg, ok, ferr := s.unreportedTemplate(ctx, guests, image); ferr != nil || ok {
+			return fresh, cfg, ferr
 		}
 	}
 	if err != nil {
-		return vmResource{}, err
+		return vmResource{}, nil, err
 	}
 	cfg, err := s.readConfig(ctx, tpl.Node, int(tpl.VMID))
 	if err != nil && !isKind(err, kindNoSuchVM) {
-		return vmResource{}, err
+		return vmResource{}, nil, err
 	}
 	_, byID := strconv.Atoi(image)
 	switch {
 	case err == nil && cfg.isTemplate() && (byID == nil || cfg["name"] == image):
-		return tpl, nil
+		return tpl, cfg, nil
 	case byID == nil:
-		return vmResource{}, api.InvalidInput(path, "VMID %s is not a template of the cluster", image)
+		return vmResource{}, nil, api.InvalidInput(path, "VMID %s is not a template of the cluster", image)
 	}
-	return vmResource{}, api.ProviderError(0, codeStaleClusterList,
+	return vmResource{}, nil, api.ProviderError(0, codeStaleClusterList,
 		"proxmox: the cluster list calls VM %d template %q, but its config says otherwise (the list lags changes by up to ~10 s); retry",
 		int(tpl.VMID), image)
 }
@@ -358,10 +363,11 @@ func (s *session) template(ctx context.Context, guests map[int]vmResource, image
 // cluster list has not reported yet (no name, status unknown: made within
 // pvestatd's last ~10 s), by their config (GET …/config): a template made
 // moments ago is found, not refused for good. It reads at most
-// maxUnreportedReads configs; ok is false when none is image.
-func (s *session) unreportedTemplate(ctx context.Context, guests map[int]vmResource, image string) (vmResource, bool, error) {
+// maxUnreportedReads configs; ok is false when none is image. It returns
+// the template's config too.
+func (s *session) unreportedTemplate(ctx context.Context, guests map[int]vmResource, image string) (vmResource, vmConfig, bool, error) {
 	if _, err := strconv.Atoi(image); err == nil {
-		return vmResource{}, false, nil
+		return vmResource{}, nil, false, nil
 	}
 	ids := make([]int, 0)
 	for id, r := range guests {
@@ -377,14 +383,14 @@ func (s *session) unreportedTemplate(ctx context.Context, guests map[int]vmResou
 			continue
 		}
 		if err != nil {
-			return vmResource{}, false, err
+			return vmResource{}, nil, false, err
 		}
 		if cfg.isTemplate() && cfg["name"] == image {
 			r.Name, r.Template = image, 1
-			return r, true, nil
+			return r, cfg, true, nil
 		}
 	}
-	return vmResource{}, false, nil
+	return vmResource{}, nil, false, nil
 }
 
 // maxUnreportedReads bounds the config reads of unreported guests one

@@ -70,7 +70,7 @@ func TestCreateRetryIsIdempotent(t *testing.T) {
 	if again.ID != first.ID || len(e.machines()) != 1 {
 		t.Fatalf("retry made %s (first %s), %d machines", again.ID, first.ID, len(e.machines()))
 	}
-	for _, route := range []string{emulator.RouteClone, emulator.RouteConfigPost, emulator.RouteResize, emulator.RouteStart} {
+	for _, route := range []string{emulator.RouteClone, emulator.RouteConfigPut, emulator.RouteResize, emulator.RouteStart} {
 		if n := e.emu.Calls(route); n != 0 {
 			t.Errorf("the retry of a finished create called %s %d times", route, n)
 		}
@@ -82,7 +82,7 @@ func TestCreateRetryIsIdempotent(t *testing.T) {
 
 func TestCreateFinishesInterruptedConfiguration(t *testing.T) {
 	e := newEnv(t)
-	e.emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPost, Status: http.StatusInternalServerError, Message: "got timeout"})
+	e.emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPut, Status: http.StatusInternalServerError, Message: "got timeout"})
 	_, err := e.client.Create(context.Background(), e.call("inst_half"), spec("inst_half"))
 	providertest.WantProviderError(t, err, http.StatusInternalServerError, string(kindAPI))
 	half := e.machines()
@@ -160,8 +160,8 @@ func TestCreateTagsLast(t *testing.T) {
 		name  string
 		fault func(*emulator.Emulator)
 	}{
-		{"config task fails", func(emu *emulator.Emulator) {
-			emu.InjectTaskFault(emulator.TaskFault{Type: "qmconfig", ExitStatus: "got timeout"})
+		{"config refused", func(emu *emulator.Emulator) {
+			emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPut, Message: "got timeout"})
 		}},
 		{"resize refused", func(emu *emulator.Emulator) {
 			emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteResize, Message: "got timeout"})
@@ -173,7 +173,8 @@ func TestCreateTagsLast(t *testing.T) {
 			emu.InjectTaskFault(emulator.TaskFault{Type: "qmstart", ExitStatus: "start failed: QEMU exited with code 1"})
 		}},
 		{"tag refused after start", func(emu *emulator.Emulator) {
-			emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPut, Message: "got timeout"})
+			// The first PUT …/config is the configuration, the second the tag.
+			emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPut, Skip: 1, Message: "got timeout"})
 		}},
 	}
 	for _, tc := range cases {

@@ -31,7 +31,7 @@ func TestDeleteByKey(t *testing.T) {
 	}{
 		{"finished VM", func(t *testing.T, e *env) { e.create(t, "inst_del") }},
 		{"half-made clone", func(t *testing.T, e *env) {
-			e.emu.InjectTaskFault(emulator.TaskFault{Type: "qmconfig", ExitStatus: "got timeout"})
+			e.emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPut, Message: "got timeout"})
 			if _, err := e.client.Create(context.Background(), e.call("inst_del"), spec("inst_del")); err == nil {
 				t.Fatal("create succeeded despite the fault")
 			}

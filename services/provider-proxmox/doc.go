@@ -26,7 +26,11 @@
 //     template flags there from data pvestatd refreshes about every 10 s,
 //     so a VMID reused moments ago shows its old occupant. Whose a VM is,
 //     whether it is a template and whether it runs are read from the VM
-//     (its config, its status/current), never from the list alone;
+//     (its config, its status/current), never from the list alone. A
+//     create reads the list once, unfiltered: its nodes and storages
+//     (as fresh as GET /nodes, from the same RRD cache) place the clone,
+//     and concurrent creates of the account share one read
+//     (WithTaskBatchWindow);
 //   - a VM is this system's when it carries the better-compute tag (in any
 //     case and separator) and an idempotency-key line in its description;
 //     delete, power and reinstall refuse other VMs with ACCESS_DENIED, get
@@ -54,7 +58,10 @@
 //     deletes an instance whose create answer it never recorded by
 //     creating with the key first, so a crash at any step of a create
 //     leaves neither a duplicate nor a leaked VM;
-//   - every task (clone, config, resize, start, stop, shutdown, reset,
+//   - a create's configuration is one synchronous PUT …/config (no task),
+//     written against the clone's config as derived from the template's,
+//     which the create reads anyway (clonedConfig), not read again;
+//   - every task (clone, resize, start, stop, shutdown, reset,
 //     reboot, destroy) is waited for by polling it on the call's clock,
 //     within the task timeout and the call's context: every task poll
 //     interval when one is set (account config taskPollMs over the

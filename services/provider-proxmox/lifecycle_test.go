@@ -2,12 +2,14 @@ package proxmox
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"better-compute.io/compute/pkg/provider/providertest"
+	"better-compute.io/compute/services/provider-proxmox/emulator"
 )
 
 // stepCost is what one lifecycle step took: API requests, and time on the
@@ -39,28 +41,29 @@ func lifecycleCosts(tb testing.TB, e *env, key string) map[string]stepCost {
 // durations, the second polls each task about once. A fixed 1 s poll
 // (WithTaskPollInterval) costs one request per second a task runs.
 func TestLifecycleCalls(t *testing.T) {
-	// Requests besides task polls: create→running: cluster list, template
-	// config, nodes (placement), clone, config, POST config, resize, start,
-	// PUT config (the tag, last); then get: config, status, agent (12). Power off: config,
-	// stop (2); on: config, start (2). Reinstall: config, cluster list,
-	// template config, DELETE (refused: running), stop, DELETE, clone,
-	// config, POST config, resize, start, PUT config (12). Delete: config,
-	// DELETE (refused), stop, DELETE (4).
+	// Requests besides task polls (TestLoneCreateRequests lists a
+	// create's): create→running: cluster list (guests and nodes), template
+	// config, clone, PUT config, resize, start, PUT config (the tag,
+	// last); then get: config, status, agent (10). Power off: config, stop
+	// (2); on: config, start (2). Reinstall: config, cluster list,
+	// template config, DELETE (refused: running), stop, DELETE, clone, PUT
+	// config, resize, start, PUT config (11). Delete: config, DELETE
+	// (refused), stop, DELETE (4).
 	fixed := map[string]stepCost{
-		// polls: clone 20, config 1, resize 2, start 3.
-		providertest.StepCreateToRunning: {38, 26 * time.Second},
+		// polls: clone 20, resize 2, start 3.
+		providertest.StepCreateToRunning: {35, 25 * time.Second},
 		providertest.StepPowerOff:        {4, 2 * time.Second},
 		providertest.StepPowerOn:         {5, 3 * time.Second},
-		providertest.StepReinstall:       {45, 33 * time.Second},
+		providertest.StepReinstall:       {43, 32 * time.Second},
 		providertest.StepDelete:          {11, 7 * time.Second},
 	}
 	learned := map[string]stepCost{
-		// 6 polls for the four tasks: a type whose estimate (the midpoint
-		// of two polls) is still short of its duration takes two.
-		providertest.StepCreateToRunning: {18, 27*time.Second + 250*time.Millisecond},
+		// One poll per task (3 for create); reinstall's stop, destroy,
+		// clone, resize and start (5).
+		providertest.StepCreateToRunning: {13, 26 * time.Second},
 		providertest.StepPowerOff:        {3, 2 * time.Second},
 		providertest.StepPowerOn:         {3, 3 * time.Second},
-		providertest.StepReinstall:       {18, 35 * time.Second},
+		providertest.StepReinstall:       {16, 34 * time.Second},
 		providertest.StepDelete:          {6, 8 * time.Second},
 	}
 	var mu sync.Mutex
@@ -94,6 +97,40 @@ func TestLifecycleCalls(t *testing.T) {
 		}
 	}
 	t.Logf("lifecycle with realistic task durations:\n%s", report.String())
+}
+
+// TestLoneCreateRequests lists, from the emulator's call log, every
+// request of one create→running (create, then the reconciler's get) on an
+// account whose task durations are learned (one lifecycle before): ten for
+// the create (the one cluster list serves slots, template and placement;
+// the clone's config is derived from the template's, clonedConfig; the
+// configuration is a synchronous PUT; one poll per task; the tag last)
+// and three for the get.
+func TestLoneCreateRequests(t *testing.T) {
+	e := newEnv(t, withDurations)
+	lifecycleCosts(t, e, "inst_learn")
+	want := []string{
+		emulator.RouteClusterResources, emulator.RouteConfigGet, // slots, template, nodes; the template's config
+		emulator.RouteClone, emulator.RouteTaskStatus,
+		emulator.RouteConfigPut, // cores, memory, ipconfig0, …
+		emulator.RouteResize, emulator.RouteTaskStatus,
+		emulator.RouteStart, emulator.RouteTaskStatus,
+		emulator.RouteConfigPut, // the tag, last
+		// the get:
+		emulator.RouteConfigGet, emulator.RouteStatusCurrent, emulator.RouteAgentInterfaces,
+	}
+	life := providertest.Lifecycle{Client: e.client, Call: e.call, Key: "inst_lone", Spec: spec("inst_lone"), Image: testTemplate2}
+	life.Run(t, func(step string, run func()) {
+		e.emu.ResetCalls()
+		run()
+		if step != providertest.StepCreateToRunning {
+			return
+		}
+		got := e.emu.CallLog()
+		if !slices.Equal(got, want) {
+			t.Errorf("create→running sent %d requests:\n  %s\nwant %d:\n  %s", len(got), strings.Join(got, "\n  "), len(want), strings.Join(want, "\n  "))
+		}
+	})
 }
 
 // BenchmarkLifecycle reports per lifecycle step the API requests

@@ -3,11 +3,13 @@ package proxmox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"strconv"
 	"sync"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/provider"
 )
 
 // vmResource is one guest of GET /cluster/resources?type=vm.
@@ -26,6 +28,9 @@ type vmResource struct {
 // space as "lxc").
 const guestQemu = "qemu"
 
+// guestLXC is the resource type of containers.
+const guestLXC = "lxc"
+
 // listGuests returns every guest of the cluster by VMID (GET
 // /cluster/resources?type=vm, one request), containers included: they
 // hold VMIDs too. Only vmid, node, type, lock and tags are current: PVE
@@ -43,6 +48,89 @@ func (s *session) listGuests(ctx context.Context) (map[int]vmResource, error) {
 		out[int(r.VMID)] = r
 	}
 	return out, nil
+}
+
+// clusterView is what one GET /cluster/resources without a type filter
+// says: every guest by VMID (as listGuests), the nodes (as GET /nodes
+// says them: status, maxcpu, mem, maxmem; both come from pvestatd's RRD
+// cache, so they are equally fresh) and each node's storages (as ?type=
+// storage). A create reads it once for its slots, its template and its
+// placement, one request where three were.
+type clusterView struct {
+	guests   map[int]vmResource
+	nodes    []nodeStatus
+	storages []storageResource
+}
+
+// clusterResource is one entry of GET /cluster/resources of any type: the
+// fields of a guest (type qemu or lxc), a node (type node) and a storage
+// (type storage); other types (pool, sdn) are skipped.
+type clusterResource struct {
+	vmResource
+	MaxCPU  number `json:"maxcpu"`
+	Mem     number `json:"mem"`
+	MaxMem  number `json:"maxmem"`
+	Storage string `json:"storage"`
+	Shared  number `json:"shared"`
+}
+
+// view reads the cluster with one GET /cluster/resources (see
+// clusterView). With the account's shared reads on (WithTaskBatchWindow),
+// concurrent creates of the account share one: a read joins the open
+// batch, which is sent when its window ends, so the list is made after
+// every create of the batch began, as fresh for each as its own would be
+// (the same lag, see listGuests). The view is shared: read it, never
+// change it.
+func (s *session) view(ctx context.Context) (clusterView, error) {
+	if s.c.views == nil {
+		return s.readView(ctx)
+	}
+	v, _, err := s.c.views.Lookup(ctx, s.call, struct{}{})
+	if ce := (*api.ComputeError)(nil); errors.As(err, &ce) {
+		// The shared read changed nothing, but this call may have: its
+		// own requests decide details.notExecuted (see markNotExecuted).
+		ce.Details.NotExecuted = false
+	}
+	return v, err
+}
+
+// fetchView is the shared read of view: one GET /cluster/resources for
+// the batch's creates, made for call, the first of them.
+func (c *client) fetchView(ctx context.Context, call *provider.Call, _ []struct{}) (out map[struct{}]clusterView, err error) {
+	s, err := c.open(ctx, call, opView)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(ctx, &err)
+	v, err := s.readView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[struct{}]clusterView{{}: v}, nil
+}
+
+// opView is the operation a shared cluster read reports (CallCounter, log
+// lines): it serves the account's concurrent creates.
+const opView = "cluster"
+
+// readView is view's GET /cluster/resources.
+func (s *session) readView(ctx context.Context) (clusterView, error) {
+	var list []clusterResource
+	if err := s.get(ctx, "/cluster/resources", nil, &list); err != nil {
+		return clusterView{}, err
+	}
+	v := clusterView{guests: make(map[int]vmResource, len(list))}
+	for _, r := range list {
+		switch r.Type {
+		case guestQemu, guestLXC:
+			v.guests[int(r.VMID)] = r.vmResource
+		case "node":
+			v.nodes = append(v.nodes, nodeStatus{Node: r.Node, Status: r.Status, MaxCPU: r.MaxCPU, Mem: r.Mem, MaxMem: r.MaxMem})
+		case "storage":
+			v.storages = append(v.storages, storageResource{Node: r.Node, Storage: r.Storage, Shared: r.Shared})
+		}
+	}
+	return v, nil
 }
 
 // qemuPath is the API path of VM vmid on node.

@@ -95,6 +95,12 @@ func TestCreateAppliesVLANAndStaticAddress(t *testing.T) {
 	if b, _ := netOption(v.Config["net0"], "bridge"); b != "vmbr1" || !strings.HasSuffix(v.Config["net0"], ",tag=42") {
 		t.Errorf("net0 = %q, want bridge vmbr1 tag 42", v.Config["net0"])
 	}
+	// net0 was rewritten from the template's config, never read from the
+	// clone (clonedConfig): it must have a MAC, and not the template's.
+	tpl := e.vm(t, testTemplateID)
+	if mac := strings.Split(v.Config["net0"], ",")[0]; !strings.HasPrefix(mac, "virtio=") || mac == strings.Split(tpl.Config["net0"], ",")[0] {
+		t.Errorf("net0 = %q, template's %q: want a MAC of its own", v.Config["net0"], tpl.Config["net0"])
+	}
 	if v.Config["ipconfig0"] != "ip=192.168.10.17/24,gw=192.168.10.1" || v.Config["nameserver"] != "192.168.10.2" {
 		t.Errorf("ipconfig0 %q nameserver %q", v.Config["ipconfig0"], v.Config["nameserver"])
 	}

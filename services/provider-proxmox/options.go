@@ -91,8 +91,10 @@ func WithTaskPollInterval(d time.Duration) Option {
 
 // WithTaskBatchWindow sets how long a task poll waits for the account's
 // other task polls before their shared GET /nodes/{node}/tasks is sent
-// (default DefaultTaskBatchWindow; sent at once with 100 polls). 0 turns
-// sharing off: every poll is the task's own GET …/tasks/{upid}/status.
+// (default DefaultTaskBatchWindow; sent at once with 100 polls). The
+// account's concurrent creates share their GET /cluster/resources the same
+// way, gathered for as long. 0 turns sharing off: every poll is the task's
+// own GET …/tasks/{upid}/status, every create lists the cluster itself.
 // Negative is INVALID_CONFIG.
 func WithTaskBatchWindow(d time.Duration) Option {
 	return func(s *settings) { s.taskBatchWindow = d }

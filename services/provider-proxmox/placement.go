@@ -1,9 +1,7 @@
 package proxmox
 
 import (
-	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -24,7 +22,7 @@ type placement struct {
 }
 
 // storageResource is one storage of one node in GET
-// /cluster/resources?type=storage.
+// /cluster/resources (type storage).
 type storageResource struct {
 	Node    string `json:"node"`
 	Storage string `json:"storage"`
@@ -33,31 +31,28 @@ type storageResource struct {
 
 // place picks the node a clone of tpl lands on, and the storage to clone
 // onto there ("" keeps the template's): of the allowed nodes, those
-// online whose CPUs and free memory (GET /nodes: maxcpu, maxmem − mem,
-// the memory of running guests) hold the clone, the one with the most
+// online whose CPUs and free memory (the view's nodes: maxcpu, maxmem −
+// mem, the memory of running guests) hold the clone, the one with the most
 // free memory (then the most CPUs, then the first by name). A node other
 // than the template's qualifies only when every disk of the template is
 // on shared storage and, for a flavor's storage, that storage is shared
 // and on the node; the account's storage is then dropped when it is not
-// (the clone's disks stay on the template's shared storage). The
-// template's GET …/config and GET /cluster/resources?type=storage are
-// asked only when such a node is a candidate: PVE clones a VM with local
-// disks to its own node only, and to another node only onto shared
-// storage.
+// (the clone's disks stay on the template's shared storage): tplCfg, the
+// template's config, says where its disks are, and the view's storages
+// which are shared and where. PVE clones a VM with local disks to its own
+// node only, and to another node only onto shared storage. It sends no
+// request.
 //
 // Errors: CAPACITY_UNAVAILABLE with details.path placement.nodes when no
 // allowed node can hold the clone (the message says what each has free),
 // INVALID_INPUT placement.nodes[i] for an allowed node the cluster does
-// not have; the API's errors.
-func (s *session) place(ctx context.Context, tpl vmResource, pl placement) (node, storage string, err error) {
+// not have.
+func (s *session) place(view clusterView, tpl vmResource, tplCfg vmConfig, pl placement) (node, storage string, err error) {
 	allowed := pl.nodes
 	if len(allowed) == 0 && s.c.cfg.Node != "" {
 		allowed = []string{s.c.cfg.Node}
 	}
-	var nodes []nodeStatus
-	if err := s.get(ctx, "/nodes", nil, &nodes); err != nil {
-		return "", "", err
-	}
+	nodes := view.nodes
 	for i, name := range allowed {
 		if !slices.ContainsFunc(nodes, func(n nodeStatus) bool { return n.Node == name }) {
 			return "", "", api.InvalidInput(fmt.Sprintf("placement.nodes[%d]", i), "the cluster has no node %q", name)
@@ -77,9 +72,7 @@ func (s *session) place(ctx context.Context, tpl vmResource, pl placement) (node
 	keeps := func(string) bool { return false } // whether a clone onto node keeps the template's storage
 	holding := len(fit)
 	if slices.ContainsFunc(fit, func(n nodeStatus) bool { return n.Node != tpl.Node }) {
-		if fit, keeps, err = s.reachable(ctx, tpl, pl, fit); err != nil {
-			return "", "", err
-		}
+		fit, keeps = reachable(view.storages, tpl, tplCfg, pl, fit)
 	}
 	if len(fit) == 0 {
 		why := ""
@@ -106,20 +99,12 @@ func (s *session) place(ctx context.Context, tpl vmResource, pl placement) (node
 	return best.Node, pl.storage, nil
 }
 
-// reachable is fit without the nodes a clone of tpl onto pl.storage
-// cannot land on (see place), and keeps, which reports whether a clone
-// onto a node of it keeps the template's storage (pl.storage not shared
-// or not there, and only preferred).
-func (s *session) reachable(ctx context.Context, tpl vmResource, pl placement,
-	fit []nodeStatus) ([]nodeStatus, func(string) bool, error) {
-	cfg, err := s.readConfig(ctx, tpl.Node, int(tpl.VMID))
-	if err != nil {
-		return nil, nil, err
-	}
-	var list []storageResource
-	if err := s.get(ctx, "/cluster/resources", url.Values{"type": {"storage"}}, &list); err != nil {
-		return nil, nil, err
-	}
+// reachable is fit without the nodes a clone of tpl (whose config is
+// cfg) onto pl.storage cannot land on (see place), and keeps, which
+// reports whether a clone onto a node of it keeps the template's storage
+// (pl.storage not shared or not there, and only preferred).
+func reachable(list []storageResource, tpl vmResource, cfg vmConfig, pl placement,
+	fit []nodeStatus) ([]nodeStatus, func(string) bool) {
 	shared, on := map[string]bool{}, map[string]bool{}
 	for _, r := range list {
 		shared[r.Storage] = shared[r.Storage] || r.Shared == 1
@@ -141,7 +126,7 @@ func (s *session) reachable(ctx context.Context, tpl vmResource, pl placement,
 			return true
 		}
 		return pl.required && !onto(n.Node)
-	}), keeps, nil
+	}), keeps
 }
 
 // diskStorages are the storages of cfg's disks (CD-ROMs and cloud-init

@@ -171,7 +171,7 @@ func TestDeleteAfterACreateStoppedBeforeTheTagNeverCreates(t *testing.T) {
 		o.CallTimeout = time.Second
 		o.Retry = reconciler.RetryPolicy{Initial: time.Hour, Max: time.Hour} // the live path waits; only the delete acts
 	})
-	e.emu.InjectTaskFault(emulator.TaskFault{Type: "qmconfig", ExitStatus: "got timeout"})
+	e.emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPut, Message: "got timeout"})
 	var inst api.Instance
 	if err := s.call("create", api.InstanceCreateRequest{PoolID: s.pool.ID, Flavor: testOffer, Name: "half"}, &inst); err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestDeleteAfterAReinstallStoppedBeforeTheTagLeavesNoVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitFor(t, inst.ID, "running", func(i *api.Instance, err error) bool { return err == nil && i.Status.Phase == api.PhaseRunning })
-	e.emu.InjectTaskFault(emulator.TaskFault{Type: "qmconfig", ExitStatus: "got timeout"})
+	e.emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPut, Message: "got timeout"})
 	var out api.Instance
 	if err := s.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: testTemplate2}, &out); err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestRecreateAfterAFailedReinstallRunsTheRecordedImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitFor(t, inst.ID, "running", func(i *api.Instance, err error) bool { return err == nil && i.Status.Phase == api.PhaseRunning })
-	e.emu.InjectTaskFault(emulator.TaskFault{Type: "qmconfig", ExitStatus: "got timeout"})
+	e.emu.InjectRouteFault(emulator.RouteFault{Route: emulator.RouteConfigPut, Message: "got timeout"})
 	var out api.Instance
 	if err := s.call("reinstall", api.InstanceReinstallRequest{ID: inst.ID, Image: testTemplate2}, &out); err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := s.template(ctx, guests, image, "image")
+	tpl, tplCfg, err := s.template(ctx, guests, image, "image")
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +64,12 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	if err := s.destroy(ctx, vm); err != nil {
 		return nil, err
 	}
-	node, err := s.clone(ctx, tpl, vmid, want.name, withCloneOf(vm.cfg["description"], int(tpl.VMID)), vm.node, storage)
+	desc := withCloneOf(vm.cfg["description"], int(tpl.VMID))
+	node, err := s.clone(ctx, tpl, vmid, want.name, desc, vm.node, storage)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.configure(ctx, located{vmid: vmid, node: node}, want, false); err != nil {
+	if err := s.configure(ctx, located{vmid: vmid, node: node, cfg: clonedConfig(tplCfg, want.name, desc)}, want, false); err != nil {
 		return nil, err
 	}
 	m = c.toMachine(vmid, vm.cfg, api.StatePending)

@@ -46,10 +46,10 @@ func TestStaleClusterListRetriedCreateMakesOneVM(t *testing.T) {
 			if err := e.emu.AddTemplate(emulator.Template{VMID: vmid, Name: "old-template"}); err != nil {
 				t.Fatal(err)
 			}
-		}, emulator.RouteConfigPost},
+		}, emulator.RouteConfigPut},
 		{"old VM of another name", func(t *testing.T, e *env, vmid int) {
 			e.seed(t, ManagedTag, ManagedDescription("inst_gone", testOffer), vmid)
-		}, emulator.RouteConfigPost},
+		}, emulator.RouteConfigPut},
 		{"old running VM of the same name", func(t *testing.T, e *env, vmid int) {
 			_, err := e.emu.SeedVMs(emulator.SeedSpec{Count: 1, FirstVMID: vmid, Tags: ManagedTag, Running: true,
 				Description: ManagedDescription("inst_gone", testOffer), Config: map[string]string{"name": vmName(key)}})

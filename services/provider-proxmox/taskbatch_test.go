@@ -79,3 +79,38 @@ func TestConcurrentTaskWaitsShareTheTaskList(t *testing.T) {
 		t.Fatalf("20 waits sent %d task lists and %d task status polls, want a few lists and no own polls", lists, own)
 	}
 }
+
+// Concurrent creates of one account share their cluster list (one GET
+// /cluster/resources serves the slots, template and placement of every
+// create of its batch), and still each makes its own VM.
+func TestConcurrentCreatesShareTheClusterList(t *testing.T) {
+	const n = 10
+	e := realEnv(t, 300*time.Millisecond)
+	var wg sync.WaitGroup
+	ids := make([]string, n)
+	for i := range n {
+		wg.Go(func() {
+			key := fmt.Sprintf("inst_view_%02d", i)
+			m, err := e.client.Create(t.Context(), e.realCall(key), spec(key))
+			if err != nil {
+				t.Errorf("create %s: %v", key, err)
+				return
+			}
+			ids[i] = m.ID
+		})
+	}
+	wg.Wait()
+	lists := e.emu.Calls(emulator.RouteClusterResources)
+	t.Logf("%d concurrent creates: %d cluster lists", n, lists)
+	if lists > 3 {
+		t.Errorf("%d concurrent creates sent %d cluster lists, want one shared (a few when slots collide)", n, lists)
+	}
+	seen := map[string]bool{}
+	for i, id := range ids {
+		v := e.vm(t, mustAtoi(t, id))
+		if k, _ := descriptionValue(v.Description, keyLinePrefix); seen[id] || k != fmt.Sprintf("inst_view_%02d", i) || !hasManagedTag(v.Config["tags"]) {
+			t.Errorf("create %d answered VM %s (key %q, tags %q), want a tagged VM of its own key", i, id, k, v.Config["tags"])
+		}
+		seen[id] = true
+	}
+}

@@ -64,7 +64,7 @@ func (s *session) wait(ctx context.Context, upid, node string) error {
 	start := s.call.Clock.Now()
 	deadline := start.Add(timing.timeout)
 	path := "/nodes/" + url.PathEscape(node) + "/tasks/" + url.PathEscape(upid) + "/status"
-	typ := upidType(upid)
+	typ := node + "/" + upidType(upid) // durations are learned per node and task type
 	delay, running := timing.poll, time.Duration(0)
 	if timing.adaptive {
 		delay = s.c.pacer.first(typ)

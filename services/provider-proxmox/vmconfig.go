@@ -190,3 +190,48 @@ func atoiOr(s string, def int) int {
 	}
 	return n
 }
+
+// netKeyPattern matches the config keys of network devices.
+var netKeyPattern = regexp.MustCompile(`^net\d+$`)
+
+// clonedConfig is the config a full clone of a template whose config is
+// tpl has once its task ended OK, called name with description desc, as
+// PVE's clone makes it: the template's keys (tags, ipconfig0, cicustom,
+// sizes, drives under their keys and sizes) without template, lock,
+// digest and unusedN, with name and description. PVE gives every netN of
+// the clone a new MAC, which only a read would tell: a netN here has none,
+// so configure, when it rewrites one, sends it without a MAC and PVE
+// makes another (PVE generates a missing MAC on create and on update).
+// So configure needs no GET …/config after a clone: the one read before
+// it, which confirmed the template, says it all.
+func clonedConfig(tpl vmConfig, name, desc string) vmConfig {
+	out := make(vmConfig, len(tpl))
+	for k, v := range tpl {
+		switch {
+		case k == "template" || k == "lock" || k == "digest" || strings.HasPrefix(k, "unused"):
+		case netKeyPattern.MatchString(k):
+			out[k] = withoutMAC(v)
+		default:
+			out[k] = v
+		}
+	}
+	out["name"], out["description"] = name, desc
+	return out
+}
+
+// withoutMAC is a net value without its MAC: "virtio=BC:24:11:…,bridge=
+// vmbr0" gives "virtio,bridge=vmbr0"; a macaddr= option goes too.
+func withoutMAC(net string) string {
+	parts := strings.Split(net, ",")
+	model, _, _ := strings.Cut(parts[0], "=")
+	if model == "model" { // the long form: model=virtio,macaddr=…
+		model = parts[0]
+	}
+	out := []string{model}
+	for _, p := range parts[1:] {
+		if !strings.HasPrefix(p, "macaddr=") {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ",")
+}

@@ -177,6 +177,9 @@ func (e *Emulator) applyConfigUpdate(v *vm, u *configUpdate) error {
 				return err
 			}
 		}
+		if netKeyPattern.MatchString(k) {
+			val = withGeneratedMAC(val, e.newMAC)
+		}
 		if v.pendingLocked(k, val) {
 			continue
 		}

@@ -2,13 +2,15 @@ package emulator
 
 import (
 	"maps"
+	"slices"
 	"sync"
 )
 
-// callCounter counts API calls per route key.
+// callCounter counts API calls per route key and logs their order.
 type callCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	log    []string
 }
 
 // add counts one call of route.
@@ -16,13 +18,21 @@ func (c *callCounter) add(route string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counts[route]++
+	if len(c.log) < maxCallLog {
+		c.log = append(c.log, route)
+	}
 }
+
+// maxCallLog bounds the call log, so that a long-running emulator (compute
+// up's) does not grow without end: calls past it are counted, not logged.
+const maxCallLog = 10000
 
 // reset forgets all counts.
 func (c *callCounter) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.counts)
+	c.log = nil
 }
 
 // Calls returns how many API calls matched route (a Route* constant such as
@@ -40,5 +50,14 @@ func (e *Emulator) CallCounts() map[string]int {
 	return maps.Clone(e.calls.counts)
 }
 
-// ResetCalls sets all call counts to zero.
+// CallLog returns the route keys of the API calls since the last
+// ResetCalls, in the order they arrived (control API calls left out), at
+// most the first maxCallLog of them.
+func (e *Emulator) CallLog() []string {
+	e.calls.mu.Lock()
+	defer e.calls.mu.Unlock()
+	return slices.Clone(e.calls.log)
+}
+
+// ResetCalls sets all call counts to zero and empties the call log.
 func (e *Emulator) ResetCalls() { e.calls.reset() }

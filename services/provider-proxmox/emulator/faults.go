@@ -14,6 +14,10 @@ type RouteFault struct {
 	Route string `json:"route"`
 	// Count is how many calls fail (default 1).
 	Count int `json:"count"`
+	// Skip is how many calls of Route pass before the fault's Count
+	// calls fail (default 0), e.g. 1 to fail a create's second PUT
+	// …/config (its tag) and not its first.
+	Skip int `json:"skip,omitempty"`
 	// Status is the HTTP status, e.g. 500, 403, 595 (default 500).
 	Status int `json:"status"`
 	// Message is the reason phrase and, in modern style, the body's
@@ -128,6 +132,10 @@ func (e *Emulator) takeRouteFault(route string) *apiError {
 	for i, f := range e.routeFaults {
 		if f.Route != route && f.Route != "*" {
 			continue
+		}
+		if f.Skip > 0 {
+			f.Skip--
+			return nil
 		}
 		f.Count--
 		if f.Count <= 0 {

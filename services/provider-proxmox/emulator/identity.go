@@ -31,6 +31,19 @@ func withMAC(net, mac string) string {
 	return strings.Join(parts, ",")
 }
 
+// withGeneratedMAC is net with a MAC from newMAC when it has none (neither
+// model=MAC nor a macaddr= option): PVE generates a missing MAC on create
+// and on update.
+func withGeneratedMAC(net string, newMAC func() string) string {
+	if netMAC(net) != "" || strings.Contains(","+net, ",macaddr=") {
+		return net
+	}
+	if model, _, _ := strings.Cut(strings.Split(net, ",")[0], "="); model == "model" {
+		return net + ",macaddr=" + newMAC()
+	}
+	return withMAC(net, newMAC())
+}
+
 // netMAC returns the MAC of a net value, or "".
 func netMAC(net string) string {
 	_, mac, _ := strings.Cut(strings.Split(net, ",")[0], "=")
