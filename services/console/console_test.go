@@ -78,6 +78,9 @@ func (f *fakeTenant) ID() string                                        { return
 func (f *fakeTenant) Pools(context.Context) ([]api.Pool, error)         { return nil, nil }
 func (f *fakeTenant) Accounts(context.Context) ([]api.Account, error)   { return nil, nil }
 func (f *fakeTenant) Instances(context.Context) ([]api.Instance, error) { return f.instances, nil }
+func (f *fakeTenant) Metrics(context.Context, string, api.MetricsWindow) (api.Metrics, error) {
+	return api.Metrics{}, api.Errorf(api.CodeUnsupported, "no metrics in memory")
+}
 func (f *fakeTenant) Offers(context.Context, string) ([]api.Offer, error) {
 	return nil, nil
 }
