@@ -114,6 +114,15 @@ func TestCLITablesOnTheStack(t *testing.T) {
 		}
 		prev = p
 	}
+	// --json: the raw list, in the provider's order.
+	var raw api.List[api.Offer]
+	c.must(&raw, "", "accounts", "offers", "web", "--min-vcpu", "16", "--json")
+	if len(raw.Items) != len(lines)-1 {
+		t.Fatalf("offers --json: %d offers, the table %d", len(raw.Items), len(lines)-1)
+	}
+	if _, err := c.run("", "accounts", "offers", "web", "--json", "-o", "table"); err == nil || !strings.Contains(err.Error(), "pick one") {
+		t.Fatalf("offers --json -o table: %v, want refused", err)
+	}
 	out, err = c.run("", "accounts", "get", acct.ID, "-o", "yaml")
 	if err != nil || !strings.Contains(out, `id: "`+acct.ID+`"`) || !strings.Contains(out, `provider: "hetzner-cloud"`) {
 		t.Fatalf("accounts get -o yaml: %v\n%s", err, out)
