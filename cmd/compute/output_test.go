@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -171,8 +171,12 @@ func TestOutputDefaultAndUnknown(t *testing.T) {
 func TestOutputOfExecAndLogs(t *testing.T) {
 	exec := api.InstanceExecReply{ExitCode: 3, Stdout: "active\n", Stderr: "warning: slow", Truncated: true}
 	logs := api.InstanceLogsReply{Source: api.LogSourceCloudInit, Lines: []string{"Cloud-init v. 24.1 running", "done"}, Truncated: true}
-	showExec := func(g *globals) error { return showText(g, exec, func(w io.Writer) error { return writeExec(w, exec) }) }
-	showLogs := func(g *globals) error { return showText(g, logs, func(w io.Writer) error { return writeLogs(w, logs) }) }
+	showExec := func(g *globals) error {
+		return showText(g, exec, func(w io.Writer) error { return writeExec(w, exec) })
+	}
+	showLogs := func(g *globals) error {
+		return showText(g, logs, func(w io.Writer) error { return writeLogs(w, logs) })
+	}
 	cases := []struct {
 		format string
 		show   func(*globals) error
