@@ -80,7 +80,8 @@ func writeExec(w io.Writer, r api.InstanceExecReply) error {
 	if len(notes) > 0 {
 		head += " (" + strings.Join(notes, ", ") + ")"
 	}
-	_, err := fmt.Fprintf(w, "%s\n--- stdout\n%s%s--- stderr\n%s%s", head, r.Stdout, newlineIfMissing(r.Stdout), r.Stderr, newlineIfMissing(r.Stderr))
+	_, err := fmt.Fprintf(w, "%s\n--- stdout\n%s%s--- stderr\n%s%s", head,
+		r.Stdout, newlineIfMissing(r.Stdout), r.Stderr, newlineIfMissing(r.Stderr))
 	return err
 }
 

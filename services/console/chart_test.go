@@ -12,7 +12,9 @@ import (
 // out, and an all-zero one lies on the bottom.
 func TestNewChart(t *testing.T) {
 	from := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	at := func(min int, v float64) api.MetricPoint { return api.MetricPoint{Time: from.Add(time.Duration(min) * time.Minute), Value: v} }
+	at := func(minute int, v float64) api.MetricPoint {
+		return api.MetricPoint{Time: from.Add(time.Duration(minute) * time.Minute), Value: v}
+	}
 	c := newChart(api.Metrics{Type: api.MetricsCPU, From: from, To: from.Add(time.Hour), Step: 60, Series: []api.MetricSeries{
 		{Name: "cpu", Unit: "percent", Points: []api.MetricPoint{at(0, 50), at(30, 200), at(60, 100)}},
 		{Name: "empty", Unit: "percent"},
