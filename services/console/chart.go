@@ -12,6 +12,11 @@ import (
 // chartWindow is the span of the instance page's metrics chart, ending now.
 const chartWindow = time.Hour
 
+// chartMaxAge is how long a session reuses the chart it drew (see
+// session.chartFor): Hetzner's points are a minute or more apart in an
+// hour's window anyway.
+const chartMaxAge = time.Minute
+
 // chartWidth and chartHeight are the SVG viewBox of one series' chart.
 const chartWidth, chartHeight = 600, 120
 

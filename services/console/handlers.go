@@ -292,11 +292,13 @@ func (s *Server) instance(w http.ResponseWriter, r *http.Request, sess *session)
 	v := instanceView{Instance: inst, PoolName: inst.PoolID, Events: sess.eventsOf(id)}
 	if inst.Status.Machine != nil {
 		now := s.o.Clock.Now()
-		m, err := sess.tenant.Metrics(ctx, id, api.MetricsWindow{Type: api.MetricsCPU, From: now.Add(-chartWindow), To: now})
-		c := newChart(m)
-		if err != nil {
-			c = chart{Err: api.AsComputeError(err)}
-		}
+		c := sess.chartFor(id, now, func() chart {
+			m, err := sess.tenant.Metrics(ctx, id, api.MetricsWindow{Type: api.MetricsCPU, From: now.Add(-chartWindow), To: now})
+			if err != nil {
+				return chart{Err: api.AsComputeError(err)}
+			}
+			return newChart(m)
+		})
 		v.Chart = &c
 	}
 	if pools, err := sess.tenant.Pools(ctx); err == nil {
