@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,27 @@ func TestDo(t *testing.T) {
 	}
 	if err := c.Do(t.Context(), bus.ResourceSecrets, "nonesuch", api.Empty{}, nil); !api.IsCode(err, api.CodeUnavailable) {
 		t.Fatalf("a verb nobody serves: %v, want UNAVAILABLE", err)
+	}
+}
+
+// Every public verb (api.Verbs) has its typed method: resource R, verb v
+// is Client.R.V (instances.power: Instances.Power), taking a context.
+func TestEveryVerbHasAMethod(t *testing.T) {
+	c := reflect.ValueOf(client.New(nil, "acme", 0)).Elem()
+	title := func(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+	for _, v := range api.Verbs {
+		res := c.FieldByName(title(v.Resource))
+		if !res.IsValid() {
+			t.Errorf("%s.%s: the Client has no field %s", v.Resource, v.Verb, title(v.Resource))
+			continue
+		}
+		m := res.MethodByName(title(v.Verb))
+		if !m.IsValid() {
+			t.Errorf("%s.%s: %s has no method %s", v.Resource, v.Verb, res.Type(), title(v.Verb))
+			continue
+		}
+		if mt := m.Type(); mt.NumIn() == 0 || mt.In(0) != reflect.TypeFor[context.Context]() {
+			t.Errorf("%s.%s: %s.%s does not take a context first: %s", v.Resource, v.Verb, res.Type(), title(v.Verb), mt)
+		}
 	}
 }

@@ -86,8 +86,18 @@ func (i InstanceClient) Update(ctx context.Context, id string, req api.InstanceU
 // one. Errors: NOT_FOUND, INVALID_INPUT (details.candidates) when several
 // instances have the name.
 func (i InstanceClient) Resolve(ctx context.Context, handle string) (string, error) {
+	return i.ResolveIn(ctx, "", handle)
+}
+
+// ResolveIn is Resolve among the instances of pool poolID only ("" for
+// every pool of the tenant): a name is unique there. An instance id is
+// returned as it is, whatever its pool. Errors: those of Resolve, and
+// INVALID_INPUT (path poolId) for a malformed pool id.
+func (i InstanceClient) ResolveIn(ctx context.Context, poolID, handle string) (string, error) {
 	return resolve(ctx, api.PrefixInstance, "instance", handle,
-		func(ctx context.Context) ([]api.Instance, error) { return i.All(ctx, api.InstanceListRequest{}) },
+		func(ctx context.Context) ([]api.Instance, error) {
+			return i.All(ctx, api.InstanceListRequest{PoolID: poolID})
+		},
 		func(v *api.Instance) (string, string) { return v.ID, v.Name })
 }
 

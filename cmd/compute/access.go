@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -36,7 +37,7 @@ func accessCmds(g *globals) []*cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.print(reply)
+				return showText(g, reply, func(w io.Writer) error { return writeExec(w, reply) })
 			})
 		},
 	}
@@ -55,13 +56,56 @@ func accessCmds(g *globals) []*cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.print(reply)
+				return showText(g, reply, func(w io.Writer) error { return writeLogs(w, reply) })
 			})
 		},
 	}
 	logs.Flags().StringVar(&lreq.Source, "source", api.LogSourceCloudInit, "cloud-init, journal or console")
 	logs.Flags().IntVar(&lreq.Lines, "lines", api.DefaultLogLines, "how many of the last lines (at most 5000)")
 	return []*cobra.Command{exec, logs}
+}
+
+// writeExec prints an exec's reply for a person: the exit code (and
+// whether the output was cut or the command timed out), then its stdout
+// and stderr as they are, each under a header line.
+func writeExec(w io.Writer, r api.InstanceExecReply) error {
+	var notes []string
+	if r.Truncated {
+		notes = append(notes, fmt.Sprintf("output cut to its last %d KiB", api.ExecOutputBytes>>10))
+	}
+	if r.TimedOut {
+		notes = append(notes, "timed out")
+	}
+	head := fmt.Sprintf("exit code %d", r.ExitCode)
+	if len(notes) > 0 {
+		head += " (" + strings.Join(notes, ", ") + ")"
+	}
+	_, err := fmt.Fprintf(w, "%s\n--- stdout\n%s%s--- stderr\n%s%s", head,
+		r.Stdout, newlineIfMissing(r.Stdout), r.Stderr, newlineIfMissing(r.Stderr))
+	return err
+}
+
+// writeLogs prints log lines one per line, and a last line saying so
+// when the output was cut to its last api.ExecOutputBytes.
+func writeLogs(w io.Writer, r api.InstanceLogsReply) error {
+	for _, l := range r.Lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	if r.Truncated {
+		_, err := fmt.Fprintf(w, "(%s cut to its last %d KiB: older lines left out)\n", r.Source, api.ExecOutputBytes>>10)
+		return err
+	}
+	return nil
+}
+
+// newlineIfMissing is "\n" when s is not empty and does not end with one.
+func newlineIfMissing(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return ""
+	}
+	return "\n"
 }
 
 // accessFileFlag adds --access-file to pools create: a JSON file of the

@@ -76,14 +76,21 @@ func accountsCmd(g *globals) *cobra.Command {
 		"config field as key=value (repeatable; merged into the current config, or over --config)")
 
 	var q api.OfferQuery
+	var rawJSON bool
 	offers := &cobra.Command{
 		Use:   "offers ID|NAME",
 		Short: "List the offers (server types, sizes) the account's provider can create, cheapest first",
 		Long: "Prints the offers as a table sorted by price per hour (offers without a price last), with the\n" +
 			"price of a 730-hour month (an upper bound: Hetzner caps a month at its monthly price) and the\n" +
-			"CPU architecture. -o json prints the provider's list as it is, in the provider's order.",
+			"CPU architecture. -o json (or --json) prints the provider's list as it is, in the provider's order.",
 		Args: exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			if rawJSON {
+				if g.output != "" && g.output != formatJSON {
+					return fmt.Errorf("--json and -o %s: pick one", g.output)
+				}
+				g.output = formatJSON
+			}
 			return g.withClient(func(ctx context.Context, c *client.Client) error {
 				id, err := c.Accounts.Resolve(ctx, args[0])
 				if err != nil {
@@ -105,6 +112,7 @@ func accountsCmd(g *globals) *cobra.Command {
 	offers.Flags().IntVar(&q.MinVcpu, "min-vcpu", 0, "at least this many vCPUs")
 	offers.Flags().Float64Var(&q.MinMemoryGiB, "min-memory", 0, "at least this much memory, GiB")
 	offers.Flags().IntVar(&q.GPUs, "gpus", 0, "at least this many GPUs")
+	offers.Flags().BoolVar(&rawJSON, "json", false, "print the raw list as JSON, in the provider's order (-o json)")
 
 	var lreq api.ListRequest
 	list := listCommand(g, &lreq, "accounts", func(ctx context.Context, c *client.Client) error {

@@ -196,6 +196,7 @@ func instancesCmd(g *globals) *cobra.Command {
 	c.AddCommand(create, list, power, reinstall, del, waitCmd, watch, get, updateCmd(g))
 	c.AddCommand(accessCmds(g)...)
 	c.AddCommand(metricsCmd(g))
+	instancePoolFlags(g, c)
 	return c
 }
 
@@ -222,15 +223,35 @@ func showInstance(g *globals, inst api.Instance) error {
 }
 
 // onInstance runs fn with a client and the id of the instance handle
-// names (an id, or the name of one instance of the tenant).
+// names (an id, or the name of one instance of the tenant, or of the pool
+// --pool names: instance names are unique per pool). A name several
+// pools hold is refused listing the ids, and saying --pool picks one.
 func (g *globals) onInstance(handle string, fn func(ctx context.Context, c *client.Client, id string) error) error {
 	return g.withClient(func(ctx context.Context, c *client.Client) error {
-		id, err := c.Instances.Resolve(ctx, handle)
+		pool := g.instancePool
+		if err := resolveFlag(ctx, c.Pools.Resolve, &pool); err != nil {
+			return err
+		}
+		id, err := c.Instances.ResolveIn(ctx, pool, handle)
+		if ce := api.AsComputeError(err); ce != nil && len(ce.Details.Candidates) > 0 && pool == "" {
+			ce.Message += "; or name its pool with --pool"
+		}
 		if err != nil {
 			return err
 		}
 		return fn(ctx, c, id)
 	})
+}
+
+// instancePoolFlags gives every subcommand of instances that takes an
+// instance ID|NAME the --pool flag onInstance resolves names in.
+func instancePoolFlags(g *globals, instances *cobra.Command) {
+	for _, sub := range instances.Commands() {
+		if strings.Contains(sub.Use, "ID|NAME") {
+			sub.Flags().StringVar(&g.instancePool, "pool", "",
+				"the pool (id or name) of the instance NAME: instance names are unique per pool, not per tenant")
+		}
+	}
 }
 
 // waitGoals are the goals of `instances wait --for`, by name.

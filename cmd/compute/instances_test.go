@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +56,36 @@ func TestWaitInterrupted(t *testing.T) {
 	c.must(&now, "", "instances", "get", inst.ID)
 	if now.Status.Phase != api.PhaseRunning || now.Desired.Power != inst.Desired.Power {
 		t.Fatalf("instance after an interrupted wait: %+v", now)
+	}
+}
+
+// A wait's progress line names a problem condition, never one that says
+// all went well (configure exited 0, a drain, a resize, a placement).
+func TestProgressLine(t *testing.T) {
+	machine := &api.ExternalMachine{ID: "42", State: api.StateRunning, Addresses: []string{"192.0.2.1"}}
+	ok := []api.Condition{
+		{Type: api.ConditionReady, Status: api.ConditionTrue, Reason: api.ReasonConverged},
+		{Type: api.ConditionConfigured, Status: api.ConditionTrue, Reason: api.ReasonStepSucceeded, Message: "configure exited 0"},
+		{Type: api.ConditionDrained, Status: api.ConditionTrue, Reason: api.ReasonStepSucceeded, Message: "drain exited 0"},
+	}
+	retry := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	failing := append(slices.Clone(ok), api.Condition{Type: api.ConditionProviderError, Status: api.ConditionTrue,
+		Reason: "RATE_LIMITED", Message: "slow down", RetryAt: &retry})
+	cases := []struct {
+		inst api.Instance
+		err  error
+		want string
+	}{
+		{api.Instance{ID: "inst_1", Status: api.InstanceStatus{Phase: api.PhaseRunning, Machine: machine, Conditions: ok}}, nil,
+			"inst_1  Running  machine 42 running  192.0.2.1"},
+		{api.Instance{ID: "inst_1", Status: api.InstanceStatus{Phase: api.PhaseProvisioning, Conditions: failing}}, nil,
+			"inst_1  Provisioning  (RATE_LIMITED: slow down, retry at 03:04:05)"},
+		{api.Instance{}, api.Errorf(api.CodeNotFound, "gone"), "deleted"},
+		{api.Instance{}, api.Errorf(api.CodeUnavailable, "no reply"), "waiting: UNAVAILABLE: no reply"},
+	}
+	for _, c := range cases {
+		if got := progressLine(&c.inst, c.err); got != c.want {
+			t.Errorf("progressLine = %q, want %q", got, c.want)
+		}
 	}
 }

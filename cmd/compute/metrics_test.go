@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/bus/bustest"
 	pveemulator "better-compute.io/compute/services/provider-proxmox/emulator"
+	"better-compute.io/compute/services/tenants"
 )
 
 // scrape is one scrape of a metrics endpoint, parsed by the Prometheus
@@ -144,6 +146,13 @@ func TestMetricsMoveAsTheStackWorks(t *testing.T) {
 	if err != nil || !strings.Contains(string(bad.Data), string(api.CodeInvalidInput)) {
 		t.Fatalf("bad create: %v %s", err, bad.Data)
 	}
+	// Bad requests to the tenants service and to the Robot provider.
+	for _, subject := range []string{tenants.Subject("create"), bus.ProviderCall("hetzner-robot", "create")} {
+		bad, err := s.nc.Request(subject, []byte(`[]`), 5*time.Second)
+		if err != nil || !strings.Contains(string(bad.Data), string(api.CodeInvalidInput)) {
+			t.Fatalf("bad request to %s: %v %s", subject, err, bad.Data)
+		}
+	}
 	pve := c.proxmoxAccount(s, dir)
 	var offers api.List[api.Offer]
 	c.must(&offers, "", "accounts", "offers", pve.ID)
@@ -170,6 +179,10 @@ func TestMetricsMoveAsTheStackWorks(t *testing.T) {
 			map[string]string{"service": "reconciler", "endpoint": "instances-create", "code": "INVALID_INPUT"}, 1, true},
 		{"the bad create's latency", "compute_bus_request_duration_seconds",
 			map[string]string{"service": "reconciler", "endpoint": "instances-create", "code": "INVALID_INPUT"}, 1, true},
+		{"the bad tenant create", "compute_bus_requests_total",
+			map[string]string{"service": "tenants", "code": "INVALID_INPUT"}, 1, true},
+		{"the bad Robot create", "compute_bus_requests_total",
+			map[string]string{"service": "provider-hetzner-robot", "endpoint": "provider-create", "code": "INVALID_INPUT"}, 1, true},
 		{"the provider's create", "compute_bus_requests_total",
 			map[string]string{"service": "provider-hetzner-cloud", "endpoint": "provider-create", "code": "OK"}, 1, true},
 		{"the token resolves", "compute_secrets_resolves_total", map[string]string{"verb": "resolve", "outcome": "OK"}, 2, false},
@@ -258,19 +271,35 @@ func (c *cli) proxmoxAccount(s *stack, dataDir string) api.Account {
 
 // Each service run alone by `compute serve SERVICE --metrics-addr` serves
 // its own metrics: a bad request to it is counted as INVALID_INPUT under
-// its service name.
+// its service name. The pool controller, which serves no endpoint, and
+// the console serve the process metrics. Tenants needs an operator-mode server (its SYS
+// account): TestMetricsMoveAsTheStackWorks counts its requests.
 func TestServeMetricsOfEachService(t *testing.T) {
 	env := bustest.Start(t)
 	cases := []struct{ serve, service, subject string }{
 		{"secrets", "secrets", bus.Command("acme", bus.ResourceSecrets, "put")},
 		{"accounts", "accounts", bus.Command("acme", bus.ResourceAccounts, "create")},
 		{"reconciler", "reconciler", bus.Command("acme", bus.ResourceInstances, "create")},
+		{"poolctl", "poolctl", ""},
 		{"provider-hetzner", "provider-hetzner-cloud", bus.ProviderCall("hetzner-cloud", "create")},
 		{"provider-proxmox", "provider-proxmox", bus.ProviderCall("proxmox", "create")},
+		{"provider-hetzner-robot", "provider-hetzner-robot", bus.ProviderCall("hetzner-robot", "create")},
+		{"console", "console", ""},
+	}
+	for _, name := range serviceNames() {
+		if name != "tenants" && !slices.ContainsFunc(cases, func(c struct{ serve, service, subject string }) bool { return c.serve == name }) {
+			t.Errorf("no case for `compute serve %s`", name)
+		}
 	}
 	for _, tc := range cases {
 		t.Run(tc.serve, func(t *testing.T) {
 			url := serveWithMetrics(t, env.URL, tc.serve)
+			if tc.subject == "" {
+				if got := scrapeMetrics(t, url); got.families["go_goroutines"] == nil {
+					t.Fatalf("compute serve %s: no process metrics; scrape:\n%s", tc.serve, got.text)
+				}
+				return
+			}
 			reply, err := env.NC.Request(tc.subject, []byte(`[]`), 5*time.Second)
 			if err != nil || !strings.Contains(string(reply.Data), string(api.CodeInvalidInput)) {
 				t.Fatalf("bad request to %s: %v %s", tc.subject, err, reply.Data)
@@ -290,7 +319,7 @@ func TestServeMetricsOfEachService(t *testing.T) {
 func serveWithMetrics(t *testing.T, natsURL, service string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "--nats", natsURL, "serve", service, "--metrics-addr", "127.0.0.1:0", //nolint:gosec // the test binary
-		"--seal-key-file", filepath.Join(t.TempDir(), "seal.key"), "--allow-unsynced-store")
+		"--seal-key-file", filepath.Join(t.TempDir(), "seal.key"), "--allow-unsynced-store", "--console-addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

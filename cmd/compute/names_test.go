@@ -61,6 +61,25 @@ func TestCLINamesAsHandles(t *testing.T) {
 		!strings.Contains(ce.Message, web.ID) || !strings.Contains(ce.Message, other.ID) {
 		t.Fatalf("get of an ambiguous name: %v (details %+v), want INVALID_INPUT listing %v", err, ce, want)
 	}
+	if !strings.Contains(ce.Message, "--pool") {
+		t.Errorf("the ambiguity %q does not say --pool picks one", ce.Message)
+	}
+	// --pool picks one where names are resolved: get, wait, delete.
+	c.must(&got, "", "instances", "get", "web-1", "--pool", "green")
+	if got.ID != other.ID {
+		t.Fatalf("get web-1 --pool green answered %s, want %s", got.ID, other.ID)
+	}
+	c.must(&got, "", "instances", "wait", "web-1", "--pool", blue.ID, "--for", "stopped")
+	if got.ID != web.ID || got.Status.Phase != api.PhaseStopped {
+		t.Fatalf("wait web-1 --pool %s answered %s %s, want %s Stopped", blue.ID, got.ID, got.Status.Phase, web.ID)
+	}
+	c.must(&got, "", "instances", "delete", "web-1", "--pool", "green")
+	if got.ID != other.ID {
+		t.Fatalf("delete web-1 --pool green deleted %s, want %s", got.ID, other.ID)
+	}
+	if _, err := c.run("", "instances", "get", "web-1", "--pool", "nopool"); !api.IsCode(err, api.CodeNotFound) {
+		t.Fatalf("get with an unknown --pool: %v, want NOT_FOUND", err)
+	}
 	if _, err := c.run("", "instances", "get", "nobody"); !api.IsCode(err, api.CodeNotFound) {
 		t.Fatalf("get of an unknown name: %v, want NOT_FOUND", err)
 	}
@@ -94,6 +113,15 @@ func TestCLITablesOnTheStack(t *testing.T) {
 			t.Fatalf("offers not sorted by price:\n%s", out)
 		}
 		prev = p
+	}
+	// --json: the raw list, in the provider's order.
+	var raw api.List[api.Offer]
+	c.must(&raw, "", "accounts", "offers", "web", "--min-vcpu", "16", "--json")
+	if len(raw.Items) != len(lines)-1 {
+		t.Fatalf("offers --json: %d offers, the table %d", len(raw.Items), len(lines)-1)
+	}
+	if _, err := c.run("", "accounts", "offers", "web", "--json", "-o", "table"); err == nil || !strings.Contains(err.Error(), "pick one") {
+		t.Fatalf("offers --json -o table: %v, want refused", err)
 	}
 	out, err = c.run("", "accounts", "get", acct.ID, "-o", "yaml")
 	if err != nil || !strings.Contains(out, `id: "`+acct.ID+`"`) || !strings.Contains(out, `provider: "hetzner-cloud"`) {

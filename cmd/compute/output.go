@@ -49,6 +49,26 @@ func (g *globals) format() (string, error) {
 	return "", fmt.Errorf("-o %q: want one of %s", g.output, strings.Join(formats, ", "))
 }
 
+// showText prints reply, a reply without records (an exec's output, log
+// lines, metrics series), in g's format: json and yaml the reply, table and
+// wide as text writes it. Errors: -o id (such a reply has no id), and
+// text's.
+func showText(g *globals, reply any, text func(w io.Writer) error) error {
+	format, err := g.format()
+	if err != nil {
+		return err
+	}
+	switch format {
+	case formatTable, formatWide:
+		return text(g.out)
+	case formatYAML:
+		return printYAML(g.out, reply)
+	case formatID:
+		return fmt.Errorf("-o id: this reply has no id (json, yaml, table or wide)")
+	}
+	return g.print(reply)
+}
+
 // column is one column of a table: its header (upper case, stable: scripts
 // may cut by it), whether only -o wide shows it, and its cell of a record.
 type column[T any] struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -162,5 +163,36 @@ func TestOutputDefaultAndUnknown(t *testing.T) {
 	g.output = "xml"
 	if _, err := g.format(); err == nil {
 		t.Fatal("-o xml accepted")
+	}
+}
+
+// exec and logs replies honour -o: text for a person on table and wide,
+// the reply on json and yaml, -o id refused.
+func TestOutputOfExecAndLogs(t *testing.T) {
+	exec := api.InstanceExecReply{ExitCode: 3, Stdout: "active\n", Stderr: "warning: slow", Truncated: true}
+	logs := api.InstanceLogsReply{Source: api.LogSourceCloudInit, Lines: []string{"Cloud-init v. 24.1 running", "done"}, Truncated: true}
+	showExec := func(g *globals) error {
+		return showText(g, exec, func(w io.Writer) error { return writeExec(w, exec) })
+	}
+	showLogs := func(g *globals) error {
+		return showText(g, logs, func(w io.Writer) error { return writeLogs(w, logs) })
+	}
+	cases := []struct {
+		format string
+		show   func(*globals) error
+		want   string
+	}{
+		{formatTable, showExec, "exit code 3 (output cut to its last 64 KiB)\n--- stdout\nactive\n--- stderr\nwarning: slow\n"},
+		{formatWide, showLogs, "Cloud-init v. 24.1 running\ndone\n(cloud-init cut to its last 64 KiB: older lines left out)\n"},
+		{formatJSON, showExec, "{\n  \"exitCode\": 3,\n  \"stdout\": \"active\\n\",\n  \"stderr\": \"warning: slow\",\n  \"truncated\": true,\n  \"timedOut\": false\n}\n"},
+		{formatYAML, showLogs, "source: \"cloud-init\"\nlines:\n  - \"Cloud-init v. 24.1 running\"\n  - \"done\"\ntruncated: true\n"},
+	}
+	for _, c := range cases {
+		if got := render(t, c.format, c.show); got != c.want {
+			t.Errorf("-o %s:\n%q\nwant\n%q", c.format, got, c.want)
+		}
+	}
+	if err := showExec(&globals{out: &bytes.Buffer{}, output: formatID}); err == nil {
+		t.Error("-o id of an exec reply accepted")
 	}
 }

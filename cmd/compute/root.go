@@ -32,6 +32,9 @@ type globals struct {
 	// denials turns a publish nats-server refuses into ACCESS_DENIED
 	// naming the missing scope, instead of a timeout.
 	denials *natsauth.Denials
+	// instancePool is --pool of the instances commands that take an
+	// instance ID|NAME: the pool a name is looked up in ("": every pool).
+	instancePool string
 }
 
 func envOr(name, def string) string {

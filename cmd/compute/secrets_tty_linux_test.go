@@ -80,3 +80,13 @@ func TestSecretsPutPromptsOnATerminal(t *testing.T) {
 		t.Fatalf("reply %q, want the secret's reference", reply.String())
 	}
 }
+
+// Without -o, replies to a terminal print as tables.
+func TestOutputTableOnATerminal(t *testing.T) {
+	master, tty := openPTY(t)
+	defer func() { _ = master.Close(); _ = tty.Close() }()
+	g := &globals{out: tty}
+	if f, err := g.format(); f != formatTable || err != nil {
+		t.Fatalf("default format on a terminal: %q %v, want table", f, err)
+	}
+}

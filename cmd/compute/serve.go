@@ -64,6 +64,13 @@ func serveCmd(g *globals) *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			c.log = g.logger()
+			ms, err := c.serveMetrics()
+			if err != nil {
+				return fmt.Errorf("--metrics-addr %s: %w", c.metricsAddr, err)
+			}
+			if ms != nil {
+				defer func() { _ = ms.Close() }()
+			}
 			args, withConsole := withoutConsole(args)
 			if withConsole {
 				cs, err := startConsole(cc, g.conn.URL, g.conn.CAFile, c.log)
@@ -98,13 +105,6 @@ func serveCmd(g *globals) *cobra.Command {
 				if st, err = openStores(nc, replicas); err != nil {
 					return fmt.Errorf("open stores: %w", err)
 				}
-			}
-			ms, err := c.serveMetrics()
-			if err != nil {
-				return fmt.Errorf("--metrics-addr %s: %w", c.metricsAddr, err)
-			}
-			if ms != nil {
-				defer func() { _ = ms.Close() }()
 			}
 			stop, err := runServices(nc, st, c, args)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -54,6 +55,24 @@ var tenantView = view[api.Tenant]{
 		{name: "CONNECTIONS", value: func(t *api.Tenant) string { return strconv.FormatInt(t.Limits.Connections, 10) }},
 		{name: "CREATED", value: func(t *api.Tenant) string { return timestamp(t.CreatedAt) }},
 		{name: "ACCOUNT", wide: true, value: func(t *api.Tenant) string { return t.Account }},
+	},
+}
+
+// credentialView is how a minted credential prints (its creds file is
+// written, never printed).
+var credentialView = view[api.TenantCredential]{
+	id: func(c *api.TenantCredential) string { return c.ID },
+	columns: []column[api.TenantCredential]{
+		{name: "NAME", value: func(c *api.TenantCredential) string { return c.Name }},
+		{name: "SCOPES", value: func(c *api.TenantCredential) string {
+			scopes := make([]string, len(c.Scopes))
+			for i, sc := range c.Scopes {
+				scopes[i] = string(sc)
+			}
+			return strings.Join(scopes, ",")
+		}},
+		{name: "CREATED", value: func(c *api.TenantCredential) string { return timestamp(c.CreatedAt) }},
+		{name: "ID", wide: true, value: func(c *api.TenantCredential) string { return c.ID }},
 	},
 }
 
@@ -141,7 +160,7 @@ func credentialsCmd(g *globals) *cobra.Command {
 			if err := writeCreds(out, reply.Creds); err != nil {
 				return err
 			}
-			return g.print(reply.Credential)
+			return showOne(g, credentialView, reply.Credential)
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "cli", "name of the credential")

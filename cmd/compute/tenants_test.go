@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -32,6 +33,13 @@ func TestTenantsCLIAndScopes(t *testing.T) {
 	admin.must(&cred, "", "tenants", "credentials", "initech", "--name", "reader", "--scope", "compute:instances:read", "--out", file)
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 || len(cred.Scopes) != 1 {
 		t.Fatalf("creds file: %v %v; credential %+v", fi, err, cred)
+	}
+	out, err := admin.run("", "tenants", "credentials", "initech", "--name", "ci", "--scope", "compute:instances:read",
+		"--out", filepath.Join(t.TempDir(), "ci.creds"), "-o", "table")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); err != nil || len(lines) != 2 ||
+		strings.Join(strings.Fields(lines[0]), " ") != "NAME SCOPES CREATED" || !strings.HasPrefix(lines[1], "ci ") ||
+		strings.Contains(out, "SUA") || strings.Contains(out, "NATS USER") {
+		t.Fatalf("tenants credentials -o table: %v\n%s", err, out)
 	}
 	reader := &cli{t: t, url: s.nats.ClientURL(), tenant: "initech", creds: file}
 	var list api.List[api.Instance]

@@ -39,17 +39,7 @@ func metricsCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				format, err := g.format()
-				if err != nil {
-					return err
-				}
-				switch format {
-				case formatTable, formatWide:
-					return drawMetrics(g.out, m)
-				case formatYAML:
-					return printYAML(g.out, m)
-				}
-				return g.print(m)
+				return showText(g, m, func(w io.Writer) error { return drawMetrics(w, m) })
 			})
 		},
 	}

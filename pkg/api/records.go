@@ -290,10 +290,17 @@ type Condition struct {
 }
 
 // Problem reports whether the condition reports a problem: True, and not
-// Ready (the summary, which is True when all is well), Placed (a note on
-// where the machine landed) nor Resized (True when a resize succeeded).
+// one of the conditions that are True when all went well: Ready (the
+// summary), Placed (a note on where the machine landed), Resized (a
+// resize succeeded), Configured (configure exited 0) or Drained (the
+// drain step exited 0). ProviderError, Drift and HostKeyChanged are
+// problems when True.
 func (c Condition) Problem() bool {
-	return c.Status == ConditionTrue && c.Type != ConditionReady && c.Type != ConditionPlaced && c.Type != ConditionResized
+	switch c.Type {
+	case ConditionReady, ConditionPlaced, ConditionResized, ConditionConfigured, ConditionDrained:
+		return false
+	}
+	return c.Status == ConditionTrue
 }
 
 // Event is published on compute.v1.<tenant>.events.<resource>.<id>.<type>

@@ -62,3 +62,32 @@ func TestPoolFlavor(t *testing.T) {
 		t.Error("a pool without flavors found one")
 	}
 }
+
+// A condition that is True when all went well is never a problem; one
+// that names a problem is one while True.
+func TestConditionProblem(t *testing.T) {
+	tests := []struct {
+		typ    ConditionType
+		status ConditionStatus
+		reason ConditionReason
+		want   bool
+	}{
+		{ConditionReady, ConditionTrue, ReasonConverged, false},
+		{ConditionReady, ConditionFalse, "PROVIDER_ERROR", false},
+		{ConditionPlaced, ConditionTrue, ReasonLocationFallback, false},
+		{ConditionResized, ConditionTrue, ReasonResized, false},
+		{ConditionConfigured, ConditionTrue, ReasonStepSucceeded, false},
+		{ConditionConfigured, ConditionFalse, ReasonConfigureFailed, false},
+		{ConditionDrained, ConditionTrue, ReasonStepSucceeded, false},
+		{ConditionProviderError, ConditionTrue, "RATE_LIMITED", true},
+		{ConditionProviderError, ConditionFalse, "Resolved", false},
+		{ConditionDrift, ConditionTrue, "PowerChanged", true},
+		{ConditionHostKeyChanged, ConditionTrue, ReasonHostKeyChanged, true},
+	}
+	for _, tc := range tests {
+		c := Condition{Type: tc.typ, Status: tc.status, Reason: tc.reason}
+		if got := c.Problem(); got != tc.want {
+			t.Errorf("%s %s (%s).Problem() = %v, want %v", tc.typ, tc.status, tc.reason, got, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -69,6 +70,17 @@ func Route(path, base string, params map[string]string) string {
 		}
 	}
 	return "/" + strings.Join(out, "/")
+}
+
+// EndpointRoute is a ProviderTransport route for an API at endpoint (an
+// absolute URL): a request's path below the endpoint's own path (such as
+// "/v1"), templated by Route without params ("/servers/{id}").
+func EndpointRoute(endpoint string) func(*http.Request) string {
+	base := ""
+	if u, err := url.Parse(endpoint); err == nil {
+		base = strings.TrimSuffix(u.Path, "/")
+	}
+	return func(req *http.Request) string { return Route(req.URL.Path, base, nil) }
 }
 
 // prev is the segment before segs[i] ("" for the first).

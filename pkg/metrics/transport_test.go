@@ -37,6 +37,25 @@ func TestRouteTemplatesEveryID(t *testing.T) {
 	}
 }
 
+// EndpointRoute's routes are paths below the endpoint's, ids templated;
+// the query is not part of them.
+func TestEndpointRoute(t *testing.T) {
+	cases := []struct{ endpoint, url, want string }{
+		{"https://api.hetzner.cloud/v1", "https://api.hetzner.cloud/v1/servers?label_selector=a%3Db", "/servers"},
+		{"https://api.hetzner.cloud/v1", "https://api.hetzner.cloud/v1/servers/42/actions/poweron", "/servers/{id}/actions/poweron"},
+		{"http://127.0.0.1:4680/v1/", "http://127.0.0.1:4680/v1/actions?id=7", "/actions"},
+		{"http://127.0.0.1:4680", "http://127.0.0.1:4680/server_types", "/server_types"},
+		{"https://robot-ws.your-server.de", "https://robot-ws.your-server.de/boot/321/rescue", "/boot/{id}/rescue"},
+		{"https://robot-ws.your-server.de", "https://robot-ws.your-server.de/key/ab:cd:ef", "/key/{id}"},
+		{"https://robot-ws.your-server.de", "https://robot-ws.your-server.de/ip/192.0.2.7", "/ip/{id}"},
+	}
+	for _, tc := range cases {
+		if got := metrics.EndpointRoute(tc.endpoint)(httptest.NewRequest(http.MethodGet, tc.url, nil)); got != tc.want {
+			t.Errorf("endpoint %s, %s: route %q, want %q", tc.endpoint, tc.url, got, tc.want)
+		}
+	}
+}
+
 // Every request through ProviderTransport is counted by route and
 // status; a 429 also counts as rate limited, and a request without a
 // reply as status "error".

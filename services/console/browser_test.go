@@ -208,6 +208,15 @@ func TestBrowserOverview(t *testing.T) {
 	if got := text(t, ctx, "#conditions"); !strings.Contains(got, "Ready") || !strings.Contains(got, "Converged") {
 		t.Errorf("instance page conditions = %q, want Ready True Converged", got)
 	}
+	// The machine's cpu of the last hour (instances.metrics), drawn as a line.
+	points, err := chromedp.Run(ctx, chromedp.Evaluate[int](
+		`(document.querySelector('#metrics figure[data-series=cpu] polyline')?.getAttribute('points') ?? '').split(' ').filter(Boolean).length`))
+	if err != nil || points < 2 {
+		t.Errorf("instance page cpu chart has %d points (%v), want a line: %q", points, err, text(t, ctx, "#metrics"))
+	}
+	if got := text(t, ctx, "#metrics figcaption"); !strings.HasPrefix(got, "cpu: last ") || !strings.HasSuffix(got, " percent") {
+		t.Errorf("instance page cpu caption = %q, want the last and largest value in percent", got)
+	}
 	screenshot(t, ctx, "instance")
 
 	do(t, ctx, "offers", chromedp.Navigate(f.console.URL()+"/offers"), chromedp.WaitVisible(chromedp.CSS(`tr[data-offer=cx23]`)))

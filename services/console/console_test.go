@@ -72,12 +72,20 @@ type fakeTenant struct {
 	mu        sync.Mutex
 	closed    bool
 	emit      func(api.Event)
+	// metricsCalls counts Metrics calls.
+	metricsCalls int
 }
 
 func (f *fakeTenant) ID() string                                        { return f.id }
 func (f *fakeTenant) Pools(context.Context) ([]api.Pool, error)         { return nil, nil }
 func (f *fakeTenant) Accounts(context.Context) ([]api.Account, error)   { return nil, nil }
 func (f *fakeTenant) Instances(context.Context) ([]api.Instance, error) { return f.instances, nil }
+func (f *fakeTenant) Metrics(context.Context, string, api.MetricsWindow) (api.Metrics, error) {
+	f.mu.Lock()
+	f.metricsCalls++
+	f.mu.Unlock()
+	return api.Metrics{}, api.Errorf(api.CodeUnsupported, "no metrics in memory")
+}
 func (f *fakeTenant) Offers(context.Context, string) ([]api.Offer, error) {
 	return nil, nil
 }
@@ -385,4 +393,26 @@ func TestCheckNATSURL(t *testing.T) {
 	assert.NotContains(t, ce.Message, "hunter2")
 	_, err = console.DialNATS("nats://admin:hunter2@127.0.0.1:1")(context.Background(), console.Credentials{Tenant: "acme"})
 	assert.Equal(t, api.CodeInvalidConfig, api.CodeOf(err))
+}
+
+// The instance page shows why there is no chart (the provider's error
+// code), and a live page's refreshes reuse the chart for a minute: one
+// metrics request, not one per event.
+func TestInstanceChartIsReusedForAMinute(t *testing.T) {
+	b := newBrowserless(t)
+	b.signIn("acme")
+	ft := b.tenants["acme"]
+	id := api.NewID(api.PrefixInstance)
+	ft.instances = []api.Instance{{ID: id, Name: "web-1", Status: api.InstanceStatus{Phase: api.PhaseRunning,
+		Machine: &api.ExternalMachine{ID: "42", State: api.StateRunning}}}}
+	calls := func() int { ft.mu.Lock(); defer ft.mu.Unlock(); return ft.metricsCalls }
+	for range 3 {
+		resp, body := b.get("/instances/" + id)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Contains(t, body, `No metrics: <span class="code">UNSUPPORTED</span> no metrics in memory`)
+	}
+	assert.Equal(t, 1, calls(), "metrics requests for three views within a minute")
+	b.clock.Advance(time.Minute)
+	b.get("/instances/" + id)
+	assert.Equal(t, 2, calls(), "metrics requests after a minute")
 }

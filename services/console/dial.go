@@ -148,6 +148,10 @@ func (t natsTenant) Instance(ctx context.Context, id string) (*api.Instance, err
 	return &inst, nil
 }
 
+func (t natsTenant) Metrics(ctx context.Context, id string, w api.MetricsWindow) (api.Metrics, error) {
+	return t.c.Instances.Metrics(ctx, api.InstanceMetricsRequest{ID: id, MetricsWindow: w})
+}
+
 func (t natsTenant) Offers(ctx context.Context, accountID string) ([]api.Offer, error) {
 	return t.c.Accounts.Offers(ctx, accountID, api.OfferQuery{})
 }

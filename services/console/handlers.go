@@ -270,6 +270,8 @@ type instanceView struct {
 	Instance *api.Instance
 	PoolName string
 	Events   []api.Event
+	// Chart is the machine's cpu over the last hour (nil: no machine yet).
+	Chart *chart
 }
 
 // instance shows one instance. Errors: INVALID_INPUT naming id,
@@ -288,6 +290,17 @@ func (s *Server) instance(w http.ResponseWriter, r *http.Request, sess *session)
 		return
 	}
 	v := instanceView{Instance: inst, PoolName: inst.PoolID, Events: sess.eventsOf(id)}
+	if inst.Status.Machine != nil {
+		now := s.o.Clock.Now()
+		c := sess.chartFor(id, now, func() chart {
+			m, err := sess.tenant.Metrics(ctx, id, api.MetricsWindow{Type: api.MetricsCPU, From: now.Add(-chartWindow), To: now})
+			if err != nil {
+				return chart{Err: api.AsComputeError(err)}
+			}
+			return newChart(m)
+		})
+		v.Chart = &c
+	}
 	if pools, err := sess.tenant.Pools(ctx); err == nil {
 		if i := slices.IndexFunc(pools, func(p api.Pool) bool { return p.ID == inst.PoolID }); i >= 0 {
 			v.PoolName = poolName(pools[i])

@@ -31,6 +31,30 @@ type session struct {
 	events   []api.Event // oldest first, at most EventBufferSize
 	subs     map[chan api.Event]struct{}
 	closed   bool
+	// lastChart is the metrics chart the session drew last (chartFor).
+	lastChart struct {
+		id string
+		at time.Time
+		c  chart
+	}
+}
+
+// chartFor is the chart of instance id: the one this session drew at most
+// chartMaxAge before now, else draw's, kept for the next page (a live
+// page re-renders on every event of the tenant; each chart is a provider
+// API request on the account's rate-limit budget).
+func (s *session) chartFor(id string, now time.Time, draw func() chart) chart {
+	s.mu.Lock()
+	last := s.lastChart
+	s.mu.Unlock()
+	if last.id == id && now.Sub(last.at) < chartMaxAge {
+		return last.c
+	}
+	c := draw()
+	s.mu.Lock()
+	s.lastChart.id, s.lastChart.at, s.lastChart.c = id, now, c
+	s.mu.Unlock()
+	return c
 }
 
 // newToken is 32 random bytes, base64url-encoded.

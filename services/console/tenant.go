@@ -20,6 +20,9 @@ type Tenant interface {
 	Instances(ctx context.Context) ([]api.Instance, error)
 	// Instance gets one instance by id.
 	Instance(ctx context.Context, id string) (*api.Instance, error)
+	// Metrics reads the usage metrics of instance id's machine in window w
+	// (instances.metrics).
+	Metrics(ctx context.Context, id string, w api.MetricsWindow) (api.Metrics, error)
 	// Offers lists the offers of one account (accounts.offers, no filter).
 	Offers(ctx context.Context, accountID string) ([]api.Offer, error)
 	// WatchEvents calls f with every event of the tenant

@@ -11,6 +11,7 @@ import (
 
 	hrobot "github.com/syself/hrobot-go"
 
+	"better-compute.io/compute/pkg/metrics"
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/services/provider-hetzner-robot/emulator"
 )
@@ -34,10 +35,10 @@ func (c *client) newSession(ctx context.Context, call *provider.Call) (*session,
 	if err != nil {
 		return nil, err
 	}
-	rec := &recorder{ctx: ctx, next: c.s.httpClient.Transport, touched: false}
-	if rec.next == nil {
-		rec.next = http.DefaultTransport
-	}
+	// counted in the provider HTTP metrics: server numbers, IPs and key
+	// fingerprints are {id} in the route ("/boot/{id}/rescue")
+	next := metrics.ProviderTransport(ProviderID, metrics.EndpointRoute(c.s.endpoint), c.s.httpClient.Transport)
+	rec := &recorder{ctx: ctx, next: next, touched: false}
 	hc := &http.Client{Transport: rec, Timeout: c.s.httpClient.Timeout}
 	api := hrobot.NewBasicAuthClientWithCustomHttpClient(user, pass, hc)
 	api.SetBaseURL(c.s.endpoint)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +43,7 @@ func (c *client) open(ctx context.Context, call *provider.Call, op string) (*ses
 		return nil, api.InvalidConfig("config."+FieldToken,
 			"the token reference resolves to a value that is not an API token (printable ASCII without spaces)")
 	}
-	base := metrics.ProviderTransport(ProviderID, c.set.route, c.set.httpClient.Transport)
+	base := metrics.ProviderTransport(ProviderID, metrics.EndpointRoute(c.set.endpoint), c.set.httpClient.Transport)
 	rec := &recorder{base: base, clock: call.Clock, observe: func(rl api.RateLimit) {
 		call.ObserveRateLimit(rl)
 		c.budget.set(rl)
@@ -231,14 +229,4 @@ func rateLimitOf(h http.Header, reset, now time.Time) (api.RateLimit, bool) {
 		refill = float64(limit-remaining) / max(reset.Sub(now).Seconds(), 1)
 	}
 	return api.RateLimit{Limit: limit, Remaining: remaining, RefillPerSecond: refill, ResetAt: reset}, true
-}
-
-// route is a request's route template for metrics: its path below the
-// endpoint's ("/v1" on the real API), ids as {id} ("/servers/{id}").
-func (s *settings) route(req *http.Request) string {
-	base := ""
-	if u, err := url.Parse(s.endpoint); err == nil {
-		base = strings.TrimSuffix(u.Path, "/")
-	}
-	return metrics.Route(req.URL.Path, base, nil)
 }

@@ -92,3 +92,26 @@ func TestPacedBurstIsCounted(t *testing.T) {
 		t.Errorf("budget remaining of %s: %v (found %v), want in [0, 10]", h.pool.ProviderAccountID, v, ok)
 	}
 }
+
+// Periodic resyncs are timed in compute_reconcile_resync_duration_seconds
+// by result.
+func TestResyncsAreTimed(t *testing.T) {
+	ok := metrics.ResyncDuration.WithLabelValues("ok").(prometheus.Metric)
+	count := func() uint64 {
+		var m dto.Metric
+		if err := ok.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	before := count()
+	o := fastOptions()
+	o.ResyncInterval = 100 * time.Millisecond
+	h := newHarness(t, o)
+	h.waitPhase(h.create(api.InstanceCreateRequest{Name: "a"}).ID, api.PhaseRunning)
+	for deadline := time.Now().Add(time.Minute); count()-before < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d resyncs timed in a minute at a 100 ms interval, want 2", count()-before)
+		}
+	}
+}
