@@ -10,8 +10,10 @@
 //
 // Verbs, as this provider answers them (machine id: the server number):
 //   - offers: the account's servers free to claim (no server name), one
-//     offer per server, id the server number, with the product's CPU,
-//     memory, disks and monthly price from Products;
+//     offer per server, id the server number, then one per product,
+//     with the product and data centre (GET /server) and the product's
+//     CPU, memory, disks and gross monthly price (GET
+//     /order/server/product/{id}, once per product; products.go);
 //   - create: claim the server the spec's offerId names. Its Robot server
 //     name is the claim: ClaimPrefix + the idempotency key. A server
 //     without a name is named so (POST /server/{n}); one already named so

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	hrobot "github.com/syself/hrobot-go"
+	"github.com/syself/hrobot-go/models"
 
 	"better-compute.io/compute/pkg/provider"
 	"better-compute.io/compute/services/provider-hetzner-robot/emulator"
@@ -22,6 +25,11 @@ import (
 type session struct {
 	api hrobot.RobotClient
 	rec *recorder
+	// hc, endpoint, user and pass make the requests hrobot-go has no
+	// method for (getJSON); user and pass are never logged.
+	hc         *http.Client
+	endpoint   string
+	user, pass string
 }
 
 // newSession resolves the account's user and password for this call only.
@@ -42,7 +50,37 @@ func (c *client) newSession(ctx context.Context, call *provider.Call) (*session,
 	api := hrobot.NewBasicAuthClientWithCustomHttpClient(user, pass, hc)
 	api.SetBaseURL(c.s.endpoint)
 	api.SetUserAgent("better-compute/" + Version)
-	return &session{api: api, rec: rec}, nil
+	return &session{api: api, rec: rec, hc: hc, endpoint: c.s.endpoint, user: user, pass: pass}, nil
+}
+
+// getJSON sends GET path (e.g. "/order/server/product/EX44") with the
+// session's login and decodes a 200 reply into out. A failure reply is
+// the webservice's models.Error (code and message), as hrobot-go returns
+// it, for isCode and classify.
+func (s *session) getJSON(path string, out any) error {
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(s.endpoint, "/")+path, nil)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(s.user, s.pass)
+	req.Header.Set("User-Agent", "better-compute/"+Version)
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var f failureBody
+		if json.Unmarshal(body, &f) == nil && f.Error.Code != "" {
+			return models.Error{Code: models.ErrorCode(f.Error.Code), Message: f.Error.Message}
+		}
+		return fmt.Errorf("server responded with status code %d", resp.StatusCode)
+	}
+	return json.Unmarshal(body, out)
 }
 
 // recorder is the transport of one session.
