@@ -1,8 +1,9 @@
 // Package emulator is an in-memory Hetzner Robot webservice
 // (robot-ws.your-server.de) served over HTTP, for tests, `compute up` and
 // the conformance program: dedicated servers, server names, resets, the
-// rescue boot option, SSH keys, per-endpoint hourly request limits, the
-// block after repeated bad logins, and the API's error bodies
+// rescue boot option, SSH keys, the order endpoints' products
+// (products.go), per-endpoint hourly request limits, the block after
+// repeated bad logins, and the API's error bodies
 // ({"error":{"status","code","message"}}; ../../../../shared reference:
 // hetzner-robot-api.md). Requests are form-encoded, replies JSON, auth is
 // HTTP Basic with the webservice user.
