@@ -16,8 +16,9 @@
 // boots the rescue system when one is armed (POST /boot/{n}/rescue), the
 // disks otherwise; disks a failed or interrupted installimage left behind
 // boot nothing that answers SSH. Which system answers is reported in the
-// emulator-only reply header SSHPortHeader of GET /server/{n}: real
-// servers answer SSH on their own address, port 22.
+// emulator-only reply header SSHPortHeader of GET /server/{n}: one
+// loopback address per server, forwarding to the system running (real
+// servers answer SSH on their own address, port 22).
 //
 // Where the real API's behaviour is undocumented, the choice is marked
 // Guess: here and in the reference.
@@ -27,7 +28,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,9 +41,11 @@ import (
 )
 
 // SSHPortHeader is the emulator-only reply header of GET /server/{n}
-// naming the loopback port where the server's booted system answers SSH
-// (a port that refuses every handshake while nothing answers: disks
-// without an OS, a server powered off). Real replies never carry it.
+// naming the server's SSH address, a loopback port that stays the same
+// whatever the server boots (as a real server's address, port 22): it
+// forwards to the system running (the rescue or the installed one) and
+// refuses every handshake while none answers (disks without an OS, a
+// server off or still booting). Real replies never carry it.
 const SSHPortHeader = "Emulator-Ssh-Port"
 
 // InstallMode is what the scripted installimage of a server's rescue
@@ -72,8 +74,13 @@ type Options struct {
 	// Logger receives one debug line per API call.
 	Logger zerolog.Logger
 	// SSH, when set, gives every server its rescue and installed systems
-	// (fleet keys "<number>-rescue" and "<number>"). Nil: no SSH.
+	// (fleet keys "<number>-rescue" and "<number>") behind one SSH address
+	// per server. Nil: no SSH.
 	SSH *sshemu.Fleet
+	// BootDelay is how long after a reset the system booted answers SSH
+	// (on Clock; 0: at once). Guess: real servers take minutes (see the
+	// reference, "Timing").
+	BootDelay time.Duration
 }
 
 // ServerSpec seeds one dedicated server of the account (AddServer).
@@ -93,7 +100,6 @@ type Emulator struct {
 	clock clock.Clock
 	log   zerolog.Logger
 	ssh   *sshemu.Fleet
-	dead  net.Listener // the port no system answers on
 
 	mu      sync.Mutex
 	servers map[int]*server
@@ -121,6 +127,10 @@ type server struct {
 	// rescueRuns counts the rescue machine's runs before the current
 	// rescue boot, so a reboot reads only this boot's installimage runs.
 	rescueRuns int
+	// upAt is when the system booted last answers SSH (Options.BootDelay
+	// after the reset); addr is the server's SSH address (nil: no SSH).
+	upAt time.Time
+	addr *sshAddress
 }
 
 // Systems and disk states.
@@ -155,34 +165,23 @@ func New(opts Options) (*Emulator, error) {
 	if c == nil {
 		c = clock.Real{}
 	}
-	e := &Emulator{opts: opts, clock: c, log: opts.Logger, ssh: opts.SSH, servers: map[int]*server{},
-		keys: map[string]*key{}, limits: newLimiter(c, opts.Limits), logins: map[string]*loginState{}}
-	if e.ssh != nil {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("robot emulator: listen: %w", err)
-		}
-		e.dead = ln
-		go refuse(ln)
-	}
-	return e, nil
+	return &Emulator{opts: opts, clock: c, log: opts.Logger, ssh: opts.SSH, servers: map[int]*server{},
+		keys: map[string]*key{}, limits: newLimiter(c, opts.Limits), logins: map[string]*loginState{}}, nil
 }
 
-// refuse closes every connection at once: no SSH handshake passes.
-func refuse(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		_ = c.Close()
-	}
-}
-
-// Close stops the dead port (the fleet is the caller's to close).
+// Close stops the servers' SSH addresses (the fleet is the caller's to
+// close).
 func (e *Emulator) Close() {
-	if e.dead != nil {
-		_ = e.dead.Close()
+	e.mu.Lock()
+	var addrs []*sshAddress
+	for _, s := range e.servers {
+		if s.addr != nil {
+			addrs = append(addrs, s.addr)
+		}
+	}
+	e.mu.Unlock()
+	for _, a := range addrs {
+		a.close()
 	}
 }
 
@@ -216,6 +215,15 @@ func (e *Emulator) AddServer(s ServerSpec) error {
 		if _, err := e.ssh.Start(rescueID(s.Number)); err != nil {
 			return err
 		}
+		addr, err := listenSSH(func() int {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.systemPort(srv)
+		})
+		if err != nil {
+			return fmt.Errorf("robot emulator: listen: %w", err)
+		}
+		srv.addr = addr
 	}
 	e.servers[s.Number] = srv
 	return nil
@@ -295,21 +303,27 @@ func (e *Emulator) sortedServers() []*server {
 	return out
 }
 
-// sshPort is where srv's booted system answers; callers hold mu.
+// sshPort is srv's SSH address (0: no SSH); callers hold mu.
 func (e *Emulator) sshPort(srv *server) int {
-	if e.ssh == nil {
+	if srv.addr == nil {
 		return 0
 	}
+	return srv.addr.port()
+}
+
+// systemPort is where srv's booted system answers now (0: none answers:
+// off, still booting, or disks without an OS); callers hold mu.
+func (e *Emulator) systemPort(srv *server) int {
 	var m *sshemu.Machine
 	switch {
-	case !srv.powered:
+	case !srv.powered || e.now().Before(srv.upAt):
 	case srv.booted == sysRescue:
 		m = e.ssh.Machine(rescueID(srv.spec.Number))
 	case srv.booted == sysDisk && srv.disk == diskOS:
 		m = e.ssh.Machine(strconv.Itoa(srv.spec.Number))
 	}
 	if m == nil {
-		return e.dead.Addr().(*net.TCPAddr).Port
+		return 0
 	}
 	return m.Port()
 }
@@ -346,9 +360,12 @@ func (e *Emulator) Servers() []ServerInfo {
 // number is ignored.
 func (e *Emulator) RemoveServer(n int) {
 	e.mu.Lock()
-	_, ok := e.servers[n]
+	srv, ok := e.servers[n]
 	delete(e.servers, n)
 	e.mu.Unlock()
+	if ok && srv.addr != nil {
+		srv.addr.close()
+	}
 	if ok && e.ssh != nil {
 		e.ssh.Stop(strconv.Itoa(n))
 		e.ssh.Stop(rescueID(n))
