@@ -142,7 +142,8 @@ const (
 // (for the machine) or Failed (Final: the sequence gave up; the instance
 // is Failed), since when, how many rescue boots and installs it took, the
 // rescue system's host key pinned at its first contact in this boot, a
-// message and the last output of installimage.
+// message, the last output of installimage, and when a wait last read
+// the server from the provider.
 type BootstrapStatus struct {
 	Step          BootstrapStep `json:"step"`
 	State         StepState     `json:"state"`
@@ -153,6 +154,9 @@ type BootstrapStatus struct {
 	RescueHostKey string        `json:"rescueHostKey,omitempty"`
 	Message       string        `json:"message,omitempty"`
 	OutputTail    string        `json:"outputTail,omitempty"`
+	// ReadAt is when a waiting step last read the server from the
+	// provider (nil: not since the step began, whose own call read it).
+	ReadAt *time.Time `json:"readAt,omitempty"`
 }
 
 // StepWaiting is a bootstrap step waiting for the machine (SSH not

@@ -35,6 +35,12 @@
 //   - delete: release: disarm the rescue system and clear the server name.
 //     delete.byKey releases every server claimed with the key.
 //
+// Rate limits: every reply of the server endpoints (GET /server, GET/POST
+// /server/{n}: 200 requests an hour) is observed as the account's rate
+// limit from this process's own count of them (budget.go; Robot reports
+// no remaining count), so the reconciler paces an account's passes
+// within the 200.
+//
 // Errors (errors.go, mapFailure): 403 RATE_LIMIT_EXCEEDED is RATE_LIMITED
 // with retryAfterMs = the error's interval (the webservice gives no reset
 // time, Guess: its window may have just started), for the caller only

@@ -42,7 +42,7 @@ func (c *client) newSession(ctx context.Context, call *provider.Call) (*session,
 	if err != nil {
 		return nil, err
 	}
-	rec := &recorder{ctx: ctx, next: c.s.httpClient.Transport, touched: false}
+	rec := &recorder{ctx: ctx, next: c.s.httpClient.Transport, touched: false, call: call, ledger: c.s.ledgers.of(call.Account.ID)}
 	if rec.next == nil {
 		rec.next = http.DefaultTransport
 	}
@@ -87,6 +87,10 @@ func (s *session) getJSON(path string, out any) error {
 type recorder struct {
 	ctx  context.Context
 	next http.RoundTripper
+	// call observes the account's rate limit after every request the
+	// ledger counts (a server endpoint's).
+	call   *provider.Call
+	ledger *ledger
 
 	mu sync.Mutex
 	// last is the failure body of the last reply (nil after a success).
@@ -118,6 +122,9 @@ type failureBody struct {
 // RoundTrip sends req within the call's context and records the reply.
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.next.RoundTrip(req.WithContext(r.ctx))
+	if serverEndpoint(req) && (err == nil || !provider.Unsent(err)) {
+		r.call.ObserveRateLimit(r.ledger.add(r.call.Clock.Now()))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests++

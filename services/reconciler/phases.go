@@ -94,6 +94,10 @@ type scope struct {
 	// created is set by ensureMachine when this pass created the machine
 	// (observe then does not look again).
 	created bool
+	// observed is set by observe when it asked the provider for the
+	// machine in this pass (a waiting bootstrap does not always:
+	// bootstrapReadDue).
+	observed bool
 	// drift is set by power when it corrected a power change made outside
 	// the control plane: converge records it.
 	drift *api.Condition
