@@ -190,6 +190,7 @@ func (e *Emulator) lookup(p []string) (*server, *reply) {
 		rep := fail(http.StatusNotFound, "SERVER_NOT_FOUND", "server not found")
 		return nil, &rep
 	}
+	e.settle(srv)
 	return srv, nil
 }
 

@@ -20,6 +20,9 @@
 // loopback address per server, forwarding to the system running (real
 // servers answer SSH on their own address, port 22).
 //
+// The installed system's "systemctl poweroff" shuts the server down (as
+// the OS would: the webservice then reports it stopped).
+//
 // Where the real API's behaviour is undocumented, the choice is marked
 // Guess: here and in the reference.
 package emulator
@@ -31,6 +34,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,6 +135,8 @@ type server struct {
 	// after the reset); addr is the server's SSH address (nil: no SSH).
 	upAt time.Time
 	addr *sshAddress
+	// osRuns counts the installed system's runs settle has looked at.
+	osRuns int
 }
 
 // Systems and disk states.
@@ -212,6 +218,7 @@ func (e *Emulator) AddServer(s ServerSpec) error {
 			return err
 		}
 		os.SetProgram("hostname", sshemu.Response{Stdout: srv.hostname + "\n"})
+		os.SetProgram("systemctl", sshemu.Response{}) // systemctl poweroff: see settle
 		if _, err := e.ssh.Start(rescueID(s.Number)); err != nil {
 			return err
 		}
@@ -265,6 +272,7 @@ func (e *Emulator) Booted(n int) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if srv := e.servers[n]; srv != nil {
+		e.settle(srv)
 		return srv.booted
 	}
 	return ""
@@ -311,9 +319,30 @@ func (e *Emulator) sshPort(srv *server) int {
 	return srv.addr.port()
 }
 
+// settle applies what ran on srv's installed system since the last look:
+// a "systemctl poweroff" that exited 0 shuts the server down (off, as
+// after an ACPI shutdown; Guess: at once). Callers hold mu.
+func (e *Emulator) settle(srv *server) {
+	if e.ssh == nil || srv.booted != sysDisk {
+		return
+	}
+	m := e.ssh.Machine(strconv.Itoa(srv.spec.Number))
+	if m == nil {
+		return
+	}
+	runs := m.Runs()
+	for _, r := range runs[min(srv.osRuns, len(runs)):] {
+		if w := strings.Fields(r.Command); len(w) >= 2 && w[0] == "systemctl" && w[1] == "poweroff" && r.Exit == 0 {
+			srv.powered, srv.booted = false, sysNone
+		}
+	}
+	srv.osRuns = len(runs)
+}
+
 // systemPort is where srv's booted system answers now (0: none answers:
 // off, still booting, or disks without an OS); callers hold mu.
 func (e *Emulator) systemPort(srv *server) int {
+	e.settle(srv)
 	var m *sshemu.Machine
 	switch {
 	case !srv.powered || e.now().Before(srv.upAt):
