@@ -222,15 +222,6 @@ func (e *Emulator) AddServer(s ServerSpec) error {
 		if _, err := e.ssh.Start(rescueID(s.Number)); err != nil {
 			return err
 		}
-		addr, err := listenSSH(func() int {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			return e.systemPort(srv)
-		})
-		if err != nil {
-			return fmt.Errorf("robot emulator: listen: %w", err)
-		}
-		srv.addr = addr
 	}
 	e.servers[s.Number] = srv
 	return nil
@@ -311,10 +302,24 @@ func (e *Emulator) sortedServers() []*server {
 	return out
 }
 
-// sshPort is srv's SSH address (0: no SSH); callers hold mu.
+// sshPort is srv's SSH address, started at the first read that reports
+// it (a seeded fleet of thousands opens none; 0: no SSH, or it could not
+// listen); callers hold mu.
 func (e *Emulator) sshPort(srv *server) int {
-	if srv.addr == nil {
+	if e.ssh == nil {
 		return 0
+	}
+	if srv.addr == nil {
+		addr, err := listenSSH(func() int {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.systemPort(srv)
+		})
+		if err != nil {
+			e.log.Warn().Err(err).Int("server", srv.spec.Number).Msg("robot emulator: SSH address")
+			return 0
+		}
+		srv.addr = addr
 	}
 	return srv.addr.port()
 }
