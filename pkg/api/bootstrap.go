@@ -121,6 +121,25 @@ type BootstrapSpec struct {
 	RAIDLevel    *int     `json:"raidLevel,omitempty"`
 }
 
+// PoolRelease is what the release of a host of the pool (instances.delete
+// of a bootstrapped server) does after the pool's drain step and before
+// the server is un-claimed. Wipe: boot the rescue system, then wipe the
+// disks' partition tables and filesystem signatures over SSH (the wipe
+// steps of BootstrapStep); the rental is never cancelled either way.
+type PoolRelease struct {
+	Wipe bool `json:"wipe,omitempty"`
+}
+
+// CheckPoolRelease checks a pool's release for its class: only host pool
+// classes release servers. Error: INVALID_INPUT at release.wipe.
+func CheckPoolRelease(class string, r *PoolRelease) error {
+	if r != nil && r.Wipe && !HostPoolClass(class) {
+		return InvalidInput("release.wipe", "release.wipe is for pools of class %s or %s: only their servers are released",
+			PoolClassMetalHost, PoolClassVPSHost)
+	}
+	return nil
+}
+
 // BootstrapStep is a step of the bootstrap sequence, in order. Each is
 // recorded (status.bootstrap.step, a CAS write) before it is taken, so a
 // pass that finds a step recorded knows it may have been taken and
@@ -135,6 +154,15 @@ const (
 	BootstrapReboot     BootstrapStep = "Reboot"     // hardware reset into the installed system
 	BootstrapWaitSystem BootstrapStep = "WaitSystem" // SSH answers as the hostname; its host key pinned
 	BootstrapReady      BootstrapStep = "Ready"      // installed; the pool's configure step follows
+)
+
+// The wipe steps of a release (PoolRelease.Wipe), in order, after the
+// drain step; status.bootstrap records them as the bootstrap steps.
+const (
+	BootstrapWipeRescue     BootstrapStep = "WipeRescue"     // arm the rescue system, hardware reset
+	BootstrapWipeWaitRescue BootstrapStep = "WipeWaitRescue" // SSH answers in the rescue system; its host key pinned
+	BootstrapWipe           BootstrapStep = "Wipe"           // the wipe command over SSH in the rescue system
+	BootstrapWiped          BootstrapStep = "Wiped"          // wiped; the server is un-claimed next
 )
 
 // BootstrapStatus is where an instance's bootstrap is: the step, whether

@@ -159,6 +159,10 @@ type Pool struct {
 	// connected and run (see PoolNetwork, PoolPlacement).
 	Network   *PoolNetwork   `json:"network,omitempty"`
 	Placement *PoolPlacement `json:"placement,omitempty"`
+	// Release says what the release of a host does before its server is
+	// un-claimed (host pool classes only; nil: nothing more than the drain
+	// step). See PoolRelease.
+	Release *PoolRelease `json:"release,omitempty"`
 	// Sized pools (poolsize.go): Sizes per flavor name (nil: not sized),
 	// the instance Template and Rollout bounds, the current template
 	// Revision (0 until the pool is first sized or templated) and the

@@ -57,7 +57,8 @@ import (
 //
 // Reinstall (instances.reinstall of a host) is the sequence again
 // (restartBootstrap); delete releases the server through the provider
-// (drain first): the rental is never cancelled.
+// (drain first, then the wipe steps where the pool says release.wipe:
+// release.go): the rental is never cancelled.
 
 // BootstrapOptions bounds the bootstrap sequence. Zero values take the
 // defaults.
@@ -81,6 +82,10 @@ type BootstrapOptions struct {
 	// (default DefaultInstallImage: the rescue's own copy; the
 	// "installimage" of its interactive shell is an alias).
 	InstallImage string
+	// WipeCommand is the command a release's Wipe step runs in the
+	// rescue system (default DefaultWipeCommand), bounded by
+	// InstallTimeout.
+	WipeCommand string
 	// ReadInterval is how long a waiting step (WaitRescue, WaitSystem, an
 	// install to run again) goes without reading the server from the
 	// provider after the step began (whose own call read it); each later
@@ -117,6 +122,9 @@ func (o *BootstrapOptions) defaults() {
 	}
 	if o.InstallImage == "" {
 		o.InstallImage = DefaultInstallImage
+	}
+	if o.WipeCommand == "" {
+		o.WipeCommand = DefaultWipeCommand
 	}
 	if o.ReadInterval <= 0 {
 		o.ReadInterval = 30 * time.Second
@@ -250,7 +258,7 @@ func (r *Reconciler) bootstrapLease(b *api.BootstrapStatus) time.Duration {
 		return 0
 	}
 	hold := r.o.CallTimeout + r.o.Bootstrap.LeaseMargin
-	if b.Step == api.BootstrapInstall {
+	if b.Step == api.BootstrapInstall || b.Step == api.BootstrapWipe { // a wipe runs under InstallTimeout too
 		hold += r.o.Bootstrap.InstallTimeout + 2*r.o.CallTimeout
 	}
 	return max(b.Since.Add(hold).Sub(r.o.Clock.Now()), 0)

@@ -30,6 +30,7 @@ func (r *Reconciler) livePhases() []phaseFunc {
 func (r *Reconciler) deletePhases() []phaseFunc {
 	return []phaseFunc{
 		r.drain,            // the pool's drain step over SSH (pools with access)
+		r.wipe,             // a host's disks, where its pool says release.wipe (release.go)
 		r.deleteMachine,    // delete the recorded machine; wait until it is gone
 		r.deleteUnrecorded, // delete any machine of the key the record does not show
 		r.releaseAddress,   // release its static address: no machine of it remains

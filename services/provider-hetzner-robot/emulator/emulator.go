@@ -135,8 +135,9 @@ type server struct {
 	// after the reset); addr is the server's SSH address (nil: no SSH).
 	upAt time.Time
 	addr *sshAddress
-	// osRuns counts the installed system's runs settle has looked at.
-	osRuns int
+	// osRuns and rescueSeen count the installed and the rescue system's
+	// runs settle has looked at.
+	osRuns, rescueSeen int
 }
 
 // Systems and disk states.
@@ -146,6 +147,7 @@ const (
 	sysNone    = "none"
 	diskOS     = "os"
 	diskBroken = "broken"
+	diskWiped  = "wiped" // wipefs in the rescue system: no partition table, nothing boots
 )
 
 // rescueArm is one activation of the rescue system.
@@ -219,9 +221,11 @@ func (e *Emulator) AddServer(s ServerSpec) error {
 		}
 		os.SetProgram("hostname", sshemu.Response{Stdout: srv.hostname + "\n"})
 		os.SetProgram("systemctl", sshemu.Response{}) // systemctl poweroff: see settle
-		if _, err := e.ssh.Start(rescueID(s.Number)); err != nil {
+		rescue, err := e.ssh.Start(rescueID(s.Number))
+		if err != nil {
 			return err
 		}
+		rescue.SetProgram("wipefs", sshemu.Response{}) // see settle
 	}
 	e.servers[s.Number] = srv
 	return nil
@@ -275,9 +279,22 @@ func (e *Emulator) Installed(n int) (string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if srv := e.servers[n]; srv != nil {
+		e.settle(srv)
 		return srv.hostname, srv.disk == diskOS
 	}
 	return "", false
+}
+
+// Wiped reports whether server n's disks were wiped (wipefs in its
+// rescue system) and hold nothing since.
+func (e *Emulator) Wiped(n int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if srv := e.servers[n]; srv != nil {
+		e.settle(srv)
+		return srv.disk == diskWiped
+	}
+	return false
 }
 
 // Machine is the SSH machine of server n's rescue system (rescue true) or
@@ -324,11 +341,28 @@ func (e *Emulator) sshPort(srv *server) int {
 	return srv.addr.port()
 }
 
-// settle applies what ran on srv's installed system since the last look:
+// settle applies what ran since the last look: on the installed system,
 // a "systemctl poweroff" that exited 0 shuts the server down (off, as
-// after an ACPI shutdown; Guess: at once). Callers hold mu.
+// after an ACPI shutdown; Guess: at once); in the rescue system, a
+// "wipefs" that exited 0 wipes the disks (nothing boots from them).
+// Callers hold mu.
 func (e *Emulator) settle(srv *server) {
-	if e.ssh == nil || srv.booted != sysDisk {
+	if e.ssh == nil {
+		return
+	}
+	if srv.booted == sysRescue {
+		if m := e.ssh.Machine(rescueID(srv.spec.Number)); m != nil {
+			runs := m.Runs()
+			for _, r := range runs[min(srv.rescueSeen, len(runs)):] {
+				if strings.HasPrefix(r.Command, "wipefs ") && r.Exit == 0 {
+					srv.disk = diskWiped
+				}
+			}
+			srv.rescueSeen = len(runs)
+		}
+		return
+	}
+	if srv.booted != sysDisk {
 		return
 	}
 	m := e.ssh.Machine(strconv.Itoa(srv.spec.Number))
