@@ -23,7 +23,7 @@ func (w *robotWorld) wipeOnRelease(t testing.TB) {
 // releaseWipeWrites are the Robot writes of a wiping release of server
 // 101 after its bootstrap: the rescue boot to wipe, then the un-claim.
 var releaseWipeWrites = []string{
-	"POST /key name=better-compute", // found stored (409)
+	"POST /key name=better-compute",                                                                        // found stored (409)
 	"DELETE /boot/101/rescue", "POST /boot/101/rescue os=linux authorized_key=", "POST /reset/101 type=hw", // rescue
 	"DELETE /boot/101/rescue", "POST /server/101 server_name=", // un-claim; never a cancellation
 }
