@@ -63,3 +63,41 @@ func TestGracefulOffOverSSH(t *testing.T) {
 		t.Fatalf("server 108 runs %q after power on", b)
 	}
 }
+
+// TestGracefulOffUnsupportedWithoutPin: a host whose installed system
+// was never reached (its install keeps failing: no host key pinned)
+// cannot be sent a graceful-off over SSH either: the operation fails
+// UNSUPPORTED and nothing reaches the server.
+func TestGracefulOffUnsupportedWithoutPin(t *testing.T) {
+	o := fastOptions()
+	o.Bootstrap.MaxInstalls = 1000
+	w := newRobotWorld(t, o)
+	w.emu.SetInstallImage(101, emulator.InstallFail)
+	inst, err := w.bootstrap(101)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor(inst.ID, "install failed", func(i *api.Instance, err error) bool {
+		b := i.Status.Bootstrap
+		return err == nil && b != nil && b.Step == api.BootstrapInstall && b.State == api.StepFailed
+	})
+	writes := len(w.writes())
+	if err := w.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionGracefulOff}, &api.Instance{}); err != nil {
+		t.Fatal(err)
+	}
+	got := w.waitFor(inst.ID, "refused", func(i *api.Instance, err error) bool {
+		op := i.Status.LastOperation
+		return err == nil && op != nil && op.Action == api.ActionGracefulOff && op.State == api.OperationFailed
+	})
+	if c := condition(got, api.ConditionProviderError); c == nil || c.Reason != api.ReasonOf(api.CodeUnsupported) {
+		t.Fatalf("conditions %+v, want ProviderError UNSUPPORTED", got.Status.Conditions)
+	}
+	if after := w.writes(); len(after) != writes {
+		t.Fatalf("writes reached the webservice: %v", after[writes:])
+	}
+	for _, c := range w.commands(101, false) {
+		if strings.Contains(c, "poweroff") {
+			t.Fatalf("the graceful-off reached the OS: %s", c)
+		}
+	}
+}
