@@ -15,6 +15,7 @@ func poolsCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "pools", Short: "Pools of instances on a provider account"}
 	var req api.PoolCreateRequest
 	var flavors []string
+	var wipe bool
 	create := &cobra.Command{
 		Use:     "create",
 		Short:   "Create a pool (class provider, agent none) with flavors naming offers",
@@ -27,6 +28,9 @@ func poolsCmd(g *globals) *cobra.Command {
 					return err
 				}
 				req.Flavors = append(req.Flavors, fl)
+			}
+			if wipe {
+				req.Release = &api.PoolRelease{Wipe: true}
 			}
 			return g.withClient(func(ctx context.Context, c *client.Client) error {
 				if err := resolveFlag(ctx, c.Accounts.Resolve, &req.ProviderAccountID); err != nil {
@@ -46,6 +50,8 @@ func poolsCmd(g *globals) *cobra.Command {
 	create.Flags().StringVar(&req.Class, "class", api.PoolClassProvider, "pool class")
 	create.Flags().StringVar(&req.Agent, "agent", api.PoolAgentNone, "agent")
 	create.Flags().StringArrayVar(&flavors, "flavor", nil, "flavor as name=offerId[:image] (repeatable)")
+	create.Flags().BoolVar(&wipe, "wipe-on-release", false,
+		"host pools: a host's release boots the rescue system and wipes its disks before the server is un-claimed")
 	accessFileFlag(create, &req)
 	poolNetworkFlags(create, &req)
 

@@ -116,13 +116,15 @@ var offerView = view[api.Offer]{
 		{name: "MEMORY", value: func(o *api.Offer) string { return gib(o.MemoryGiB) }},
 		{name: "DISK", value: func(o *api.Offer) string { return gib(o.DiskGiB) }},
 		{name: "PRICE/H", value: func(o *api.Offer) string { return price(o, 1, 4) }},
-		{name: "PRICE/MONTH", value: func(o *api.Offer) string { return price(o, api.HoursPerMonth, 2) }},
+		{name: "PRICE/MONTH", value: monthly},
 		{name: "CURRENCY", value: func(o *api.Offer) string { return o.Currency }},
 		{name: "AVAILABLE", value: func(o *api.Offer) string { return yesNo(o.Available) }},
 		{name: "REGION", wide: true, value: func(o *api.Offer) string { return o.Region }},
 		{name: "KIND", wide: true, value: func(o *api.Offer) string { return o.Kind }},
 		{name: "GPUS", wide: true, value: func(o *api.Offer) string { return strconv.Itoa(o.GPUs) }},
 		{name: "CAPACITY", wide: true, value: func(o *api.Offer) string { return string(o.CapacityType) }},
+		{name: "PRODUCT", wide: true, value: func(o *api.Offer) string { return o.Product }},
+		{name: "DATACENTER", wide: true, value: func(o *api.Offer) string { return o.Datacenter }},
 	},
 }
 
@@ -210,6 +212,15 @@ func price(o *api.Offer, hours float64, digits int) string {
 		return ""
 	}
 	return strconv.FormatFloat(*o.PricePerHour*hours, 'f', digits, 64)
+}
+
+// monthly is o's monthly price: the provider's own where it has one,
+// else HoursPerMonth × the hourly one ("" without a price).
+func monthly(o *api.Offer) string {
+	if o.PricePerMonth != nil {
+		return strconv.FormatFloat(*o.PricePerMonth, 'f', 2, 64)
+	}
+	return price(o, api.HoursPerMonth, 2)
 }
 
 // flavorsText is "name=offer[:image]" per flavor, comma-separated.

@@ -47,7 +47,7 @@ func robotBackend(_ string, addr string, log zerolog.Logger) (*backend, error) {
 	// mapping has its own tests).
 	unlimited := map[string]int{}
 	for _, class := range []string{emulator.LimitServer, emulator.LimitResetGet, emulator.LimitResetPost, emulator.LimitBoot,
-		emulator.LimitKeyGet, emulator.LimitKeyWrite} {
+		emulator.LimitKeyGet, emulator.LimitKeyWrite, emulator.LimitOrder} {
 		unlimited[class] = 1 << 30
 	}
 	srv, err := emulator.Start(emulator.Options{Logger: log, SSH: fs.fleet, Limits: unlimited}, addr)

@@ -221,8 +221,8 @@ func lastLines(out string, n int) string {
 // The services of deploy/compose.yaml.
 var (
 	natsNodes    = []string{"nats-1", "nats-2", "nats-3"}
-	ourServices  = []string{"secrets", "accounts", "reconciler", "poolctl", "provider-hetzner", "provider-proxmox", "tenants"}
-	emulators    = []string{"hetzner-emulator", "proxmox-emulator"}
+	ourServices  = []string{"secrets", "accounts", "reconciler", "poolctl", "provider-hetzner", "provider-proxmox", "provider-hetzner-robot", "tenants"}
+	emulators    = []string{"hetzner-emulator", "proxmox-emulator", "hetzner-robot-emulator"}
 	allServices  = append(append(append([]string{}, natsNodes...), ourServices...), emulators...)
 	hostNATSURLs = "nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224"
 	emulatorURL  = "http://127.0.0.1:4680"

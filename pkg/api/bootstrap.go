@@ -121,6 +121,25 @@ type BootstrapSpec struct {
 	RAIDLevel    *int     `json:"raidLevel,omitempty"`
 }
 
+// PoolRelease is what the release of a host of the pool (instances.delete
+// of a bootstrapped server) does after the pool's drain step and before
+// the server is un-claimed. Wipe: boot the rescue system, then wipe the
+// disks' partition tables and filesystem signatures over SSH (the wipe
+// steps of BootstrapStep); the rental is never cancelled either way.
+type PoolRelease struct {
+	Wipe bool `json:"wipe,omitempty"`
+}
+
+// CheckPoolRelease checks a pool's release for its class: only host pool
+// classes release servers. Error: INVALID_INPUT at release.wipe.
+func CheckPoolRelease(class string, r *PoolRelease) error {
+	if r != nil && r.Wipe && !HostPoolClass(class) {
+		return InvalidInput("release.wipe", "release.wipe is for pools of class %s or %s: only their servers are released",
+			PoolClassMetalHost, PoolClassVPSHost)
+	}
+	return nil
+}
+
 // BootstrapStep is a step of the bootstrap sequence, in order. Each is
 // recorded (status.bootstrap.step, a CAS write) before it is taken, so a
 // pass that finds a step recorded knows it may have been taken and
@@ -137,12 +156,22 @@ const (
 	BootstrapReady      BootstrapStep = "Ready"      // installed; the pool's configure step follows
 )
 
+// The wipe steps of a release (PoolRelease.Wipe), in order, after the
+// drain step; status.bootstrap records them as the bootstrap steps.
+const (
+	BootstrapWipeRescue     BootstrapStep = "WipeRescue"     // arm the rescue system, hardware reset
+	BootstrapWipeWaitRescue BootstrapStep = "WipeWaitRescue" // SSH answers in the rescue system; its host key pinned
+	BootstrapWipe           BootstrapStep = "Wipe"           // the wipe command over SSH in the rescue system
+	BootstrapWiped          BootstrapStep = "Wiped"          // wiped; the server is un-claimed next
+)
+
 // BootstrapStatus is where an instance's bootstrap is: the step, whether
 // it is Running (recorded, maybe taken, outcome not recorded), Waiting
 // (for the machine) or Failed (Final: the sequence gave up; the instance
 // is Failed), since when, how many rescue boots and installs it took, the
 // rescue system's host key pinned at its first contact in this boot, a
-// message and the last output of installimage.
+// message, the last output of installimage, and when a wait last read
+// the server from the provider.
 type BootstrapStatus struct {
 	Step          BootstrapStep `json:"step"`
 	State         StepState     `json:"state"`
@@ -153,6 +182,9 @@ type BootstrapStatus struct {
 	RescueHostKey string        `json:"rescueHostKey,omitempty"`
 	Message       string        `json:"message,omitempty"`
 	OutputTail    string        `json:"outputTail,omitempty"`
+	// ReadAt is when a waiting step last read the server from the
+	// provider (nil: not since the step began, whose own call read it).
+	ReadAt *time.Time `json:"readAt,omitempty"`
 }
 
 // StepWaiting is a bootstrap step waiting for the machine (SSH not

@@ -79,6 +79,21 @@ type Offer struct {
 
 	CapacityType            CapacityType `json:"capacityType"`
 	InterruptionProbability float64      `json:"interruptionProbability"`
+
+	// Product, CPU, Disks and Datacenter describe a dedicated server
+	// offer (hetzner-robot), as the provider names them: the product
+	// ("EX44"), the CPU model ("Intel® Core™ i5-13500"), the disks ("2 x
+	// 512 GB NVMe SSD") and the data centre ("FSN1-DC14"). Empty for
+	// providers of shapes rather than servers.
+	Product    string   `json:"product,omitempty"`
+	CPU        string   `json:"cpu,omitempty"`
+	Disks      []string `json:"disks,omitempty"`
+	Datacenter string   `json:"datacenter,omitempty"`
+	// PricePerMonth is the provider's own monthly price (gross, in
+	// Currency) where it bills by the month (Hetzner Robot); PricePerHour
+	// is then PricePerMonth / HoursPerMonth, for comparisons. Nil where
+	// the provider has an hourly price only.
+	PricePerMonth *float64 `json:"pricePerMonth,omitempty"`
 }
 
 // OfferQuery filters offers; zero fields do not filter. GPUs > 0 asks for
@@ -144,6 +159,10 @@ type Pool struct {
 	// connected and run (see PoolNetwork, PoolPlacement).
 	Network   *PoolNetwork   `json:"network,omitempty"`
 	Placement *PoolPlacement `json:"placement,omitempty"`
+	// Release says what the release of a host does before its server is
+	// un-claimed (host pool classes only; nil: nothing more than the drain
+	// step). See PoolRelease.
+	Release *PoolRelease `json:"release,omitempty"`
 	// Sized pools (poolsize.go): Sizes per flavor name (nil: not sized),
 	// the instance Template and Rollout bounds, the current template
 	// Revision (0 until the pool is first sized or templated) and the

@@ -78,6 +78,8 @@ type PoolCreateRequest struct {
 	// Network and Placement: see Pool.
 	Network   *PoolNetwork   `json:"network,omitempty"`
 	Placement *PoolPlacement `json:"placement,omitempty"`
+	// Release: see Pool (host pool classes only).
+	Release *PoolRelease `json:"release,omitempty"`
 }
 
 // InstanceCreateRequest asks for a machine (instances.create). Image defaults

@@ -57,7 +57,7 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 	}
 	p := api.Pool{ID: api.NewID(api.PrefixPool), TenantID: req.Tenant, Name: in.Name, SiteID: in.SiteID,
 		Class: in.Class, ProviderAccountID: acct.ID, Agent: in.Agent, Flavors: in.Flavors, Access: in.Access,
-		Network: in.Network, Placement: in.Placement, Version: 1, CreatedAt: time.Now().UTC()}
+		Network: in.Network, Placement: in.Placement, Release: in.Release, Version: 1, CreatedAt: time.Now().UTC()}
 	rev, err := s.pools.Create(ctx, req.Tenant, p.ID, p)
 	if err != nil {
 		return nil, err

@@ -62,7 +62,8 @@ func checkName(path, s string, required bool) error {
 // Errors: INVALID_INPUT naming the first offending field (class, access
 // (required for the host classes metal-host and vps-host),
 // providerAccountId, agent, name, siteId, flavors, flavors[i].name,
-// flavors[i].offerId, flavors[i].image, access.…).
+// flavors[i].offerId, flavors[i].image, release.wipe (host classes only),
+// access.…).
 func checkPoolRequest(in *api.PoolCreateRequest) error {
 	if in.Class != api.PoolClassProvider && !api.HostPoolClass(in.Class) {
 		return api.InvalidInput("class", "class must be %q, %q or %q", api.PoolClassProvider, api.PoolClassMetalHost, api.PoolClassVPSHost)
@@ -100,6 +101,9 @@ func checkPoolRequest(in *api.PoolCreateRequest) error {
 			return imageErr
 		}
 		seen[f.Name] = true
+	}
+	if err := api.CheckPoolRelease(in.Class, in.Release); err != nil {
+		return err
 	}
 	return api.CheckPoolAccess(in.Access)
 }

@@ -96,3 +96,15 @@ func TestCheckNameRefusesUnprintable(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPoolReleaseWipe: release.wipe is for host pools only.
+func TestCheckPoolReleaseWipe(t *testing.T) {
+	in := api.PoolCreateRequest{Class: api.PoolClassProvider, ProviderAccountID: "pacct_01jd0000000000000000000000",
+		Agent: api.PoolAgentNone, Flavors: []api.Flavor{{Name: "a", OfferID: "cx22"}}, Release: &api.PoolRelease{Wipe: true}}
+	if ce := api.AsComputeError(checkPoolRequest(&in)); ce == nil || ce.Code != api.CodeInvalidInput || ce.Path() != "release.wipe" {
+		t.Fatalf("release.wipe on a provider pool = %v, want INVALID_INPUT at release.wipe", ce)
+	}
+	if err := api.CheckPoolRelease(api.PoolClassMetalHost, in.Release); err != nil {
+		t.Fatalf("release.wipe on a metal-host pool = %v", err)
+	}
+}

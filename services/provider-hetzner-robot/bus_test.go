@@ -37,8 +37,12 @@ func TestThroughBus(t *testing.T) {
 	if err != nil || !slices.Equal(ids, []string{"101", "102", "EX44", "AX52"}) { // free servers, then their products
 		t.Fatalf("offers = %+v, %v", offers, err)
 	}
-	if o := offers[1]; o.Kind != api.KindMetal || o.Region != "nbg1" || o.Vcpu != 16 || o.MemoryGiB != 64 ||
-		o.PricePerHour == nil || *o.PricePerHour != 64.0/HoursPerMonth {
+	// from GET /server (product, data centre) and GET /order/server/product/AX52 (CPU, memory, disks, the
+	// gross monthly price in NBG1: 64 net + 19 % VAT)
+	if o := offers[1]; o.Kind != api.KindMetal || o.Region != "nbg1" || o.Vcpu != 16 || o.MemoryGiB != 64 || o.Product != "AX52" ||
+		o.CPU != "AMD Ryzen™ 7 7700" || !slices.Equal(o.Disks, []string{"2 x 1 TB NVMe SSD"}) || o.DiskGiB != 931.3 ||
+		o.Datacenter != "NBG1-DC3" || o.PricePerMonth == nil || *o.PricePerMonth != 76.16 ||
+		o.PricePerHour == nil || *o.PricePerHour != *o.PricePerMonth/api.HoursPerMonth {
 		t.Fatalf("offer 102 = %+v", o)
 	}
 	m, err := e.remote.Create(ctx, e.acct, "inst_a", api.MachineSpec{Name: "bm-a", OfferID: "101", Image: "ubuntu-24.04"})
@@ -77,10 +81,10 @@ func TestThroughBus(t *testing.T) {
 		t.Fatalf("second release = %v, want NOT_FOUND", err)
 	}
 	want := []string{
-		"GET /server",                                                                       // describe makes no call; offers
+		"GET /server", "GET /order/server/product/EX44", "GET /order/server/product/AX52", // describe makes no call; offers
 		"GET /server/101", "POST /server/101 server_name=compute:inst_a", "GET /server/101", // claim
-		"GET /server/101", // claim again
-		"GET /server",     // offers
+		"GET /server/101",                               // claim again
+		"GET /server", "GET /order/server/product/AX52", // offers
 		"GET /server/101", // reinstall: the claim check
 		"POST /key name=better-compute", "GET /reset/101", "DELETE /boot/101/rescue",
 		"POST /boot/101/rescue os=linux authorized_key=",
@@ -161,8 +165,18 @@ func TestRateLimitedAndBlocked(t *testing.T) {
 	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeRateLimited || ce.RetryAfter() != time.Hour {
 		t.Fatalf("reset over the limit = %v, want RATE_LIMITED retry 1h", err)
 	}
-	if len(observed) != 0 { // one endpoint's limit does not hold the account
-		t.Fatalf("a spent reset limit reported the account's rate limit: %+v", observed)
+	// Every server endpoint request is counted against the account's 200
+	// an hour (budget.go; one report a call, its last request's); one
+	// other endpoint's limit spent does not hold the account.
+	servers := 0
+	for _, c := range e.emu.Calls() {
+		if strings.HasPrefix(c, "GET /server") || strings.HasPrefix(c, "POST /server/") {
+			servers++
+		}
+	}
+	if n := len(observed); n != 3 || observed[n-1].Limit != ServerRequestLimit ||
+		observed[n-1].Remaining != ServerRequestLimit-servers || !observed[n-1].ResetAt.Equal(testStart.Add(time.Hour)) {
+		t.Fatalf("after %d server requests the account's rate limit was reported as %+v", servers, observed)
 	}
 	bad := e.acct
 	bad.ID, bad.Config = "pacct_01jq7g8v6k5m4n3p2r1s0t9w8y", map[string]any{FieldUser: testUserRef, FieldPassword: testUserRef,

@@ -82,7 +82,11 @@ func machine(srv *models.Server, sshPort string) *api.ExternalMachine {
 	return m
 }
 
-// ListOffers is the account's servers free to claim (no server name).
+// ListOffers is the account's servers free to claim (no server name),
+// one offer per server (id: its number), then one per product of them
+// (id: the product, e.g. "EX44"), with the product's CPU, memory, disks
+// and monthly price from the order endpoint (GET /server, then GET
+// /order/server/product/{id} once per product).
 func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) ([]api.Offer, error) {
 	s, err := c.newSession(ctx, call)
 	if err != nil {
@@ -95,40 +99,30 @@ func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.Offe
 	if err != nil {
 		return nil, s.classify(ctx, call, err)
 	}
-	out, products := []api.Offer{}, []api.Offer{}
+	products, err := s.products(servers)
+	if err != nil {
+		return nil, s.classify(ctx, call, err)
+	}
+	out, byProduct := []api.Offer{}, []api.Offer{}
 	seen := map[string]bool{}
 	for _, srv := range servers {
 		if !free(&srv) {
 			continue
 		}
-		o := offer(strconv.Itoa(srv.ServerNumber), &srv)
-		if q.Matches(o) {
+		p, known := products[srv.Product]
+		if o := offer(strconv.Itoa(srv.ServerNumber), &srv, p, known); q.Matches(o) {
 			out = append(out, o)
 		}
-		if p := offer(srv.Product, &srv); !seen[srv.Product] && q.Matches(p) {
+		if o := offer(srv.Product, &srv, p, known); !seen[srv.Product] && q.Matches(o) {
 			seen[srv.Product] = true
-			products = append(products, p)
+			byProduct = append(byProduct, o)
 		}
 	}
-	return append(out, products...), nil
+	return append(out, byProduct...), nil
 }
 
 // free reports whether srv is free to claim: no name, not cancelled.
 func free(srv *models.Server) bool { return srv.Name == "" && !srv.Cancelled }
-
-// offer is the offer id of free server srv: its number, or its product
-// (any free server of it; Guess: the region is that of the first one).
-func offer(id string, srv *models.Server) api.Offer {
-	p := Products[srv.Product]
-	o := api.Offer{ID: id, Kind: api.KindMetal, Region: region(srv.Dc),
-		Vcpu: p.Threads, MemoryGiB: p.MemoryGiB, DiskGiB: p.DiskGiB, Architecture: api.ArchAMD64,
-		Currency: "EUR", Available: srv.Status == "ready", CapacityType: api.CapacityOnDemand}
-	if p.MonthlyEUR > 0 {
-		hourly := p.MonthlyEUR / HoursPerMonth
-		o.PricePerHour = &hourly
-	}
-	return o
-}
 
 // Create claims a server: the one spec.OfferID names by number, or any
 // free server of the product it names (a pool flavor's "EX44"). A server

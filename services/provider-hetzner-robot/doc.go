@@ -10,8 +10,10 @@
 //
 // Verbs, as this provider answers them (machine id: the server number):
 //   - offers: the account's servers free to claim (no server name), one
-//     offer per server, id the server number, with the product's CPU,
-//     memory, disks and monthly price from Products;
+//     offer per server, id the server number, then one per product,
+//     with the product and data centre (GET /server) and the product's
+//     CPU, memory, disks and gross monthly price (GET
+//     /order/server/product/{id}, once per product; products.go);
 //   - create: claim the server the spec's offerId names. Its Robot server
 //     name is the claim: ClaimPrefix + the idempotency key. A server
 //     without a name is named so (POST /server/{n}); one already named so
@@ -32,6 +34,12 @@
 //     by the bootstrap sequence (package bootstrap), which calls this;
 //   - delete: release: disarm the rescue system and clear the server name.
 //     delete.byKey releases every server claimed with the key.
+//
+// Rate limits: every reply of the server endpoints (GET /server, GET/POST
+// /server/{n}: 200 requests an hour) is observed as the account's rate
+// limit from this process's own count of them (budget.go; Robot reports
+// no remaining count), so the reconciler paces an account's passes
+// within the 200.
 //
 // Errors (errors.go, mapFailure): 403 RATE_LIMIT_EXCEEDED is RATE_LIMITED
 // with retryAfterMs = the error's interval (the webservice gives no reset

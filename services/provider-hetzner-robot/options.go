@@ -40,6 +40,8 @@ func WithHTTPClient(c *http.Client) Option {
 type settings struct {
 	endpoint   string
 	httpClient *http.Client
+	// ledgers count the server endpoints' requests per account (budget.go).
+	ledgers ledgers
 }
 
 func newSettings(opts []Option) *settings {

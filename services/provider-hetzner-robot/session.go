@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	hrobot "github.com/syself/hrobot-go"
+	"github.com/syself/hrobot-go/models"
 
 	"better-compute.io/compute/pkg/metrics"
 	"better-compute.io/compute/pkg/provider"
@@ -23,6 +26,11 @@ import (
 type session struct {
 	api hrobot.RobotClient
 	rec *recorder
+	// hc, endpoint, user and pass make the requests hrobot-go has no
+	// method for (getJSON); user and pass are never logged.
+	hc         *http.Client
+	endpoint   string
+	user, pass string
 }
 
 // newSession resolves the account's user and password for this call only.
@@ -38,18 +46,52 @@ func (c *client) newSession(ctx context.Context, call *provider.Call) (*session,
 	// counted in the provider HTTP metrics: server numbers, IPs and key
 	// fingerprints are {id} in the route ("/boot/{id}/rescue")
 	next := metrics.ProviderTransport(ProviderID, metrics.EndpointRoute(c.s.endpoint), c.s.httpClient.Transport)
-	rec := &recorder{ctx: ctx, next: next, touched: false}
+	rec := &recorder{ctx: ctx, next: next, touched: false, call: call, ledger: c.s.ledgers.of(call.Account.ID)}
 	hc := &http.Client{Transport: rec, Timeout: c.s.httpClient.Timeout}
 	api := hrobot.NewBasicAuthClientWithCustomHttpClient(user, pass, hc)
 	api.SetBaseURL(c.s.endpoint)
 	api.SetUserAgent("better-compute/" + Version)
-	return &session{api: api, rec: rec}, nil
+	return &session{api: api, rec: rec, hc: hc, endpoint: c.s.endpoint, user: user, pass: pass}, nil
+}
+
+// getJSON sends GET path (e.g. "/order/server/product/EX44") with the
+// session's login and decodes a 200 reply into out. A failure reply is
+// the webservice's models.Error (code and message), as hrobot-go returns
+// it, for isCode and classify.
+func (s *session) getJSON(path string, out any) error {
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(s.endpoint, "/")+path, nil)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(s.user, s.pass)
+	req.Header.Set("User-Agent", "better-compute/"+Version)
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var f failureBody
+		if json.Unmarshal(body, &f) == nil && f.Error.Code != "" {
+			return models.Error{Code: models.ErrorCode(f.Error.Code), Message: f.Error.Message}
+		}
+		return fmt.Errorf("server responded with status code %d", resp.StatusCode)
+	}
+	return json.Unmarshal(body, out)
 }
 
 // recorder is the transport of one session.
 type recorder struct {
 	ctx  context.Context
 	next http.RoundTripper
+	// call observes the account's rate limit after every request the
+	// ledger counts (a server endpoint's).
+	call   *provider.Call
+	ledger *ledger
 
 	mu sync.Mutex
 	// last is the failure body of the last reply (nil after a success).
@@ -81,6 +123,9 @@ type failureBody struct {
 // RoundTrip sends req within the call's context and records the reply.
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.next.RoundTrip(req.WithContext(r.ctx))
+	if serverEndpoint(req) && (err == nil || !provider.Unsent(err)) {
+		r.call.ObserveRateLimit(r.ledger.add(r.call.Clock.Now()))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests++

@@ -49,7 +49,10 @@ import (
 // the reference), so no rescue boot or reset is made that could not be
 // followed over SSH.
 //
-// Waiting: WaitRescue and WaitSystem look again with the poll delay;
+// Waiting: WaitRescue and WaitSystem look again with the poll delay
+// (SSH only: a waiting pass reads the server from the provider only when
+// bootstrapReadDue says, at a growing interval, so that waiting
+// bootstraps spend little of Robot's 200 server requests an hour);
 // past BootstrapOptions.RescueTimeout / SystemTimeout the server goes
 // back to Rescue (a new boot, a new rescue pin). A failed or timed-out
 // installimage is run again (up to MaxInstalls), a server that does not
@@ -59,7 +62,8 @@ import (
 //
 // Reinstall (instances.reinstall of a host) is the sequence again
 // (restartBootstrap); delete releases the server through the provider
-// (drain first): the rental is never cancelled.
+// (drain first, then the wipe steps where the pool says release.wipe:
+// release.go): the rental is never cancelled.
 
 // BootstrapOptions bounds the bootstrap sequence. Zero values take the
 // defaults.
@@ -83,6 +87,17 @@ type BootstrapOptions struct {
 	// (default DefaultInstallImage: the rescue's own copy; the
 	// "installimage" of its interactive shell is an alias).
 	InstallImage string
+	// WipeCommand is the command a release's Wipe step runs in the
+	// rescue system (default DefaultWipeCommand), bounded by
+	// InstallTimeout.
+	WipeCommand string
+	// ReadInterval is how long a waiting step (WaitRescue, WaitSystem, an
+	// install to run again) goes without reading the server from the
+	// provider after the step began (whose own call read it); each later
+	// read waits as long as the step has waited so far, at most
+	// MaxReadInterval (defaults 30 s and 10 min). SSH is probed on every
+	// pass meanwhile; the reads notice a server gone or named by another.
+	ReadInterval, MaxReadInterval time.Duration
 }
 
 // DefaultInstallImage is the installimage of Hetzner's rescue system.
@@ -113,6 +128,44 @@ func (o *BootstrapOptions) defaults() {
 	if o.InstallImage == "" {
 		o.InstallImage = DefaultInstallImage
 	}
+	if o.WipeCommand == "" {
+		o.WipeCommand = DefaultWipeCommand
+	}
+	if o.ReadInterval <= 0 {
+		o.ReadInterval = 30 * time.Second
+	}
+	if o.MaxReadInterval <= 0 {
+		o.MaxReadInterval = 10 * time.Minute
+	}
+}
+
+// bootstrapReadDue reports whether a pass must read the instance's
+// machine from the provider (observe): always, except while its bootstrap
+// waits in a step that acts over SSH only (WaitRescue, WaitSystem, an
+// Install not running) with no operation pending. Then the read is due
+// ReadInterval after the step began, and each next one after as long as
+// the step had waited at the last (doubling), at most MaxReadInterval
+// apart. The recorded machine serves meanwhile: a server's SSH address
+// does not change with what it boots.
+func (r *Reconciler) bootstrapReadDue(inst *api.Instance) bool {
+	b := inst.Status.Bootstrap
+	op, last := inst.Desired.Operation, inst.Status.LastOperation
+	switch {
+	case inst.Bootstrap == nil || b == nil || b.Final || inst.Status.Machine == nil:
+		return true
+	case op != nil && (last == nil || last.ID != op.ID):
+		return true
+	case b.Step == api.BootstrapInstall && b.State == api.StepRunning:
+		return true
+	case b.Step != api.BootstrapWaitRescue && b.Step != api.BootstrapWaitSystem && b.Step != api.BootstrapInstall:
+		return true
+	}
+	read := b.Since
+	if b.ReadAt != nil {
+		read = *b.ReadAt
+	}
+	gap := min(max(read.Sub(b.Since), r.o.Bootstrap.ReadInterval), r.o.Bootstrap.MaxReadInterval)
+	return !r.o.Clock.Now().Before(read.Add(gap))
 }
 
 // bootstrap is the live phase of instances with a bootstrap spec: it
@@ -183,7 +236,7 @@ func (r *Reconciler) recordStep(ctx context.Context, s *scope, change func(b *ap
 		if st.Bootstrap != nil {
 			*b = *st.Bootstrap
 		}
-		b.Since = r.now()
+		b.Since, b.ReadAt = r.now(), nil
 		b.Message, b.Final = "", false
 		change(b)
 		st.Bootstrap = b
@@ -221,7 +274,7 @@ func (r *Reconciler) bootstrapLease(b *api.BootstrapStatus) time.Duration {
 		return 0
 	}
 	hold := r.o.CallTimeout + r.o.Bootstrap.LeaseMargin
-	if b.Step == api.BootstrapInstall {
+	if b.Step == api.BootstrapInstall || b.Step == api.BootstrapWipe { // a wipe runs under InstallTimeout too
 		hold += r.o.Bootstrap.InstallTimeout + 2*r.o.CallTimeout
 	}
 	return max(b.Since.Add(hold).Sub(r.o.Clock.Now()), 0)
@@ -448,12 +501,17 @@ func (r *Reconciler) waitSystem(ctx context.Context, s *scope) (step, error) {
 }
 
 // bootstrapWaits records the wait's message (the step and its Since
-// kept) and looks again with the poll delay.
+// kept; ReadAt when the pass read the server) and looks again with the
+// poll delay.
 func (r *Reconciler) bootstrapWaits(ctx context.Context, s *scope, msg string) (step, error) {
 	polls := s.inst.Status.Polls + 1
+	now := r.now()
 	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
 		b := *st.Bootstrap
 		b.Message = msg
+		if s.observed {
+			b.ReadAt = &now
+		}
 		st.Bootstrap, st.Polls = &b, polls
 	}); err != nil {
 		return next, err

@@ -37,8 +37,16 @@ type robotWorld struct {
 
 func newRobotWorld(t testing.TB, opts Options, what ...start) *robotWorld {
 	t.Helper()
+	return newRobotWorldBooting(t, opts, 0, what...)
+}
+
+// newRobotWorldBooting is newRobotWorld whose servers' systems answer SSH
+// bootDelay after each reset (emulator.Options.BootDelay).
+func newRobotWorldBooting(t testing.TB, opts Options, bootDelay time.Duration, what ...start) *robotWorld {
+	t.Helper()
 	w := &robotWorld{accessWorld: newAccessWorld(t, opts, what...)}
-	srv, err := emulator.Start(emulator.Options{User: "robot", Password: "robot-pass", SSH: w.fleet}, "127.0.0.1:0")
+	srv, err := emulator.Start(emulator.Options{User: "robot", Password: "robot-pass", SSH: w.fleet, BootDelay: bootDelay},
+		"127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

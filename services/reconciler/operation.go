@@ -38,7 +38,9 @@ func (r *Reconciler) operationLease(inst *api.Instance) time.Duration {
 // one that got no reply is Unknown; any other failure is Failed, and
 // recorded as the ProviderError condition too (operationFailed). The pass
 // ends here whenever an operation was acted on. A reinstall is preceded by
-// the pool's drain step (drainBefore), before it is claimed.
+// the pool's drain step (drainBefore), before it is claimed. A
+// graceful-off the provider cannot send (UNSUPPORTED) goes to the OS over
+// SSH where the pool has access (gracefulOffOverSSH).
 func (r *Reconciler) operation(ctx context.Context, s *scope) (step, error) {
 	op := s.inst.Desired.Operation
 	last := s.inst.Status.LastOperation
@@ -87,6 +89,9 @@ func (r *Reconciler) operation(ctx context.Context, s *scope) (step, error) {
 		_, callErr = s.remote.Reinstall(cctx, s.account, s.machine.ID, op.Image)
 	} else {
 		callErr = s.remote.Power(cctx, s.account, s.machine.ID, op.Action)
+		if op.Action == api.ActionGracefulOff && api.IsCode(callErr, api.CodeUnsupported) {
+			callErr = r.gracefulOffOverSSH(ctx, s, callErr) // the provider cannot reach the OS; SSH may
+		}
 	}
 	s.log.Info().Str("operation", op.ID).Str("action", string(op.Action)).AnErr("error", callErr).Msg("operation executed")
 	if callErr == nil {

@@ -30,6 +30,7 @@ func (r *Reconciler) livePhases() []phaseFunc {
 func (r *Reconciler) deletePhases() []phaseFunc {
 	return []phaseFunc{
 		r.drain,            // the pool's drain step over SSH (pools with access)
+		r.wipe,             // a host's disks, where its pool says release.wipe (release.go)
 		r.deleteMachine,    // delete the recorded machine; wait until it is gone
 		r.deleteUnrecorded, // delete any machine of the key the record does not show
 		r.releaseAddress,   // release its static address: no machine of it remains
@@ -94,6 +95,10 @@ type scope struct {
 	// created is set by ensureMachine when this pass created the machine
 	// (observe then does not look again).
 	created bool
+	// observed is set by observe when it asked the provider for the
+	// machine in this pass (a waiting bootstrap does not always:
+	// bootstrapReadDue).
+	observed bool
 	// drift is set by power when it corrected a power change made outside
 	// the control plane: converge records it.
 	drift *api.Condition

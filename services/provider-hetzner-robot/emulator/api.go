@@ -166,6 +166,10 @@ func (e *Emulator) route(method string, p []string) (string, handler) {
 		case http.MethodDelete:
 			return LimitBoot, e.deleteRescue
 		}
+	case len(p) == 3 && p[0] == "order" && p[1] == "server" && p[2] == "product" && method == http.MethodGet:
+		return LimitOrder, e.listProducts
+	case len(p) == 4 && p[0] == "order" && p[1] == "server" && p[2] == "product" && method == http.MethodGet:
+		return LimitOrder, e.getProduct
 	case len(p) == 1 && p[0] == "key" && method == http.MethodGet:
 		return LimitKeyGet, e.listKeys
 	case len(p) == 1 && p[0] == "key" && method == http.MethodPost:
@@ -186,6 +190,7 @@ func (e *Emulator) lookup(p []string) (*server, *reply) {
 		rep := fail(http.StatusNotFound, "SERVER_NOT_FOUND", "server not found")
 		return nil, &rep
 	}
+	e.settle(srv)
 	return srv, nil
 }
 

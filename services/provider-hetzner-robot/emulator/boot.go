@@ -31,6 +31,7 @@ func (e *Emulator) reset(srv *server, kind string) {
 	e.leave(srv)
 	srv.powered = true
 	e.boot(srv)
+	srv.upAt = e.now().Add(e.opts.BootDelay)
 }
 
 // leave ends the running system: a rescue boot's installimage runs decide

@@ -1,8 +1,9 @@
 // Package emulator is an in-memory Hetzner Robot webservice
 // (robot-ws.your-server.de) served over HTTP, for tests, `compute up` and
 // the conformance program: dedicated servers, server names, resets, the
-// rescue boot option, SSH keys, per-endpoint hourly request limits, the
-// block after repeated bad logins, and the API's error bodies
+// rescue boot option, SSH keys, the order endpoints' products
+// (products.go), per-endpoint hourly request limits, the block after
+// repeated bad logins, and the API's error bodies
 // ({"error":{"status","code","message"}}; ../../../../shared reference:
 // hetzner-robot-api.md). Requests are form-encoded, replies JSON, auth is
 // HTTP Basic with the webservice user.
@@ -15,8 +16,12 @@
 // boots the rescue system when one is armed (POST /boot/{n}/rescue), the
 // disks otherwise; disks a failed or interrupted installimage left behind
 // boot nothing that answers SSH. Which system answers is reported in the
-// emulator-only reply header SSHPortHeader of GET /server/{n}: real
-// servers answer SSH on their own address, port 22.
+// emulator-only reply header SSHPortHeader of GET /server/{n}: one
+// loopback address per server, forwarding to the system running (real
+// servers answer SSH on their own address, port 22).
+//
+// The installed system's "systemctl poweroff" shuts the server down (as
+// the OS would: the webservice then reports it stopped).
 //
 // Where the real API's behaviour is undocumented, the choice is marked
 // Guess: here and in the reference.
@@ -26,10 +31,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,9 +45,11 @@ import (
 )
 
 // SSHPortHeader is the emulator-only reply header of GET /server/{n}
-// naming the loopback port where the server's booted system answers SSH
-// (a port that refuses every handshake while nothing answers: disks
-// without an OS, a server powered off). Real replies never carry it.
+// naming the server's SSH address, a loopback port that stays the same
+// whatever the server boots (as a real server's address, port 22): it
+// forwards to the system running (the rescue or the installed one) and
+// refuses every handshake while none answers (disks without an OS, a
+// server off or still booting). Real replies never carry it.
 const SSHPortHeader = "Emulator-Ssh-Port"
 
 // InstallMode is what the scripted installimage of a server's rescue
@@ -71,8 +78,13 @@ type Options struct {
 	// Logger receives one debug line per API call.
 	Logger zerolog.Logger
 	// SSH, when set, gives every server its rescue and installed systems
-	// (fleet keys "<number>-rescue" and "<number>"). Nil: no SSH.
+	// (fleet keys "<number>-rescue" and "<number>") behind one SSH address
+	// per server. Nil: no SSH.
 	SSH *sshemu.Fleet
+	// BootDelay is how long after a reset the system booted answers SSH
+	// (on Clock; 0: at once). Guess: real servers take minutes (see the
+	// reference, "Timing").
+	BootDelay time.Duration
 }
 
 // ServerSpec seeds one dedicated server of the account (AddServer).
@@ -92,7 +104,6 @@ type Emulator struct {
 	clock clock.Clock
 	log   zerolog.Logger
 	ssh   *sshemu.Fleet
-	dead  net.Listener // the port no system answers on
 
 	mu      sync.Mutex
 	servers map[int]*server
@@ -120,6 +131,13 @@ type server struct {
 	// rescueRuns counts the rescue machine's runs before the current
 	// rescue boot, so a reboot reads only this boot's installimage runs.
 	rescueRuns int
+	// upAt is when the system booted last answers SSH (Options.BootDelay
+	// after the reset); addr is the server's SSH address (nil: no SSH).
+	upAt time.Time
+	addr *sshAddress
+	// osRuns and rescueSeen count the installed and the rescue system's
+	// runs settle has looked at.
+	osRuns, rescueSeen int
 }
 
 // Systems and disk states.
@@ -129,6 +147,7 @@ const (
 	sysNone    = "none"
 	diskOS     = "os"
 	diskBroken = "broken"
+	diskWiped  = "wiped" // wipefs in the rescue system: no partition table, nothing boots
 )
 
 // rescueArm is one activation of the rescue system.
@@ -154,34 +173,23 @@ func New(opts Options) (*Emulator, error) {
 	if c == nil {
 		c = clock.Real{}
 	}
-	e := &Emulator{opts: opts, clock: c, log: opts.Logger, ssh: opts.SSH, servers: map[int]*server{},
-		keys: map[string]*key{}, limits: newLimiter(c, opts.Limits), logins: map[string]*loginState{}}
-	if e.ssh != nil {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("robot emulator: listen: %w", err)
-		}
-		e.dead = ln
-		go refuse(ln)
-	}
-	return e, nil
+	return &Emulator{opts: opts, clock: c, log: opts.Logger, ssh: opts.SSH, servers: map[int]*server{},
+		keys: map[string]*key{}, limits: newLimiter(c, opts.Limits), logins: map[string]*loginState{}}, nil
 }
 
-// refuse closes every connection at once: no SSH handshake passes.
-func refuse(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		_ = c.Close()
-	}
-}
-
-// Close stops the dead port (the fleet is the caller's to close).
+// Close stops the servers' SSH addresses (the fleet is the caller's to
+// close).
 func (e *Emulator) Close() {
-	if e.dead != nil {
-		_ = e.dead.Close()
+	e.mu.Lock()
+	var addrs []*sshAddress
+	for _, s := range e.servers {
+		if s.addr != nil {
+			addrs = append(addrs, s.addr)
+		}
+	}
+	e.mu.Unlock()
+	for _, a := range addrs {
+		a.close()
 	}
 }
 
@@ -212,9 +220,12 @@ func (e *Emulator) AddServer(s ServerSpec) error {
 			return err
 		}
 		os.SetProgram("hostname", sshemu.Response{Stdout: srv.hostname + "\n"})
-		if _, err := e.ssh.Start(rescueID(s.Number)); err != nil {
+		os.SetProgram("systemctl", sshemu.Response{}) // systemctl poweroff: see settle
+		rescue, err := e.ssh.Start(rescueID(s.Number))
+		if err != nil {
 			return err
 		}
+		rescue.SetProgram("wipefs", sshemu.Response{}) // see settle
 	}
 	e.servers[s.Number] = srv
 	return nil
@@ -256,6 +267,7 @@ func (e *Emulator) Booted(n int) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if srv := e.servers[n]; srv != nil {
+		e.settle(srv)
 		return srv.booted
 	}
 	return ""
@@ -267,9 +279,22 @@ func (e *Emulator) Installed(n int) (string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if srv := e.servers[n]; srv != nil {
+		e.settle(srv)
 		return srv.hostname, srv.disk == diskOS
 	}
 	return "", false
+}
+
+// Wiped reports whether server n's disks were wiped (wipefs in its
+// rescue system) and hold nothing since.
+func (e *Emulator) Wiped(n int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if srv := e.servers[n]; srv != nil {
+		e.settle(srv)
+		return srv.disk == diskWiped
+	}
+	return false
 }
 
 // Machine is the SSH machine of server n's rescue system (rescue true) or
@@ -294,21 +319,79 @@ func (e *Emulator) sortedServers() []*server {
 	return out
 }
 
-// sshPort is where srv's booted system answers; callers hold mu.
+// sshPort is srv's SSH address, started at the first read that reports
+// it (a seeded fleet of thousands opens none; 0: no SSH, or it could not
+// listen); callers hold mu.
 func (e *Emulator) sshPort(srv *server) int {
 	if e.ssh == nil {
 		return 0
 	}
+	if srv.addr == nil {
+		addr, err := listenSSH(func() int {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.systemPort(srv)
+		})
+		if err != nil {
+			e.log.Warn().Err(err).Int("server", srv.spec.Number).Msg("robot emulator: SSH address")
+			return 0
+		}
+		srv.addr = addr
+	}
+	return srv.addr.port()
+}
+
+// settle applies what ran since the last look: on the installed system,
+// a "systemctl poweroff" that exited 0 shuts the server down (off, as
+// after an ACPI shutdown; Guess: at once); in the rescue system, a
+// "wipefs" that exited 0 wipes the disks (nothing boots from them).
+// Callers hold mu.
+func (e *Emulator) settle(srv *server) {
+	if e.ssh == nil {
+		return
+	}
+	if srv.booted == sysRescue {
+		if m := e.ssh.Machine(rescueID(srv.spec.Number)); m != nil {
+			runs := m.Runs()
+			for _, r := range runs[min(srv.rescueSeen, len(runs)):] {
+				if strings.HasPrefix(r.Command, "wipefs ") && r.Exit == 0 {
+					srv.disk = diskWiped
+				}
+			}
+			srv.rescueSeen = len(runs)
+		}
+		return
+	}
+	if srv.booted != sysDisk {
+		return
+	}
+	m := e.ssh.Machine(strconv.Itoa(srv.spec.Number))
+	if m == nil {
+		return
+	}
+	runs := m.Runs()
+	for _, r := range runs[min(srv.osRuns, len(runs)):] {
+		if w := strings.Fields(r.Command); len(w) >= 2 && w[0] == "systemctl" && w[1] == "poweroff" && r.Exit == 0 {
+			srv.powered, srv.booted = false, sysNone
+		}
+	}
+	srv.osRuns = len(runs)
+}
+
+// systemPort is where srv's booted system answers now (0: none answers:
+// off, still booting, or disks without an OS); callers hold mu.
+func (e *Emulator) systemPort(srv *server) int {
+	e.settle(srv)
 	var m *sshemu.Machine
 	switch {
-	case !srv.powered:
+	case !srv.powered || e.now().Before(srv.upAt):
 	case srv.booted == sysRescue:
 		m = e.ssh.Machine(rescueID(srv.spec.Number))
 	case srv.booted == sysDisk && srv.disk == diskOS:
 		m = e.ssh.Machine(strconv.Itoa(srv.spec.Number))
 	}
 	if m == nil {
-		return e.dead.Addr().(*net.TCPAddr).Port
+		return 0
 	}
 	return m.Port()
 }
@@ -345,9 +428,12 @@ func (e *Emulator) Servers() []ServerInfo {
 // number is ignored.
 func (e *Emulator) RemoveServer(n int) {
 	e.mu.Lock()
-	_, ok := e.servers[n]
+	srv, ok := e.servers[n]
 	delete(e.servers, n)
 	e.mu.Unlock()
+	if ok && srv.addr != nil {
+		srv.addr.close()
+	}
 	if ok && e.ssh != nil {
 		e.ssh.Stop(strconv.Itoa(n))
 		e.ssh.Stop(rescueID(n))

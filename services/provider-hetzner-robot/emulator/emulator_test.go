@@ -205,3 +205,47 @@ func TestRateLimitAndLoginBlock(t *testing.T) {
 		t.Fatalf("after the block: %v", err)
 	}
 }
+
+// TestSSHAddressAndBootDelay: a server keeps one SSH address whatever it
+// boots, and after a reset its system answers there only once the boot
+// delay has passed.
+func TestSSHAddressAndBootDelay(t *testing.T) {
+	fake := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s, c := start(t, Options{User: "robot-user", Password: "robot-pass", Clock: fake, BootDelay: 2 * time.Minute})
+	e := s.Emulator()
+	if err := e.AddServer(ServerSpec{Number: 321}); err != nil {
+		t.Fatal(err)
+	}
+	key := signer(t)
+	k, err := c.KeySet(&models.KeySetInput{Name: "platform", Data: string(ssh.MarshalAuthorizedKey(key.PublicKey()))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := func() string {
+		req, _ := http.NewRequest(http.MethodGet, s.URL()+"/server/321", nil)
+		req.SetBasicAuth("robot-user", "robot-pass")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.Header.Get(SSHPortHeader)
+	}
+	before := port()
+	if _, err := c.BootRescueSet(321, &models.RescueSetInput{OS: "linux", AuthorizedKey: k.Fingerprint}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ResetSet(321, &models.ResetSetInput{Type: "hw"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := hostname(t, s, 321, key); err == nil {
+		t.Fatal("the rescue system answered before the boot delay passed")
+	}
+	fake.Advance(2 * time.Minute)
+	if host, _, err := hostname(t, s, 321, key); err != nil || host != "rescue\n" {
+		t.Fatalf("after the boot delay: %q, %v", host, err)
+	}
+	if after := port(); after != before || after == "" {
+		t.Fatalf("SSH address %s before the reset, %s after: want one address", before, after)
+	}
+}

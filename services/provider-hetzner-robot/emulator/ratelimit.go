@@ -15,11 +15,14 @@ const (
 	LimitBoot      = "boot"       // GET/POST/DELETE /boot/{n}/rescue: 500/h
 	LimitKeyGet    = "key-get"    // GET /key, GET /key/{fp}: 500/h
 	LimitKeyWrite  = "key-write"  // POST /key, POST/DELETE /key/{fp}: 200/h
+	// LimitOrder: GET /order/server/product[/{id}]. Guess: 500/h, as the
+	// other read endpoints (the docs' figure was not checked).
+	LimitOrder = "order"
 )
 
 // documentedLimits are the real API's limits per hour.
 var documentedLimits = map[string]int{LimitServer: 200, LimitResetGet: 500, LimitResetPost: 50,
-	LimitBoot: 500, LimitKeyGet: 500, LimitKeyWrite: 200}
+	LimitBoot: 500, LimitKeyGet: 500, LimitKeyWrite: 200, LimitOrder: 500}
 
 // LimitInterval is the window of every limit (the error's "interval", s).
 const LimitInterval = time.Hour

@@ -1,0 +1,190 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+
+	"better-compute.io/compute/pkg/access"
+	"better-compute.io/compute/pkg/api"
+)
+
+// This file is the wipe of a host's release (instances.delete of a
+// bootstrapped server whose pool says release.wipe): after the drain
+// step and before deleteMachine un-claims the server (the rental is
+// never cancelled), these steps are recorded in status.bootstrap (a CAS
+// write of the instance record, recordStep) before each is taken:
+//
+//	WipeRescue      provider reinstall: arm the rescue system, reset
+//	WipeWaitRescue  SSH answers with hostname "rescue"; its host key is
+//	                pinned (status.bootstrap.rescueHostKey)
+//	Wipe            BootstrapOptions.WipeCommand over SSH in the rescue
+//	                system, with that pin
+//	Wiped           the server is un-claimed next (deleteMachine)
+//
+// Resuming: WipeRescue found Running is checked over SSH (the rescue
+// answering means the reset was made) before it is asked for again; Wipe
+// found Running once its lease ended is run again (wiping twice loses
+// nothing). A rescue that does not answer within RescueTimeout is asked
+// for again, without a limit: the server is never un-claimed unwiped.
+
+// DefaultWipeCommand wipes every disk's partition tables and filesystem
+// signatures (the rescue system's wipefs, on each whole disk lsblk lists,
+// RAM, loop and optical devices left out): the disks boot nothing and an
+// OS sees them empty. The data is not overwritten (BootstrapOptions.
+// WipeCommand can run blkdiscard or shred instead).
+const DefaultWipeCommand = "wipefs --all --force $(lsblk --nodeps --noheadings --paths --output NAME --exclude 1,7,11)"
+
+// wipeStep reports whether step is one of the release's wipe steps.
+func wipeStep(step api.BootstrapStep) bool {
+	switch step {
+	case api.BootstrapWipeRescue, api.BootstrapWipeWaitRescue, api.BootstrapWipe, api.BootstrapWiped:
+		return true
+	}
+	return false
+}
+
+// wipe is the delete path's phase between drain and deleteMachine: for a
+// host whose pool says release.wipe it takes or checks the wipe step
+// status.bootstrap records (see the file's comment) and ends the pass
+// until Wiped.
+func (r *Reconciler) wipe(ctx context.Context, s *scope) (step, error) {
+	m := s.inst.Status.Machine
+	if s.inst.Bootstrap == nil || m == nil || s.pool == nil || s.pool.Release == nil || !s.pool.Release.Wipe {
+		return next, nil
+	}
+	b := s.inst.Status.Bootstrap
+	switch {
+	case b != nil && b.Step == api.BootstrapWiped:
+		return next, nil
+	case r.bootstrapLease(b) > 0:
+		return end(after(min(r.bootstrapLease(b), r.o.PollInterval))), nil
+	case s.access == nil:
+		return next, api.Errorf(api.CodeInvalidState, "pool %s has no access: a host cannot be wiped without SSH", s.inst.PoolID)
+	}
+	s.machine = m
+	switch {
+	case b == nil || !wipeStep(b.Step):
+		return r.takeWipeRescue(ctx, s)
+	case b.Step == api.BootstrapWipeRescue:
+		if b.State == api.StepRunning {
+			if host, _, err := r.probe(ctx, s, ""); err == nil && host == rescueHostname {
+				return r.waitWipeRescue(ctx, s)
+			}
+		}
+		return r.takeWipeRescue(ctx, s)
+	case b.Step == api.BootstrapWipeWaitRescue:
+		return r.waitWipeRescue(ctx, s)
+	}
+	return r.runWipe(ctx, s)
+}
+
+// takeWipeRescue records WipeRescue (a fresh sequence: counters from 0
+// when it follows the bootstrap's steps) and asks the provider for the
+// rescue boot, then WipeWaitRescue.
+func (r *Reconciler) takeWipeRescue(ctx context.Context, s *scope) (step, error) {
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+		if !wipeStep(b.Step) {
+			b.Rescues, b.Installs, b.OutputTail = 0, 0, ""
+		}
+		b.Step, b.State, b.RescueHostKey = api.BootstrapWipeRescue, api.StepRunning, ""
+		b.Rescues++
+	}); err != nil || !ok {
+		return r.lostOr(err)
+	}
+	s.log.Info().Str("machine", s.machine.ID).Msg("release: rescue boot to wipe")
+	cctx, cancel := r.callCtx(ctx)
+	_, err := s.remote.Reinstall(cctx, s.account, s.machine.ID, s.inst.Image)
+	cancel()
+	if api.IsCode(err, api.CodeNotFound, api.CodeAccessDenied) {
+		// Gone, or no longer ours: nothing of this platform to wipe (and
+		// never touch another's); deleteMachine finds it so.
+		s.log.Warn().Str("machine", s.machine.ID).AnErr("error", err).Msg("release: server not ours any more; not wiped")
+		return next, nil
+	}
+	if err != nil {
+		return next, r.stepNotTaken(ctx, s, err, func(b *api.BootstrapStatus) { b.Rescues-- })
+	}
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+		b.Step, b.State, b.Message = api.BootstrapWipeWaitRescue, api.StepWaiting, "rescue boot to wipe asked for"
+	}); err != nil || !ok {
+		return r.lostOr(err)
+	}
+	return end(after(r.o.PollInterval)), nil
+}
+
+// waitWipeRescue waits for the rescue system, pins its host key at the
+// first contact of this boot and goes on to Wipe; past RescueTimeout the
+// rescue boot is asked for again.
+func (r *Reconciler) waitWipeRescue(ctx context.Context, s *scope) (step, error) {
+	b := s.inst.Status.Bootstrap
+	host, key, err := r.probe(ctx, s, b.RescueHostKey)
+	if err == nil && host == rescueHostname {
+		if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+			b.Step, b.State, b.RescueHostKey, b.Message = api.BootstrapWipe, api.StepWaiting, key, "rescue system answers"
+		}); err != nil || !ok {
+			return r.lostOr(err)
+		}
+		return r.runWipe(ctx, s)
+	}
+	if b.Step == api.BootstrapWipeWaitRescue && r.now().Sub(b.Since) > r.o.Bootstrap.RescueTimeout {
+		return r.takeWipeRescue(ctx, s)
+	}
+	return r.bootstrapWaits(ctx, s, "waiting for the rescue system to wipe: "+probeMessage(host, err))
+}
+
+// runWipe runs the wipe command in the rescue system (recorded Wipe
+// Running first); exit 0 records Wiped and the pass goes on to un-claim
+// the server; a failure is recorded and run again after the backoff. A
+// server no longer in its rescue system goes back to WipeRescue.
+func (r *Reconciler) runWipe(ctx context.Context, s *scope) (step, error) {
+	b := s.inst.Status.Bootstrap
+	target, err := r.bootstrapTarget(ctx, s, b.RescueHostKey)
+	if err != nil {
+		return next, err
+	}
+	cctx, cancel := r.callCtx(ctx)
+	conn, err := access.Connect(cctx, target)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return next, storeError{ctx.Err()}
+		}
+		if errors.Is(err, access.ErrHostKeyChanged) {
+			return r.takeWipeRescue(ctx, s)
+		}
+		return r.bootstrapWaits(ctx, s, "waiting for the rescue system to wipe: "+accessMessage(err))
+	}
+	defer conn.Close()
+	if host, err := runHostname(ctx, r, conn); err != nil || host != rescueHostname {
+		return r.takeWipeRescue(ctx, s)
+	}
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+		b.Step, b.State, b.OutputTail, b.Message = api.BootstrapWipe, api.StepRunning, "", "wiping the disks"
+		b.Installs++ // the wipe runs of this release
+	}); err != nil || !ok {
+		return r.lostOr(err)
+	}
+	s.log.Info().Str("machine", s.machine.ID).Msg("release: wiping the disks")
+	tctx, cancel := context.WithTimeout(ctx, r.o.Bootstrap.InstallTimeout)
+	res, err := conn.Run(tctx, access.Command{Line: r.o.Bootstrap.WipeCommand, Limit: api.StepOutputTailBytes})
+	cancel()
+	if ctx.Err() != nil {
+		return next, storeError{ctx.Err()} // stopping: Wipe stays Running and is run again
+	}
+	state, _, msg, tail := stepOutcome(res, err)
+	if state != api.StepSucceeded {
+		s.log.Warn().Str("machine", s.machine.ID).Str("outcome", msg).Msg("release: wipe failed")
+		if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+			b.State, b.Message, b.OutputTail = state, "wipe "+msg, tail
+		}); err != nil || !ok {
+			return r.lostOr(err)
+		}
+		return end(after(r.o.Retry.Delay(s.inst.Status.Bootstrap.Installs, 0))), nil
+	}
+	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
+		b.Step, b.State, b.Message, b.OutputTail = api.BootstrapWiped, api.StepSucceeded, "wipe "+msg, tail
+	}); err != nil || !ok {
+		return r.lostOr(err)
+	}
+	return next, nil
+}
