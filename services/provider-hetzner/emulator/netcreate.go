@@ -87,8 +87,7 @@ func (e *Emulator) checkPlacementLocked(sn *serverNet, loc *location) ([]private
 		}
 		if !found {
 			// Guess: as attach_to_network answers it.
-			return fail(errorReply(http.StatusUnprocessableEntity, "no_subnet_available",
-				fmt.Sprintf("no subnet or IP available in network %d for network zone %s", n.id, loc.NetworkZone), nil))
+			return fail(noSubnetReply(n, loc.NetworkZone))
 		}
 		nets = append(nets, privateNet{network: n.id, ip: ip})
 	}

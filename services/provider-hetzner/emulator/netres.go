@@ -344,15 +344,31 @@ func (srv *server) attachedTo(id int64) bool {
 	return slices.ContainsFunc(srv.privateNets, func(p privateNet) bool { return p.network == id })
 }
 
-// allocateLocked picks srv's address in n: the next free address of the
-// first subnet of n in zone. ok is false when n has no subnet in zone or
-// it is full.
+// allocateLocked picks a server's address in n for POST /servers: the
+// next free address of n's subnets in zone (freeAddrLocked). ok is false
+// when n has no subnet in zone or they are full.
 //
 // Guess: POST /servers "networks" attaches through the network's first
 // subnet (in subnet order) of the location's zone that has a free
-// address, handing out addresses from the subnet's second address up (the
-// first is kept, as the network's first address is the gateway).
+// address.
 func (e *Emulator) allocateLocked(n *network, zone string) (netip.Addr, bool) {
+	return e.freeAddrLocked(n, inZone(n.subnets, zone))
+}
+
+// inZone are the subnets of network zone zone.
+func inZone(subnets []subnet, zone string) []subnet {
+	var out []subnet
+	for _, s := range subnets {
+		if s.zone == zone {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// usedAddrsLocked are the addresses of n no server may get: the
+// network's first address (the gateway) and those servers hold.
+func (e *Emulator) usedAddrsLocked(n *network) map[netip.Addr]bool {
 	used := map[netip.Addr]bool{n.ipRange.Addr().Next(): true}
 	for _, srv := range e.st.order {
 		for _, p := range srv.privateNets {
@@ -361,10 +377,18 @@ func (e *Emulator) allocateLocked(n *network, zone string) (netip.Addr, bool) {
 			}
 		}
 	}
-	for _, s := range n.subnets {
-		if s.zone != zone {
-			continue
-		}
+	return used
+}
+
+// freeAddrLocked is the first free address of subnets (in order) of n;
+// false when they are full.
+//
+// Guess: addresses are handed out from a subnet's second address up (the
+// first is kept, as the network's first address is the gateway), never
+// its last (broadcast) address.
+func (e *Emulator) freeAddrLocked(n *network, subnets []subnet) (netip.Addr, bool) {
+	used := e.usedAddrsLocked(n)
+	for _, s := range subnets {
 		last := lastAddr(s.ipRange)
 		for a := s.ipRange.Addr().Next(); s.ipRange.Contains(a) && a != last; a = a.Next() {
 			if !used[a] {
