@@ -76,13 +76,39 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		}
 		if len(found) > 0 {
 			s.serverID = strconv.FormatInt(found[0].ID, 10)
-			return c.placed(c.toMachine(found[0], call.IdempotencyKey), spec, nil), nil
+			srv, err := c.foundAttached(ctx, s, found[0], spec.Network)
+			if err != nil {
+				return nil, err
+			}
+			return c.placed(c.toMachine(srv, call.IdempotencyKey), spec, nil), nil
 		}
 	}
-	if err := networkOpts(ctx, s, spec.Network, &opts); err != nil {
+	ranged, err := networkOpts(ctx, s, spec.Network, &opts)
+	if err != nil {
 		return nil, err
 	}
-	return c.post(ctx, s, spec, opts, call.IdempotencyKey)
+	srv, skipped, err := c.post(ctx, s, spec, opts, call.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	if srv, err = c.attachRanged(ctx, s, srv, ranged); err != nil {
+		return nil, err
+	}
+	return c.placed(c.toMachine(srv, call.IdempotencyKey), spec, skipped), nil
+}
+
+// foundAttached is srv, a server an earlier attempt of the key made, once
+// attached to the pool's networks with an ipRange (attachRanged; nothing
+// to do, and no request, without one).
+func (c *client) foundAttached(ctx context.Context, s *session, srv *hcloud.Server, n *api.PoolNetwork) (*hcloud.Server, error) {
+	if !hasRanges(n) {
+		return srv, nil
+	}
+	ranged, err := privateNets(ctx, s, n, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.attachRanged(ctx, s, srv, ranged)
 }
 
 // post sends POST /servers in the spec's locations in turn (see
@@ -92,9 +118,11 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 // POST carries the pool's group with room in that location (pickGroup);
 // a group the API calls full (422 placement_group_member_limit_reached,
 // another replica filled it) or gone is replaced by another pick, at most
-// maxGroupPicks times. A taken name is resolved by adoptWinner.
+// maxGroupPicks times. A taken name is resolved by adoptWinner. It
+// returns the server and the locations skipped (each with the API's
+// message).
 func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opts hcloud.ServerCreateOpts,
-	key string) (*api.ExternalMachine, error) {
+	key string) (*hcloud.Server, []string, error) {
 	locations := c.locationsOf(spec)
 	spread := spec.Placement != nil && spec.Placement.Spread
 	var skipped []string
@@ -105,7 +133,7 @@ func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opt
 		if spread {
 			g, rel, err := c.pickGroup(ctx, s, spec.PoolID, locations[i], full)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			opts.PlacementGroup, release = g, rel
 		}
@@ -118,13 +146,10 @@ func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opt
 		switch {
 		case err == nil:
 			s.serverID = strconv.FormatInt(res.Server.ID, 10)
-			return c.placed(c.toMachine(res.Server, key), spec, skipped), nil
+			return res.Server, skipped, nil
 		case hcloud.IsError(err, hcloud.ErrorCodeUniquenessError):
-			m, err := c.adoptWinner(ctx, s, opts.Name, key)
-			if err != nil {
-				return nil, err
-			}
-			return c.placed(m, spec, skipped), nil
+			srv, err := c.adoptWinner(ctx, s, opts.Name, key)
+			return srv, skipped, err
 		case spread && len(full) < maxGroupPicks && (hcloud.IsError(err, errGroupFull) || groupGone(err)):
 			full = append(full, opts.PlacementGroup.ID)
 		case hcloud.IsError(err, hcloud.ErrorCodeResourceUnavailable) && i+1 < len(locations):
@@ -132,7 +157,7 @@ func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opt
 			s.call.Log.Info().Str("location", locations[i]).Str("next", locations[i+1]).Msg("no capacity: trying the next location")
 			i++
 		default:
-			return nil, err
+			return nil, nil, err
 		}
 	}
 }
@@ -191,7 +216,7 @@ func groupGone(err error) bool {
 // (permanent), naming the holder (api.NameHolder) when it is a managed server, or a
 // holder in state deleted when no server holds the name any more (its
 // delete ended between the POST and the lookup).
-func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) (*api.ExternalMachine, error) {
+func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) (*hcloud.Server, error) {
 	holders, _, err := s.api.Server.List(ctx, hcloud.ServerListOpts{Name: name})
 	if err != nil {
 		return nil, err
@@ -204,7 +229,7 @@ func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) 
 	for _, w := range holders {
 		if c.labels.hasKey(w.Labels, key) {
 			s.serverID = strconv.FormatInt(w.ID, 10)
-			return c.toMachine(w, key), nil
+			return w, nil
 		}
 	}
 	for _, w := range holders {
