@@ -32,17 +32,28 @@ import (
 //  3. If the name is taken (409 uniqueness_error), GET /servers?name=…:
 //     a server carrying the same key (a concurrent create of the same key
 //     won) is returned; any other is never adopted.
+//  4. For the pool's networks with an ipRange (left out of the POST; see
+//     network.go), attachRanged: once the server is unlocked, POST
+//     /servers/{id}/actions/attach_to_network {network, ip_range} for each
+//     it is not in yet, the action waited for; the create answers only
+//     then, so the machine is recorded (and can converge) attached. A
+//     server found in step 1 goes through this step too, so a retry
+//     finishes what a crashed or failed attempt left.
 //
 // So a create costs 2 requests (3 when it races), plus one per network or
 // firewall named by name, one per location without capacity, and, with
 // spread placement, a GET /placement_groups (and a POST when a new group
-// is needed). SSH keys must be ids of
+// is needed); with an ipRange, also a GET /servers/{id} per poll interval
+// until the create actions end, and per attach one POST, the polls of its
+// action and a GET /servers/{id}. SSH keys must be ids of
 // SSH keys stored in the Hetzner project.
 //
 // Errors: INVALID_INPUT (machine.sshKeys[i] not an id; machine.poolId
 // missing with spread placement; a network or firewall name naming
-// nothing any more), PROVIDER_ERROR (412 resource_unavailable when no
-// location has capacity, retryable; 422 from the network part)
+// nothing any more), INVALID_STATE (the server's address in a network is
+// outside its ipRange), PROVIDER_ERROR (412 resource_unavailable when no
+// location has capacity, retryable; 422 from the network part or an
+// attach; an attach action's failure)
 // (details.status 409, code uniqueness_error, permanent when another
 // machine holds the name, with details.NameHolder when that server is managed
 // (see api.NameHolder): the caller can tell a name still held by one of

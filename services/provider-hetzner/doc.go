@@ -34,6 +34,8 @@
 //     spread placement group (placement.go) travel in the one POST
 //     /servers, and a location without capacity (412 resource_unavailable)
 //     passes the same request to the pool's next location (create.go's
-//     post): a create still makes one server per key; checkpool
+//     post): a create still makes one server per key; a network with an
+//     ipRange is joined after it by attach_to_network with ip_range, and
+//     the create answers only once attached (attachRanged); checkpool
 //     (CheckPool) refuses at pools.create what the project cannot have.
 package hetzner
