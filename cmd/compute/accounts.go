@@ -76,12 +76,14 @@ func accountsCmd(g *globals) *cobra.Command {
 		"config field as key=value (repeatable; merged into the current config, or over --config)")
 
 	var q api.OfferQuery
+	var pool string
 	offers := &cobra.Command{
 		Use:   "offers ID|NAME",
 		Short: "List the offers (server types, sizes) the account's provider can create, cheapest first",
 		Long: "Prints the offers as a table sorted by price per hour (offers without a price last), with the\n" +
 			"price of a 730-hour month (an upper bound: Hetzner caps a month at its monthly price) and the\n" +
-			"CPU architecture. -o json prints the provider's list as it is, in the provider's order.",
+			"CPU architecture. -o json prints the provider's list as it is, in the provider's order.\n" +
+			"With --pool, AVAILABLE is for where that pool's creates place (Proxmox VE: its placement.nodes).",
 		Args: exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.withClient(func(ctx context.Context, c *client.Client) error {
@@ -89,7 +91,13 @@ func accountsCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				offers, err := c.Accounts.Offers(ctx, id, q)
+				poolID := ""
+				if pool != "" {
+					if poolID, err = c.Pools.Resolve(ctx, pool); err != nil {
+						return err
+					}
+				}
+				offers, err := c.Accounts.PoolOffers(ctx, id, poolID, q)
 				if err != nil {
 					return err
 				}
@@ -105,6 +113,7 @@ func accountsCmd(g *globals) *cobra.Command {
 	offers.Flags().IntVar(&q.MinVcpu, "min-vcpu", 0, "at least this many vCPUs")
 	offers.Flags().Float64Var(&q.MinMemoryGiB, "min-memory", 0, "at least this much memory, GiB")
 	offers.Flags().IntVar(&q.GPUs, "gpus", 0, "at least this many GPUs")
+	offers.Flags().StringVar(&pool, "pool", "", "a pool of the account (id or name): availability for where its creates place")
 
 	var lreq api.ListRequest
 	list := listCommand(g, &lreq, "accounts", func(ctx context.Context, c *client.Client) error {

@@ -429,3 +429,38 @@ func TestSpreadGroupsPerLocation(t *testing.T) {
 		t.Fatalf("groups = %+v, want one per location with one server each", groups)
 	}
 }
+
+// Offers for a pool with locations are where its creates land: with cx23
+// sold out in fsn1, the account's offer (fsn1) is not available, the
+// pool's (fsn1, then nbg1) is, in nbg1, and a create of the pool lands
+// there.
+func TestOffersForAPoolAreWhereItsCreatesLand(t *testing.T) {
+	e := newBusEnv(t)
+	e.emu.SetAvailability("cx23", "fsn1", false)
+	find := func(q api.OfferQuery) api.Offer {
+		t.Helper()
+		offers, err := e.r.Offers(ctxT(t), testAccount(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range offers {
+			if o.ID == "cx23" {
+				return o
+			}
+		}
+		t.Fatalf("no cx23 in %+v", offers)
+		return api.Offer{}
+	}
+	if o := find(api.OfferQuery{}); o.Available || o.Region != "fsn1" {
+		t.Fatalf("account offer = %+v, want cx23 in fsn1 not available", o)
+	}
+	placement := &api.PoolPlacement{Locations: []string{"fsn1", "nbg1"}}
+	if o := find(api.OfferQuery{Placement: placement}); !o.Available || o.Region != "nbg1" {
+		t.Fatalf("pool offer = %+v, want cx23 available in nbg1", o)
+	}
+	m, err := e.r.Create(ctxT(t), testAccount(), "inst_offer", api.MachineSpec{Name: "w-1", OfferID: "cx23", Image: "ubuntu-24.04",
+		Placement: placement})
+	if err != nil || m.Region != "nbg1" {
+		t.Fatalf("create = %+v, %v; want it in nbg1, as the offer said", m, err)
+	}
+}
