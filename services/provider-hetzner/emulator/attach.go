@@ -43,9 +43,10 @@ const cmdAttachToNetwork = "attach_to_network"
 // Guess: the reference names the 422 codes but not the answers to an
 // unknown network, an ip_range that is no subnet or a malformed ip (the
 // emulator says invalid_input naming the field, as POST /servers does for
-// unknown ids), nor whether a locked server answers 423 (the emulator's
-// reading, as for every server action), nor when private_net shows the
-// new address (at once). alias_ips are accepted and not kept.
+// unknown ids), nor which code an ip outside the subnets gets (here
+// ip_not_available), nor whether a locked server answers 423 (the
+// emulator's reading, as for every server action), nor when private_net
+// shows the new address (at once). alias_ips are accepted and not kept.
 func (e *Emulator) attachToNetwork(r *http.Request, raw string) reply {
 	var req schema.ServerActionAttachToNetworkRequest
 	if rep, valid := decodeJSON(r, &req, false); !valid {

@@ -80,7 +80,9 @@ func (e *Emulator) checkPlacementLocked(sn *serverNet, loc *location) ([]private
 	var nets []privateNet
 	for _, n := range sn.networks {
 		ip, found := e.allocateLocked(n, loc.NetworkZone)
-		for _, p := range nets { // two entries of one network: the second is taken
+		for _, p := range nets {
+			// Guess: two entries of one network answer as attaching a
+			// server twice does (server_already_attached).
 			if p.network == n.id {
 				return fail(errorReply(http.StatusUnprocessableEntity, "server_already_attached", "server is already attached to the network", nil))
 			}

@@ -263,6 +263,10 @@ func (e *Emulator) addNetworkLocked(req schema.NetworkCreateRequest, now time.Ti
 		fields = append(fields, field("ip_range", "ip_range must be a private (RFC 1918) IPv4 network of at least /24"))
 	}
 	n := &network{name: req.Name, ipRange: r, labels: map[string]string{}, created: now.UTC().Truncate(time.Second)}
+	// Guess: a bad subnet (type, range, overlap, zone) is 422 invalid_input
+	// naming subnets[i].<field>; the reference gives the rules, not the
+	// answer. A subnet needs its ip_range here (the API picks a free /24
+	// when it is omitted; not modelled).
 	for i, s := range req.Subnets {
 		sr, err := netip.ParsePrefix(s.IPRange)
 		name := fmt.Sprintf("subnets[%d].ip_range", i)
@@ -649,7 +653,9 @@ type primaryIPJSON struct {
 // assigned to their server, auto_delete true.
 //
 // Guess: auto-created Primary IPs are named "primary_ip-<id>" and have
-// auto_delete true (the reference calls the latter Unconfirmed).
+// auto_delete true (the reference calls the latter Unconfirmed); their ids
+// follow from their server's; the list's filters (name, ip, assignee,
+// label_selector) are ignored.
 func (e *Emulator) listPrimaryIPs(r *http.Request, _ string) reply {
 	e.mu.Lock()
 	defer e.mu.Unlock()
