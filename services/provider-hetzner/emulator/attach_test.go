@@ -4,10 +4,13 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"better-compute.io/compute/pkg/clock"
 )
 
 // attach_to_network with ip_range gives the server an address of that
@@ -16,7 +19,8 @@ import (
 // locked, already attached, a network of another zone, an ip_range that
 // is no subnet, a taken ip.
 func TestAttachToNetwork(t *testing.T) {
-	e, c, _ := newTestClient(t, Options{})
+	fake := clock.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	e, c, _ := newTestClient(t, Options{Clock: fake})
 	ctx := testCtx(t)
 	netID := e.AddNetwork("backend", "10.0.0.0/16", "10.0.1.0/24@eu-central", "10.0.2.0/24@eu-central")
 	usID := e.AddNetwork("us", "10.1.0.0/16", "10.1.1.0/24@us-east")
@@ -32,7 +36,7 @@ func TestAttachToNetwork(t *testing.T) {
 
 	_, err = attach(netID, hcloud.ServerAttachToNetworkOpts{IPRange: second})
 	require.True(t, hcloud.IsError(err, hcloud.ErrorCodeLocked), "attach while create runs: %v", err)
-	require.NoError(t, c.Action.WaitFor(ctx, append([]*hcloud.Action{res.Action}, res.NextActions...)...))
+	fake.Advance(testActionDuration)
 
 	_, other, _ := net.ParseCIDR("10.0.3.0/24")
 	_, err = attach(netID, hcloud.ServerAttachToNetworkOpts{IPRange: other})
@@ -51,7 +55,7 @@ func TestAttachToNetwork(t *testing.T) {
 	got, _, err := c.Server.GetByID(ctx, srv.ID)
 	require.NoError(t, err)
 	assert.True(t, got.Locked, "server unlocked while attach_to_network runs")
-	require.NoError(t, c.Action.WaitFor(ctx, a))
+	fake.Advance(testActionDuration)
 	assert.Equal(t, "10.0.2.1", e.Servers()[0].PrivateIP(netID))
 
 	_, err = attach(netID, hcloud.ServerAttachToNetworkOpts{IPRange: second})
@@ -60,7 +64,7 @@ func TestAttachToNetwork(t *testing.T) {
 
 	res2, _, err := c.Server.Create(ctx, createOpts("db-2", nil))
 	require.NoError(t, err)
-	require.NoError(t, c.Action.WaitFor(ctx, append([]*hcloud.Action{res2.Action}, res2.NextActions...)...))
+	fake.Advance(testActionDuration)
 	srv = res2.Server
 	_, err = attach(netID, hcloud.ServerAttachToNetworkOpts{IP: net.ParseIP("10.0.2.1")})
 	require.True(t, hcloud.IsError(err, hcloud.ErrorCodeIPNotAvailable), "taken ip: %v", err)
