@@ -17,7 +17,8 @@ import (
 
 // Create makes the server of spec for call.IdempotencyKey, idempotently,
 // and returns it as soon as POST /servers is accepted (state pending); it
-// does not wait for the create action.
+// does not wait for the create action, unless the pool has a network with
+// an ipRange: then it returns once the server is attached to it (step 4).
 //
 //  1. GET /servers?label_selector=<prefix>/managed=true,<prefix>/idempotency-key=<v>:
 //     a server made for the key earlier is returned, with no POST.

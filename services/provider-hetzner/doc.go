@@ -10,8 +10,9 @@
 //   - an instance's labels are server labels beside the system labels,
 //     which no user label replaces and relabel keeps (see labels.go);
 //   - create is idempotent through two server labels (see Labels) and
-//     returns as soon as POST /servers is accepted: the reconciler's next
-//     get sees the machine come up;
+//     returns as soon as POST /servers is accepted (with a network to
+//     join by ipRange, once attached): the reconciler's next get sees the
+//     machine come up;
 //   - power and reinstall wait for their action by polling
 //     GET /actions?id=… every poll interval on the call's clock;
 //   - the account's concurrent gets (with an idempotency key, as the
