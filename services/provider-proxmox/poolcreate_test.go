@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,10 +73,11 @@ func TestPoolCreateRefusesWhatTheAccountCannotHave(t *testing.T) {
 // Offers asked for a pool (accounts.offers with poolId, through the bus)
 // are available only where that pool's creates place: with pve2 full, a
 // pool on pve1 and pve2 has no room for large (32 GiB) though pve3 has,
-// so the account's offer says available and the pool's does not, and a
-// create of large in the pool is refused for capacity, as the offer said;
-// small fits on pve1 either way. A pool of another account and a
-// placement given beside a pool are refused.
+// so the account's offer says available and the pool's does not. End to
+// end (instance API, reconciler, provider, emulator), the pool's large
+// instance is refused for capacity naming placement.nodes, as the offer
+// said, and its small one skips the full pve2 for pve1. A pool of another
+// account and a placement given beside a pool are refused.
 func TestPoolOffersSeeThePoolsNodes(t *testing.T) {
 	e := newEnv(t, threeNodes)
 	if _, err := e.emu.SeedVMs(emulator.SeedSpec{Count: 1, FirstVMID: 500, Node: "pve2", Running: true, MemoryMiB: 62 << 10}); err != nil {
@@ -92,7 +94,8 @@ func TestPoolOffersSeeThePoolsNodes(t *testing.T) {
 	var pool api.Pool
 	if err := bus.Call(ctx, s.env.NC, bus.Command(testTenant, bus.ResourcePools, "create"), api.PoolCreateRequest{
 		Class: api.PoolClassProvider, Agent: api.PoolAgentNone, ProviderAccountID: e.acct.ID,
-		Flavors: []api.Flavor{{Name: "large", OfferID: "large", Image: testTemplate}}, Placement: &api.PoolPlacement{Nodes: []string{"pve1", "pve2"}},
+		Flavors: []api.Flavor{{Name: "large", OfferID: "large", Image: testTemplate}, {Name: testOffer, OfferID: testOffer, Image: testTemplate}},
+		Placement: &api.PoolPlacement{Nodes: []string{"pve1", "pve2"}},
 	}, &pool); err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +116,25 @@ func TestPoolOffersSeeThePoolsNodes(t *testing.T) {
 	if err != nil || forPool["large"] || !forPool[testOffer] {
 		t.Fatalf("pool offers = %v (%v), want large unavailable (pve1 8 GiB, pve2 full), small available", forPool, err)
 	}
-	sp := spec("inst_large")
-	sp.OfferID, sp.Placement = "large", pool.Placement
-	_, err = e.client.Create(ctx, e.call("inst_large"), sp)
-	if ce := api.AsComputeError(err); ce.Code != api.CodeCapacityUnavailable {
-		t.Fatalf("create of large in the pool: %v, want CAPACITY_UNAVAILABLE as its offer said", err)
+	var large, small api.Instance
+	if err := s.call("create", api.InstanceCreateRequest{PoolID: pool.ID, Flavor: "large", Name: "big"}, &large); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.call("create", api.InstanceCreateRequest{PoolID: pool.ID, Flavor: testOffer, Name: "little"}, &small); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, large.ID, "refused for capacity", func(i *api.Instance, err error) bool {
+		for _, c := range i.Status.Conditions {
+			if c.Type == api.ConditionProviderError && c.Reason == api.ReasonOf(api.CodeCapacityUnavailable) &&
+				strings.Contains(c.Message, "no allowed node") {
+				return err == nil && i.Status.Machine == nil
+			}
+		}
+		return false
+	})
+	ran := s.waitFor(t, small.ID, "running", func(i *api.Instance, err error) bool { return err == nil && i.Status.Phase == api.PhaseRunning })
+	if v := e.vm(t, mustAtoi(t, ran.Status.Machine.ID)); v.Node != "pve1" {
+		t.Fatalf("small VM on %s, want pve1 (pve2 full, pve3 not the pool's)", v.Node)
 	}
 	_, err = offers(api.AccountOffersRequest{ID: e.acct.ID, PoolID: pool.ID, Query: api.OfferQuery{Placement: &api.PoolPlacement{}}})
 	if ce := api.AsComputeError(err); ce.Code != api.CodeInvalidInput || ce.Path() != "query.placement" {
