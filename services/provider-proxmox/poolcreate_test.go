@@ -94,7 +94,7 @@ func TestPoolOffersSeeThePoolsNodes(t *testing.T) {
 	var pool api.Pool
 	if err := bus.Call(ctx, s.env.NC, bus.Command(testTenant, bus.ResourcePools, "create"), api.PoolCreateRequest{
 		Class: api.PoolClassProvider, Agent: api.PoolAgentNone, ProviderAccountID: e.acct.ID,
-		Flavors: []api.Flavor{{Name: "large", OfferID: "large", Image: testTemplate}, {Name: testOffer, OfferID: testOffer, Image: testTemplate}},
+		Flavors:   []api.Flavor{{Name: "large", OfferID: "large", Image: testTemplate}, {Name: testOffer, OfferID: testOffer, Image: testTemplate}},
 		Placement: &api.PoolPlacement{Nodes: []string{"pve1", "pve2"}},
 	}, &pool); err != nil {
 		t.Fatal(err)
