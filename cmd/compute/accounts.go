@@ -83,7 +83,8 @@ func accountsCmd(g *globals) *cobra.Command {
 		Long: "Prints the offers as a table sorted by price per hour (offers without a price last), with the\n" +
 			"price of a 730-hour month (an upper bound: Hetzner caps a month at its monthly price) and the\n" +
 			"CPU architecture. -o json prints the provider's list as it is, in the provider's order.\n" +
-			"With --pool, AVAILABLE is for where that pool's creates place (Proxmox VE: its placement.nodes).",
+			"With --pool, AVAILABLE is for where that pool's creates place (Proxmox VE: its placement.nodes;\n" +
+			"Hetzner Cloud: the first of its placement.locations where the type is available, its REGION).",
 		Args: exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.withClient(func(ctx context.Context, c *client.Client) error {
