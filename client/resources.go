@@ -94,7 +94,15 @@ func (a AccountClient) Delete(ctx context.Context, id string) (api.Deleted, erro
 // by q (in the provider's order). Errors: INVALID_INPUT (path id),
 // NOT_FOUND, the provider's errors, UNAVAILABLE.
 func (a AccountClient) Offers(ctx context.Context, id string, q api.OfferQuery) ([]api.Offer, error) {
-	l, err := call[api.List[api.Offer]](ctx, a.c, bus.ResourceAccounts, "offers", api.AccountOffersRequest{ID: id, Query: q})
+	return a.PoolOffers(ctx, id, "", q)
+}
+
+// PoolOffers is Offers for pool poolID of account id ("": none): an
+// offer's available is then for where that pool's creates place. Errors:
+// those of Offers; INVALID_INPUT (poolId) for a pool of another account,
+// NOT_FOUND for no such pool.
+func (a AccountClient) PoolOffers(ctx context.Context, id, poolID string, q api.OfferQuery) ([]api.Offer, error) {
+	l, err := call[api.List[api.Offer]](ctx, a.c, bus.ResourceAccounts, "offers", api.AccountOffersRequest{ID: id, PoolID: poolID, Query: q})
 	return l.Items, err
 }
 

@@ -77,12 +77,15 @@ func accountsCmd(g *globals) *cobra.Command {
 
 	var q api.OfferQuery
 	var rawJSON bool
+	var pool string
 	offers := &cobra.Command{
 		Use:   "offers ID|NAME",
 		Short: "List the offers (server types, sizes) the account's provider can create, cheapest first",
 		Long: "Prints the offers as a table sorted by price per hour (offers without a price last), with the\n" +
 			"price of a 730-hour month (an upper bound: Hetzner caps a month at its monthly price) and the\n" +
-			"CPU architecture. -o json (or --json) prints the provider's list as it is, in the provider's order.",
+			"CPU architecture. -o json (or --json) prints the provider's list as it is, in the provider's order.\n" +
+			"With --pool, AVAILABLE is for where that pool's creates place (Proxmox VE: its placement.nodes;\n" +
+			"Hetzner Cloud: the first of its placement.locations where the type is available, its REGION).",
 		Args: exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if rawJSON {
@@ -96,7 +99,13 @@ func accountsCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				offers, err := c.Accounts.Offers(ctx, id, q)
+				poolID := ""
+				if pool != "" {
+					if poolID, err = c.Pools.Resolve(ctx, pool); err != nil {
+						return err
+					}
+				}
+				offers, err := c.Accounts.PoolOffers(ctx, id, poolID, q)
 				if err != nil {
 					return err
 				}
@@ -113,6 +122,7 @@ func accountsCmd(g *globals) *cobra.Command {
 	offers.Flags().Float64Var(&q.MinMemoryGiB, "min-memory", 0, "at least this much memory, GiB")
 	offers.Flags().IntVar(&q.GPUs, "gpus", 0, "at least this many GPUs")
 	offers.Flags().BoolVar(&rawJSON, "json", false, "print the raw list as JSON, in the provider's order (-o json)")
+	offers.Flags().StringVar(&pool, "pool", "", "a pool of the account (id or name): availability for where its creates place")
 
 	var lreq api.ListRequest
 	list := listCommand(g, &lreq, "accounts", func(ctx context.Context, c *client.Client) error {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -122,6 +124,18 @@ func TestCLITablesOnTheStack(t *testing.T) {
 	}
 	if _, err := c.run("", "accounts", "offers", "web", "--json", "-o", "table"); err == nil || !strings.Contains(err.Error(), "pick one") {
 		t.Fatalf("offers --json -o table: %v, want refused", err)
+	}
+	placement := filepath.Join(t.TempDir(), "placement.json")
+	if err := os.WriteFile(placement, []byte(`{"locations":["nbg1","fsn1"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var nbg api.Pool
+	c.must(&nbg, "", "pools", "create", "--account", acct.ID, "--name", "web-nbg", "--flavor", "small=cx23:ubuntu-24.04",
+		"--placement-file", placement)
+	var forPool api.List[api.Offer]
+	c.must(&forPool, "", "accounts", "offers", "web", "--pool", "web-nbg", "--min-vcpu", "16")
+	if len(forPool.Items) == 0 || forPool.Items[0].Region != "nbg1" {
+		t.Fatalf("offers for pool web-nbg = %+v, want them in nbg1, its first location", forPool.Items)
 	}
 	out, err = c.run("", "accounts", "get", acct.ID, "-o", "yaml")
 	if err != nil || !strings.Contains(out, `id: "`+acct.ID+`"`) || !strings.Contains(out, `provider: "hetzner-cloud"`) {

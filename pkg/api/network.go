@@ -11,7 +11,8 @@ package api
 // account's provider.
 type PoolNetwork struct {
 	// PrivateNetworks are Hetzner Cloud networks every server is attached
-	// to at create (POST /servers "networks"), each by id or name.
+	// to at create (POST /servers "networks"), each by id or name; one
+	// with an IPRange right after (attach_to_network with ip_range).
 	PrivateNetworks []NetworkAttachment `json:"privateNetworks,omitempty"`
 	// Firewalls are Hetzner Cloud firewalls (id or name) applied to every
 	// server at create (POST /servers "firewalls").
@@ -32,7 +33,7 @@ type PoolNetwork struct {
 
 // NetworkAttachment names a private network (id or name) and, optionally,
 // the IP range within it the server's address comes from (CIDR, e.g.
-// "10.0.1.0/24", a subnet of the network).
+// "10.0.1.0/24", one of the network's subnets).
 type NetworkAttachment struct {
 	Network string `json:"network"`
 	IPRange string `json:"ipRange,omitempty"`

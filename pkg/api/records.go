@@ -104,6 +104,11 @@ type OfferQuery struct {
 	MinVcpu      int     `json:"minVcpu,omitempty"`
 	MinMemoryGiB float64 `json:"minMemoryGiB,omitempty"`
 	GPUs         int     `json:"gpus,omitempty"`
+	// Placement, when set, makes Offer.Available say whether a create of
+	// a pool with this placement would find room where it places (Proxmox
+	// VE: on one of placement.nodes). It filters nothing. accounts.offers
+	// sets it from the pool AccountOffersRequest.PoolID names.
+	Placement *PoolPlacement `json:"placement,omitempty"`
 }
 
 // Matches reports whether o passes every filter of q.

@@ -58,9 +58,13 @@ type AccountUpdateRequest struct {
 
 // AccountOffersRequest asks an account's provider for offers (accounts.offers).
 type AccountOffersRequest struct {
-	TenantID string     `json:"tenantId,omitempty"`
-	ID       string     `json:"id"`
-	Query    OfferQuery `json:"query"`
+	TenantID string `json:"tenantId,omitempty"`
+	ID       string `json:"id"`
+	// PoolID names a pool of the account: the offers' availability is
+	// then for where that pool's creates place (its placement becomes
+	// Query.Placement, which must then be unset).
+	PoolID string     `json:"poolId,omitempty"`
+	Query  OfferQuery `json:"query"`
 }
 
 // PoolCreateRequest creates a pool (pools.create).

@@ -120,10 +120,14 @@ func checkVersion(a *api.Account, want int64) error {
 	return nil
 }
 
-// accountOffers answers accounts.offers {id, query} with the offers the
-// account's provider lists for the account's config
-// (compute.internal.provider.<id>.offers). Errors: INVALID_INPUT (path id),
-// NOT_FOUND, and the provider's errors (UNAVAILABLE when it does not answer).
+// accountOffers answers accounts.offers {id, poolId?, query} with the
+// offers the account's provider lists for the account's config
+// (compute.internal.provider.<id>.offers); with poolId, the pool's
+// placement goes with the query (OfferQuery.Placement), so availability
+// is for where that pool's creates place. Errors: INVALID_INPUT (path id;
+// poolId naming a pool of another account; query.placement given with
+// poolId), NOT_FOUND (the account, or the pool), and the
+// provider's errors (UNAVAILABLE when it does not answer).
 func (s *service) accountOffers(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.AccountOffersRequest
 	if err := req.Decode(&in); err != nil {
@@ -132,6 +136,19 @@ func (s *service) accountOffers(ctx context.Context, req *bus.Request) (any, err
 	a, _, err := s.accounts.get(ctx, req.Tenant, "id", in.ID)
 	if err != nil {
 		return nil, err
+	}
+	if in.PoolID != "" {
+		if in.Query.Placement != nil {
+			return nil, api.InvalidInput("query.placement", "give poolId or query.placement, not both")
+		}
+		p, _, err := s.pools.get(ctx, req.Tenant, "poolId", in.PoolID)
+		if err != nil {
+			return nil, err
+		}
+		if p.ProviderAccountID != a.ID {
+			return nil, api.InvalidInput("poolId", "pool %s is on account %s, not %s", p.ID, p.ProviderAccountID, a.ID)
+		}
+		in.Query.Placement = p.Placement
 	}
 	offers, err := s.offers(ctx, &a, in.Query)
 	if err != nil {

@@ -26,10 +26,12 @@ import (
 //   - network.privateNetworks[i].network: a network that does not exist,
 //     is listed twice, or has no subnet in the network zone of a location
 //     the pool may use (placement.locations, else the account's location);
-//   - network.privateNetworks[i].ipRange: not a CIDR, not a subnet of the
-//     network, in another zone than a location's, or not the network's
-//     first subnet in its zone (the one POST /servers attaches through;
-//     see network.go);
+//   - network.privateNetworks[i].ipRange: not a CIDR, or not a subnet of
+//     the network in the network zone of every location the pool may use
+//     (the server joins it by attach_to_network with ip_range; see
+//     network.go), or, for the attachment that joins in POST /servers
+//     (rangedAtCreate: no public IP, every attachment with an ipRange),
+//     not the network's first subnet in that zone;
 //   - network.firewalls[i]: a firewall that does not exist.
 //
 // Requests: GET /locations when the pool names networks or locations, one
@@ -64,7 +66,7 @@ func (c *client) CheckPool(ctx context.Context, call *provider.Call, req api.Pro
 	if err != nil {
 		return err
 	}
-	if err := checkNetworks(ctx, s, n.PrivateNetworks, zones); err != nil {
+	if err := checkNetworks(ctx, s, n, zones); err != nil {
 		return err
 	}
 	for i, ref := range n.Firewalls {
@@ -141,31 +143,32 @@ func (c *client) locationZones(ctx context.Context, s *session, locations []stri
 	return out, nil
 }
 
-// checkNetworks checks each attachment against the project's networks and
-// the zones the pool's servers may land in.
-func checkNetworks(ctx context.Context, s *session, nets []api.NetworkAttachment, zones []locationZone) error {
+// checkNetworks checks each attachment of n against the project's
+// networks and the zones the pool's servers may land in.
+func checkNetworks(ctx context.Context, s *session, n *api.PoolNetwork, zones []locationZone) error {
 	seen := map[int64]bool{}
-	for i, a := range nets {
+	atCreate := rangedAtCreate(n)
+	for i, a := range n.PrivateNetworks {
 		path := fmt.Sprintf("network.privateNetworks[%d]", i)
-		n, err := resolveNetwork(ctx, s, a.Network)
+		found, err := resolveNetwork(ctx, s, a.Network)
 		if err != nil {
 			return err
 		}
 		switch {
-		case n == nil:
+		case found == nil:
 			return api.InvalidInput(path+".network", "the project has no network %q", a.Network)
-		case seen[n.ID]:
+		case seen[found.ID]:
 			return api.InvalidInput(path+".network", "network %q is listed twice", a.Network)
 		}
-		seen[n.ID] = true
+		seen[found.ID] = true
 		for _, z := range zones {
-			if !slices.ContainsFunc(n.Subnets, func(sn hcloud.NetworkSubnet) bool { return string(sn.NetworkZone) == z.zone }) {
+			if !slices.ContainsFunc(found.Subnets, func(sn hcloud.NetworkSubnet) bool { return string(sn.NetworkZone) == z.zone }) {
 				return api.InvalidInput(path+".network", "network %q has no subnet in network zone %s of location %s%s",
 					a.Network, z.zone, z.location, pathNote(z.path))
 			}
 		}
 		if a.IPRange != "" {
-			if err := checkIPRange(path+".ipRange", a, n, zones); err != nil {
+			if err := checkIPRange(path+".ipRange", a, found, zones, i == atCreate); err != nil {
 				return err
 			}
 		}
@@ -173,24 +176,29 @@ func checkNetworks(ctx context.Context, s *session, nets []api.NetworkAttachment
 	return nil
 }
 
-// checkIPRange checks that an attachment's ipRange is the network's first
-// subnet in the zone of every location the pool may use.
-func checkIPRange(path string, a api.NetworkAttachment, n *hcloud.Network, zones []locationZone) error {
+// checkIPRange checks that an attachment's ipRange is a subnet of network
+// n in the zone of every location the pool may use; with first (it joins
+// in POST /servers), n's first subnet there.
+func checkIPRange(path string, a api.NetworkAttachment, n *hcloud.Network, zones []locationZone, first bool) error {
 	want, err := netip.ParsePrefix(a.IPRange)
 	if err != nil {
 		return api.InvalidInput(path, "ipRange must be a CIDR such as 10.0.1.0/24")
 	}
 	for _, z := range zones {
-		var first *hcloud.NetworkSubnet
-		for i := range n.Subnets {
-			if string(n.Subnets[i].NetworkZone) == z.zone {
-				first = &n.Subnets[i]
-				break
+		var ranges []string
+		for _, sn := range n.Subnets {
+			if string(sn.NetworkZone) == z.zone && sn.IPRange != nil {
+				ranges = append(ranges, sn.IPRange.String())
 			}
 		}
-		if first == nil || first.IPRange == nil || first.IPRange.String() != want.Masked().String() {
+		switch {
+		case first && (len(ranges) == 0 || ranges[0] != want.Masked().String()):
 			return api.InvalidInput(path, "ipRange %s must be network %q's first subnet in network zone %s (location %s): "+
-				"POST /servers attaches a server through that subnet", a.IPRange, a.Network, z.zone, z.location)
+				"a server without public IPs joins its first network in POST /servers, which takes no subnet; "+
+				"add a network without ipRange, or turn a public IP on", a.IPRange, a.Network, z.zone, z.location)
+		case !slices.Contains(ranges, want.Masked().String()):
+			return api.InvalidInput(path, "ipRange %s is not a subnet of network %q in network zone %s (location %s); its subnets there: %v",
+				a.IPRange, a.Network, z.zone, z.location, ranges)
 		}
 	}
 	return nil

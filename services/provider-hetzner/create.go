@@ -17,7 +17,8 @@ import (
 
 // Create makes the server of spec for call.IdempotencyKey, idempotently,
 // and returns it as soon as POST /servers is accepted (state pending); it
-// does not wait for the create action.
+// does not wait for the create action, unless the pool has a network with
+// an ipRange: then it returns once the server is attached to it (step 4).
 //
 //  1. GET /servers?label_selector=<prefix>/managed=true,<prefix>/idempotency-key=<v>:
 //     a server made for the key earlier is returned, with no POST.
@@ -32,17 +33,28 @@ import (
 //  3. If the name is taken (409 uniqueness_error), GET /servers?name=…:
 //     a server carrying the same key (a concurrent create of the same key
 //     won) is returned; any other is never adopted.
+//  4. For the pool's networks with an ipRange (left out of the POST; see
+//     network.go), attachRanged: once the server is unlocked, POST
+//     /servers/{id}/actions/attach_to_network {network, ip_range} for each
+//     it is not in yet, the action waited for; the create answers only
+//     then, so the machine is recorded (and can converge) attached. A
+//     server found in step 1 goes through this step too, so a retry
+//     finishes what a crashed or failed attempt left.
 //
 // So a create costs 2 requests (3 when it races), plus one per network or
 // firewall named by name, one per location without capacity, and, with
 // spread placement, a GET /placement_groups (and a POST when a new group
-// is needed). SSH keys must be ids of
+// is needed); with an ipRange, also a GET /servers/{id} per poll interval
+// until the create actions end, and per attach one POST, the polls of its
+// action and a GET /servers/{id}. SSH keys must be ids of
 // SSH keys stored in the Hetzner project.
 //
 // Errors: INVALID_INPUT (machine.sshKeys[i] not an id; machine.poolId
 // missing with spread placement; a network or firewall name naming
-// nothing any more), PROVIDER_ERROR (412 resource_unavailable when no
-// location has capacity, retryable; 422 from the network part)
+// nothing any more), INVALID_STATE (the server's address in a network is
+// outside its ipRange), PROVIDER_ERROR (412 resource_unavailable when no
+// location has capacity, retryable; 422 from the network part or an
+// attach; an attach action's failure)
 // (details.status 409, code uniqueness_error, permanent when another
 // machine holds the name, with details.NameHolder when that server is managed
 // (see api.NameHolder): the caller can tell a name still held by one of
@@ -76,13 +88,39 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		}
 		if len(found) > 0 {
 			s.serverID = strconv.FormatInt(found[0].ID, 10)
-			return c.placed(c.toMachine(found[0], call.IdempotencyKey), spec, nil), nil
+			srv, err := c.foundAttached(ctx, s, found[0], spec.Network)
+			if err != nil {
+				return nil, err
+			}
+			return c.placed(c.toMachine(srv, call.IdempotencyKey), spec, nil), nil
 		}
 	}
-	if err := networkOpts(ctx, s, spec.Network, &opts); err != nil {
+	ranged, err := networkOpts(ctx, s, spec.Network, &opts)
+	if err != nil {
 		return nil, err
 	}
-	return c.post(ctx, s, spec, opts, call.IdempotencyKey)
+	srv, skipped, err := c.post(ctx, s, spec, opts, call.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	if srv, err = c.attachRanged(ctx, s, srv, ranged); err != nil {
+		return nil, err
+	}
+	return c.placed(c.toMachine(srv, call.IdempotencyKey), spec, skipped), nil
+}
+
+// foundAttached is srv, a server an earlier attempt of the key made, once
+// attached to the pool's networks with an ipRange (attachRanged; nothing
+// to do, and no request, without one).
+func (c *client) foundAttached(ctx context.Context, s *session, srv *hcloud.Server, n *api.PoolNetwork) (*hcloud.Server, error) {
+	if !hasRanges(n) {
+		return srv, nil
+	}
+	ranged, err := privateNets(ctx, s, n, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.attachRanged(ctx, s, srv, ranged)
 }
 
 // post sends POST /servers in the spec's locations in turn (see
@@ -92,9 +130,11 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 // POST carries the pool's group with room in that location (pickGroup);
 // a group the API calls full (422 placement_group_member_limit_reached,
 // another replica filled it) or gone is replaced by another pick, at most
-// maxGroupPicks times. A taken name is resolved by adoptWinner.
+// maxGroupPicks times. A taken name is resolved by adoptWinner. It
+// returns the server and the locations skipped (each with the API's
+// message).
 func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opts hcloud.ServerCreateOpts,
-	key string) (*api.ExternalMachine, error) {
+	key string) (*hcloud.Server, []string, error) {
 	locations := c.locationsOf(spec)
 	spread := spec.Placement != nil && spec.Placement.Spread
 	var skipped []string
@@ -105,7 +145,7 @@ func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opt
 		if spread {
 			g, rel, err := c.pickGroup(ctx, s, spec.PoolID, locations[i], full)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			opts.PlacementGroup, release = g, rel
 		}
@@ -118,13 +158,10 @@ func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opt
 		switch {
 		case err == nil:
 			s.serverID = strconv.FormatInt(res.Server.ID, 10)
-			return c.placed(c.toMachine(res.Server, key), spec, skipped), nil
+			return res.Server, skipped, nil
 		case hcloud.IsError(err, hcloud.ErrorCodeUniquenessError):
-			m, err := c.adoptWinner(ctx, s, opts.Name, key)
-			if err != nil {
-				return nil, err
-			}
-			return c.placed(m, spec, skipped), nil
+			srv, err := c.adoptWinner(ctx, s, opts.Name, key)
+			return srv, skipped, err
 		case spread && len(full) < maxGroupPicks && (hcloud.IsError(err, errGroupFull) || groupGone(err)):
 			full = append(full, opts.PlacementGroup.ID)
 		case hcloud.IsError(err, hcloud.ErrorCodeResourceUnavailable) && i+1 < len(locations):
@@ -132,7 +169,7 @@ func (c *client) post(ctx context.Context, s *session, spec api.MachineSpec, opt
 			s.call.Log.Info().Str("location", locations[i]).Str("next", locations[i+1]).Msg("no capacity: trying the next location")
 			i++
 		default:
-			return nil, err
+			return nil, nil, err
 		}
 	}
 }
@@ -191,7 +228,7 @@ func groupGone(err error) bool {
 // (permanent), naming the holder (api.NameHolder) when it is a managed server, or a
 // holder in state deleted when no server holds the name any more (its
 // delete ended between the POST and the lookup).
-func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) (*api.ExternalMachine, error) {
+func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) (*hcloud.Server, error) {
 	holders, _, err := s.api.Server.List(ctx, hcloud.ServerListOpts{Name: name})
 	if err != nil {
 		return nil, err
@@ -204,7 +241,7 @@ func (c *client) adoptWinner(ctx context.Context, s *session, name, key string) 
 	for _, w := range holders {
 		if c.labels.hasKey(w.Labels, key) {
 			s.serverID = strconv.FormatInt(w.ID, 10)
-			return c.toMachine(w, key), nil
+			return w, nil
 		}
 	}
 	for _, w := range holders {

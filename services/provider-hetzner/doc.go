@@ -10,8 +10,9 @@
 //   - an instance's labels are server labels beside the system labels,
 //     which no user label replaces and relabel keeps (see labels.go);
 //   - create is idempotent through two server labels (see Labels) and
-//     returns as soon as POST /servers is accepted: the reconciler's next
-//     get sees the machine come up;
+//     returns as soon as POST /servers is accepted (with a network to
+//     join by ipRange, once attached): the reconciler's next get sees the
+//     machine come up;
 //   - power and reinstall wait for their action by polling
 //     GET /actions?id=… every poll interval on the call's clock;
 //   - the account's concurrent gets (with an idempotency key, as the
@@ -34,6 +35,8 @@
 //     spread placement group (placement.go) travel in the one POST
 //     /servers, and a location without capacity (412 resource_unavailable)
 //     passes the same request to the pool's next location (create.go's
-//     post): a create still makes one server per key; checkpool
+//     post): a create still makes one server per key; a network with an
+//     ipRange is joined after it by attach_to_network with ip_range, and
+//     the create answers only once attached (attachRanged); checkpool
 //     (CheckPool) refuses at pools.create what the project cannot have.
 package hetzner

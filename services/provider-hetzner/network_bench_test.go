@@ -11,8 +11,8 @@ import (
 
 // BenchmarkCreateRequests reports the API requests one create costs
 // (requests/create) for a plain pool, a pool naming its network and
-// firewall by name, a spread pool and a pool whose first location is
-// full.
+// firewall by name, a pool whose network has an ipRange (attached after
+// the create), a spread pool and a pool whose first location is full.
 func BenchmarkCreateRequests(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -23,6 +23,9 @@ func BenchmarkCreateRequests(b *testing.B) {
 		{"network-by-name", func(int) api.MachineSpec {
 			return api.MachineSpec{Network: &api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{{Network: "backend"}}, Firewalls: []string{"web"}}}
 		}, false},
+		{"network-ipRange", func(int) api.MachineSpec {
+			return api.MachineSpec{Network: &api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{{Network: "backend", IPRange: "10.0.128.0/17"}}}}
+		}, false},
 		{"spread", func(int) api.MachineSpec {
 			return api.MachineSpec{PoolID: "pool_bench", Placement: &api.PoolPlacement{Spread: true}}
 		}, false},
@@ -32,7 +35,7 @@ func BenchmarkCreateRequests(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			e := newEnvWith(b, emulator.Options{RateLimitSize: 1 << 30, RateLimitRefillPerSecond: 1 << 20})
-			e.emu.AddNetwork("backend", "10.0.0.0/16", "10.0.0.0/17@eu-central")
+			e.emu.AddNetwork("backend", "10.0.0.0/16", "10.0.0.0/17@eu-central", "10.0.128.0/17@eu-central")
 			e.emu.AddFirewall("web")
 			e.emu.SetLocationFull("fsn1", tc.full)
 			e.emu.ResetCalls()

@@ -112,6 +112,65 @@ func TestCreateWithNetworkIDsCostsNoLookup(t *testing.T) {
 	}
 }
 
+// A network's ipRange naming its second subnet is honoured: the server is
+// created without that network and joins it by attach_to_network with
+// ip_range once its create actions ended, so its address is of the
+// second subnet; the create answers only then, with the address. A
+// second create of the key finds the server attached and attaches
+// nothing.
+func TestCreateAttachesThroughTheSubnetOfIPRange(t *testing.T) {
+	e := newBusEnv(t)
+	netID := e.emu.AddNetwork("backend", "10.0.0.0/16", "10.0.1.0/24@eu-central", "10.0.2.0/24@eu-central")
+	spec := api.MachineSpec{Name: "db-1", OfferID: "cx23", Image: "ubuntu-24.04",
+		Network: &api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{{Network: "backend", IPRange: "10.0.2.0/24"}}}}
+	e.emu.ResetCalls()
+	m, err := e.r.Create(ctxT(t), testAccount(), "inst_range", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip := e.server(t, m.ID).PrivateIP(netID); ip != "10.0.2.1" {
+		t.Fatalf("private IP = %q, want 10.0.2.1 of ipRange 10.0.2.0/24 (calls %v)", ip, e.emu.CallCounts())
+	}
+	if !slices.Contains(m.Addresses, "10.0.2.1") || m.State != api.StateRunning {
+		t.Fatalf("machine = %+v, want running with 10.0.2.1", m)
+	}
+	if got := e.emu.CallCounts(); got[emulator.RouteAttachToNetwork] != 1 || got["POST /servers"] != 1 {
+		t.Fatalf("calls = %v, want one POST /servers and one attach_to_network", got)
+	}
+	e.emu.ResetCalls()
+	again, err := e.r.Create(ctxT(t), testAccount(), "inst_range", spec)
+	if err != nil || again.ID != m.ID {
+		t.Fatalf("second create = %+v, %v; want server %s", again, err, m.ID)
+	}
+	if got := e.emu.CallCounts(); got[emulator.RouteAttachToNetwork] != 0 || got["POST /servers"] != 0 {
+		t.Fatalf("second create calls = %v, want no POST", got)
+	}
+}
+
+// An attach whose action fails fails the create; the retry of the key
+// finds the server, not in the network, and attaches it.
+func TestFailedAttachIsRetriedByTheNextCreate(t *testing.T) {
+	e := newBusEnv(t)
+	netID := e.emu.AddNetwork("backend", "10.0.0.0/16", "10.0.1.0/24@eu-central", "10.0.2.0/24@eu-central")
+	spec := api.MachineSpec{Name: "db-1", OfferID: "cx23", Image: "ubuntu-24.04",
+		Network: &api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{{Network: strconv.FormatInt(netID, 10), IPRange: "10.0.2.0/24"}}}}
+	e.emu.FailNextAction("attach_to_network", "server_error", "attach failed")
+	if _, err := e.r.Create(ctxT(t), testAccount(), "inst_retry", spec); api.AsComputeError(err).Code != api.CodeProviderError {
+		t.Fatalf("create with a failing attach = %v, want PROVIDER_ERROR", err)
+	}
+	servers := e.emu.Servers()
+	if len(servers) != 1 || servers[0].PrivateIP(netID) != "" {
+		t.Fatalf("servers = %+v, want one, not in the network", servers)
+	}
+	m, err := e.r.Create(ctxT(t), testAccount(), "inst_retry", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.emu.Servers(); len(got) != 1 || got[0].PrivateIP(netID) != "10.0.2.1" || !slices.Contains(m.Addresses, "10.0.2.1") {
+		t.Fatalf("after the retry: servers %+v, machine %+v", got, m)
+	}
+}
+
 // Eleven creates of one spread pool, all at once, land in two placement
 // groups of the pool: ten and one, each labelled with the pool.
 func TestSpreadChunksGroupsOfTen(t *testing.T) {
@@ -243,6 +302,7 @@ func TestCheckPoolRefusals(t *testing.T) {
 	e := newBusEnv(t)
 	e.emu.AddNetwork("backend", "10.0.0.0/16", "10.0.1.0/24@eu-central", "10.0.2.0/24@eu-central")
 	e.emu.AddNetwork("us", "10.1.0.0/16", "10.1.1.0/24@us-east")
+	e.emu.AddNetwork("side", "10.2.0.0/16", "10.2.1.0/24@eu-central")
 	e.emu.AddFirewall("web")
 	nets := func(a ...api.NetworkAttachment) *api.PoolNetwork { return &api.PoolNetwork{PrivateNetworks: a} }
 	cases := []struct {
@@ -264,8 +324,13 @@ func TestCheckPoolRefusals(t *testing.T) {
 		{"location of another zone", nets(api.NetworkAttachment{Network: "backend"}), &api.PoolPlacement{Locations: []string{"fsn1", "ash"}}, nil,
 			"network.privateNetworks[0].network"},
 		{"ipRange not a CIDR", nets(api.NetworkAttachment{Network: "backend", IPRange: "ten"}), nil, nil, "network.privateNetworks[0].ipRange"},
-		{"ipRange not the first subnet", nets(api.NetworkAttachment{Network: "backend", IPRange: "10.0.2.0/24"}), nil, nil,
+		{"second subnet as ipRange", nets(api.NetworkAttachment{Network: "backend", IPRange: "10.0.2.0/24"}), nil, nil, ""},
+		{"ipRange no subnet", nets(api.NetworkAttachment{Network: "backend", IPRange: "10.0.3.0/24"}), nil, nil,
 			"network.privateNetworks[0].ipRange"},
+		{"no public IP, second subnet joins at create", &api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{
+			{Network: "backend", IPRange: "10.0.2.0/24"}}, PublicIPv4: off(), PublicIPv6: off()}, nil, nil, "network.privateNetworks[0].ipRange"},
+		{"no public IP, second subnet after a network without range", &api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{
+			{Network: "side"}, {Network: "backend", IPRange: "10.0.2.0/24"}}, PublicIPv4: off(), PublicIPv6: off()}, nil, nil, ""},
 		{"unknown firewall", &api.PoolNetwork{Firewalls: []string{"web", "db"}}, nil, nil, "network.firewalls[1]"},
 		{"unknown location", nil, &api.PoolPlacement{Locations: []string{"fsn1", "mars"}}, nil, "placement.locations[1]"},
 		{"location twice", nil, &api.PoolPlacement{Locations: []string{"fsn1", "fsn1"}}, nil, "placement.locations[1]"},
@@ -362,5 +427,40 @@ func TestSpreadGroupsPerLocation(t *testing.T) {
 	if len(groups) != 2 || groups[0].Labels[testPrefix+"/location"] != "fsn1" || groups[1].Labels[testPrefix+"/location"] != "nbg1" ||
 		len(groups[0].Servers) != 1 || len(groups[1].Servers) != 1 {
 		t.Fatalf("groups = %+v, want one per location with one server each", groups)
+	}
+}
+
+// Offers for a pool with locations are where its creates land: with cx23
+// sold out in fsn1, the account's offer (fsn1) is not available, the
+// pool's (fsn1, then nbg1) is, in nbg1, and a create of the pool lands
+// there.
+func TestOffersForAPoolAreWhereItsCreatesLand(t *testing.T) {
+	e := newBusEnv(t)
+	e.emu.SetAvailability("cx23", "fsn1", false)
+	find := func(q api.OfferQuery) api.Offer {
+		t.Helper()
+		offers, err := e.r.Offers(ctxT(t), testAccount(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range offers {
+			if o.ID == "cx23" {
+				return o
+			}
+		}
+		t.Fatalf("no cx23 in %+v", offers)
+		return api.Offer{}
+	}
+	if o := find(api.OfferQuery{}); o.Available || o.Region != "fsn1" {
+		t.Fatalf("account offer = %+v, want cx23 in fsn1 not available", o)
+	}
+	placement := &api.PoolPlacement{Locations: []string{"fsn1", "nbg1"}}
+	if o := find(api.OfferQuery{Placement: placement}); !o.Available || o.Region != "nbg1" {
+		t.Fatalf("pool offer = %+v, want cx23 available in nbg1", o)
+	}
+	m, err := e.r.Create(ctxT(t), testAccount(), "inst_offer", api.MachineSpec{Name: "w-1", OfferID: "cx23", Image: "ubuntu-24.04",
+		Placement: placement})
+	if err != nil || m.Region != "nbg1" {
+		t.Fatalf("create = %+v, %v; want it in nbg1, as the offer said", m, err)
 	}
 }

@@ -16,19 +16,27 @@ const currencyEUR = "EUR"
 
 // ListOffers returns the server types offered in the query's region (or
 // the account's location) that match q: GET /server_types, every page
-// (GET /datacenters is gone and never called). A query for GPUs or for a
-// kind other than vps answers no offer without calling the API. Offers
-// come cheapest first (api.SortOffersByPrice) and carry their
-// architecture: amd64 for x86 types, arm64 for Arm (the cax types).
+// (GET /datacenters is gone and never called). With q.Placement's
+// locations and no region, each type is offered where a create of that
+// pool would land: the first of the locations where it is available
+// (available), else the first where it is listed (not available). A
+// query for GPUs or for a kind other than vps answers no offer without
+// calling the API. Offers come cheapest first (api.SortOffersByPrice)
+// and carry their architecture: amd64 for x86 types, arm64 for Arm (the
+// cax types).
 //
 // Errors: RATE_LIMITED, PROVIDER_ERROR, UNAVAILABLE.
 func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) (offers []api.Offer, err error) {
 	if q.GPUs > 0 || (q.Kind != "" && q.Kind != api.KindVPS) {
 		return []api.Offer{}, nil
 	}
-	region := q.Region
-	if region == "" {
-		region = c.location
+	regions := []string{q.Region}
+	switch {
+	case q.Region != "":
+	case q.Placement != nil && len(q.Placement.Locations) > 0:
+		regions = q.Placement.Locations
+	default:
+		regions = []string{c.location}
 	}
 	s, err := c.open(ctx, call, provider.VerbOffers)
 	if err != nil {
@@ -41,12 +49,30 @@ func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.Offe
 	}
 	offers = []api.Offer{}
 	for _, t := range types {
-		if o, ok := offerIn(t, region); ok && q.Matches(o) {
+		if o, ok := offerInFirst(t, regions); ok && q.Matches(o) {
 			offers = append(offers, o)
 		}
 	}
 	api.SortOffersByPrice(offers)
 	return offers, nil
+}
+
+// offerInFirst is server type t as an offer in the first of regions where
+// it is available, else in the first where it is offered at all (see
+// offerIn).
+func offerInFirst(t *hcloud.ServerType, regions []string) (api.Offer, bool) {
+	var first api.Offer
+	found := false
+	for _, r := range regions {
+		o, ok := offerIn(t, r)
+		switch {
+		case ok && o.Available:
+			return o, true
+		case ok && !found:
+			first, found = o, true
+		}
+	}
+	return first, found
 }
 
 // offerIn is server type t as an offer in region: only when t is listed in

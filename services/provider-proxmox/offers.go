@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"slices"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/provider"
@@ -18,9 +19,13 @@ type nodeStatus struct {
 
 // ListOffers returns the account's sizes that match q, as offers of kind
 // vps in the account's region (the pinned node, else "proxmox"), without a
-// price. An offer is available when an online node (the pinned node, when
-// the account pins one) has at least its vCPUs and its memory free
-// (GET /nodes, one request; none when no size matches q).
+// price. An offer is available when a node a create may place on has at
+// least its vCPUs and its memory free, online (GET /nodes, one request;
+// none when no size matches q): with q.Placement, one of its nodes, as a
+// create of that pool would place (allowedNodes, holds; the same rule as
+// place, short of asking whether the template's disks can reach the node,
+// which depends on the flavor's image); else the pinned node, when the
+// account pins one; else any node.
 //
 // Errors: PROVIDER_ERROR, UNAVAILABLE.
 func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.OfferQuery) (offers []api.Offer, err error) {
@@ -45,22 +50,15 @@ func (c *client) ListOffers(ctx context.Context, call *provider.Call, q api.Offe
 	if err := s.get(ctx, "/nodes", nil, &nodes); err != nil {
 		return nil, err
 	}
-	for i := range offers {
-		offers[i].Available = fits(nodes, offers[i], c.cfg.Node)
+	var poolNodes []string
+	if q.Placement != nil {
+		poolNodes = q.Placement.Nodes
+	}
+	allowed := c.allowedNodes(poolNodes)
+	for i, o := range offers {
+		offers[i].Available = slices.ContainsFunc(nodes, func(n nodeStatus) bool {
+			return (len(allowed) == 0 || slices.Contains(allowed, n.Node)) && holds(n, o.Vcpu, int(o.MemoryGiB*1024))
+		})
 	}
 	return offers, nil
-}
-
-// fits reports whether an online node (only pinned, when set) has o's
-// vCPUs and o's memory free.
-func fits(nodes []nodeStatus, o api.Offer, pinned string) bool {
-	for _, n := range nodes {
-		if n.Status != "online" || (pinned != "" && n.Node != pinned) {
-			continue
-		}
-		if int(n.MaxCPU) >= o.Vcpu && float64(n.MaxMem-n.Mem) >= o.MemoryGiB*(1<<30) {
-			return true
-		}
-	}
-	return false
 }

@@ -21,6 +21,16 @@ type placement struct {
 	memoryMiB int
 }
 
+// allowedNodes are the nodes a clone may land on, given a pool's
+// placement.nodes: those, else the account's node when it pins one; nil
+// means every node.
+func (c *client) allowedNodes(poolNodes []string) []string {
+	if len(poolNodes) == 0 && c.cfg.Node != "" {
+		return []string{c.cfg.Node}
+	}
+	return poolNodes
+}
+
 // storageResource is one storage of one node in GET
 // /cluster/resources (type storage).
 type storageResource struct {
@@ -48,10 +58,7 @@ type storageResource struct {
 // INVALID_INPUT placement.nodes[i] for an allowed node the cluster does
 // not have.
 func (s *session) place(view clusterView, tpl vmResource, tplCfg vmConfig, pl placement) (node, storage string, err error) {
-	allowed := pl.nodes
-	if len(allowed) == 0 && s.c.cfg.Node != "" {
-		allowed = []string{s.c.cfg.Node}
-	}
+	allowed := s.c.allowedNodes(pl.nodes)
 	nodes := view.nodes
 	for i, name := range allowed {
 		if !slices.ContainsFunc(nodes, func(n nodeStatus) bool { return n.Node == name }) {

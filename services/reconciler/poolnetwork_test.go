@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,30 @@ func TestHetznerPoolNetworkReachesTheServer(t *testing.T) {
 	}
 	if a := got.Status.Machine.Addresses; len(a) != 2 || a[1] != s.PrivateIP(netID) {
 		t.Fatalf("machine addresses = %v", a)
+	}
+}
+
+// A private network's ipRange naming its second subnet, end to end: the
+// instance's server is attached through that subnet (attach_to_network
+// with ip_range after the create), and the instance records the machine,
+// and runs, only once it is attached: the machine it recorded already has
+// the address of the range.
+func TestHetznerPoolIPRangeIsHonoured(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	emu := h.useHetznerPool(&api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{{Network: "backend", IPRange: "10.0.2.0/24"}}}, nil)
+	e := emu.Emulator()
+	netID := e.AddNetwork("backend", "10.0.0.0/16", "10.0.1.0/24@eu-central", "10.0.2.0/24@eu-central")
+	inst := h.create(api.InstanceCreateRequest{Name: "db-1"})
+	got := h.waitPhase(inst.ID, api.PhaseRunning)
+	servers := e.Servers()
+	if len(servers) != 1 || servers[0].PrivateIP(netID) != "10.0.2.1" {
+		t.Fatalf("servers = %+v, want one with 10.0.2.1 in network %d", servers, netID)
+	}
+	if a := got.Status.Machine.Addresses; !slices.Contains(a, "10.0.2.1") {
+		t.Fatalf("machine addresses = %v, want 10.0.2.1", a)
+	}
+	if n := e.CallCounts()[emulator.RouteAttachToNetwork]; n != 1 {
+		t.Fatalf("%d attach_to_network calls, want 1", n)
 	}
 }
 

@@ -47,6 +47,9 @@ type action struct {
 	// newType and upgradeDisk are what a change_server_type applies.
 	newType     *serverType
 	upgradeDisk bool
+	// networkID is the network an attach_to_network joins (0: none); it
+	// is the action's second resource.
+	networkID int64
 }
 
 // toSchema renders a as the API does at now.
@@ -54,6 +57,9 @@ func (a *action) toSchema(now time.Time) schema.Action {
 	s := schema.Action{
 		ID: a.id, Command: a.command, Status: a.status, Started: a.started,
 		Resources: []schema.ActionResourceReference{{ID: a.serverID, Type: "server"}},
+	}
+	if a.networkID != 0 {
+		s.Resources = append(s.Resources, schema.ActionResourceReference{ID: a.networkID, Type: "network"})
 	}
 	switch a.status {
 	case actionRunning:
@@ -150,8 +156,11 @@ func (e *Emulator) completeLocked(a *action) {
 	srv.running--
 	if a.fault != nil {
 		srv.status, srv.img = a.prevStatus, a.prevImage
-		if a.command == cmdCreate {
+		switch a.command {
+		case cmdCreate:
 			srv.createFailure = a.fault
+		case cmdAttachToNetwork:
+			srv.detachFailedLocked(a)
 		}
 		return
 	}

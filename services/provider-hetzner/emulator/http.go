@@ -57,6 +57,7 @@ var routes = []route{
 	serverActionRoute("reset"),
 	serverActionRoute("rebuild"),
 	newRoute(http.MethodPost, "/servers/{id}/actions/change_type", (*Emulator).changeType),
+	newRoute(http.MethodPost, "/servers/{id}/actions/attach_to_network", (*Emulator).attachToNetwork),
 	newRoute(http.MethodGet, "/servers/{id}/metrics", (*Emulator).serverMetrics),
 	newRoute(http.MethodGet, "/networks", (*Emulator).listNetworks),
 	newRoute(http.MethodPost, "/networks", (*Emulator).createNetwork),

@@ -80,15 +80,16 @@ func (e *Emulator) checkPlacementLocked(sn *serverNet, loc *location) ([]private
 	var nets []privateNet
 	for _, n := range sn.networks {
 		ip, found := e.allocateLocked(n, loc.NetworkZone)
-		for _, p := range nets { // two entries of one network: the second is taken
+		for _, p := range nets {
+			// Guess: two entries of one network answer as attaching a
+			// server twice does (server_already_attached).
 			if p.network == n.id {
 				return fail(errorReply(http.StatusUnprocessableEntity, "server_already_attached", "server is already attached to the network", nil))
 			}
 		}
 		if !found {
 			// Guess: as attach_to_network answers it.
-			return fail(errorReply(http.StatusUnprocessableEntity, "no_subnet_available",
-				fmt.Sprintf("no subnet or IP available in network %d for network zone %s", n.id, loc.NetworkZone), nil))
+			return fail(noSubnetReply(n, loc.NetworkZone))
 		}
 		nets = append(nets, privateNet{network: n.id, ip: ip})
 	}

@@ -263,6 +263,10 @@ func (e *Emulator) addNetworkLocked(req schema.NetworkCreateRequest, now time.Ti
 		fields = append(fields, field("ip_range", "ip_range must be a private (RFC 1918) IPv4 network of at least /24"))
 	}
 	n := &network{name: req.Name, ipRange: r, labels: map[string]string{}, created: now.UTC().Truncate(time.Second)}
+	// Guess: a bad subnet (type, range, overlap, zone) is 422 invalid_input
+	// naming subnets[i].<field>; the reference gives the rules, not the
+	// answer. A subnet needs its ip_range here (the API picks a free /24
+	// when it is omitted; not modelled).
 	for i, s := range req.Subnets {
 		sr, err := netip.ParsePrefix(s.IPRange)
 		name := fmt.Sprintf("subnets[%d].ip_range", i)
@@ -344,15 +348,31 @@ func (srv *server) attachedTo(id int64) bool {
 	return slices.ContainsFunc(srv.privateNets, func(p privateNet) bool { return p.network == id })
 }
 
-// allocateLocked picks srv's address in n: the next free address of the
-// first subnet of n in zone. ok is false when n has no subnet in zone or
-// it is full.
+// allocateLocked picks a server's address in n for POST /servers: the
+// next free address of n's subnets in zone (freeAddrLocked). ok is false
+// when n has no subnet in zone or they are full.
 //
 // Guess: POST /servers "networks" attaches through the network's first
 // subnet (in subnet order) of the location's zone that has a free
-// address, handing out addresses from the subnet's second address up (the
-// first is kept, as the network's first address is the gateway).
+// address.
 func (e *Emulator) allocateLocked(n *network, zone string) (netip.Addr, bool) {
+	return e.freeAddrLocked(n, inZone(n.subnets, zone))
+}
+
+// inZone are the subnets of network zone zone.
+func inZone(subnets []subnet, zone string) []subnet {
+	var out []subnet
+	for _, s := range subnets {
+		if s.zone == zone {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// usedAddrsLocked are the addresses of n no server may get: the
+// network's first address (the gateway) and those servers hold.
+func (e *Emulator) usedAddrsLocked(n *network) map[netip.Addr]bool {
 	used := map[netip.Addr]bool{n.ipRange.Addr().Next(): true}
 	for _, srv := range e.st.order {
 		for _, p := range srv.privateNets {
@@ -361,10 +381,18 @@ func (e *Emulator) allocateLocked(n *network, zone string) (netip.Addr, bool) {
 			}
 		}
 	}
-	for _, s := range n.subnets {
-		if s.zone != zone {
-			continue
-		}
+	return used
+}
+
+// freeAddrLocked is the first free address of subnets (in order) of n;
+// false when they are full.
+//
+// Guess: addresses are handed out from a subnet's second address up (the
+// first is kept, as the network's first address is the gateway), never
+// its last (broadcast) address.
+func (e *Emulator) freeAddrLocked(n *network, subnets []subnet) (netip.Addr, bool) {
+	used := e.usedAddrsLocked(n)
+	for _, s := range subnets {
 		last := lastAddr(s.ipRange)
 		for a := s.ipRange.Addr().Next(); s.ipRange.Contains(a) && a != last; a = a.Next() {
 			if !used[a] {
@@ -625,7 +653,9 @@ type primaryIPJSON struct {
 // assigned to their server, auto_delete true.
 //
 // Guess: auto-created Primary IPs are named "primary_ip-<id>" and have
-// auto_delete true (the reference calls the latter Unconfirmed).
+// auto_delete true (the reference calls the latter Unconfirmed); their ids
+// follow from their server's; the list's filters (name, ip, assignee,
+// label_selector) are ignored.
 func (e *Emulator) listPrimaryIPs(r *http.Request, _ string) reply {
 	e.mu.Lock()
 	defer e.mu.Unlock()

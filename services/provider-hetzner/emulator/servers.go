@@ -193,6 +193,9 @@ func (srv *server) toSchema() serverJSON {
 	}
 	var group *schema.PlacementGroup
 	if srv.placementGroup != 0 {
+		// Guess: the group embedded in a server shows its id and type;
+		// its name, labels and servers are left empty here (clients read
+		// GET /placement_groups for those).
 		group = &schema.PlacementGroup{ID: srv.placementGroup, Type: "spread", Servers: []int64{}, Labels: map[string]string{}}
 	}
 	return serverJSON{
