@@ -134,6 +134,15 @@ func NewIndex[T any](t *Table[T], o IndexOptions[T]) (*Index[T], error) {
 	return ix, nil
 }
 
+// NewListIndex starts an index of t that keeps only each record's id
+// (a zero view, no facets): for a resource whose list has no filter, so
+// that a page of it costs its own records' reads instead of a listing of
+// every key of the tenant (Reader.List). Its lists are Index.List with
+// no facets and no predicate. Errors: those of NewIndex.
+func NewListIndex[T any](t *Table[T], logger zerolog.Logger) (*Index[T], error) {
+	return NewIndex(t, IndexOptions[T]{View: func(*T) T { var zero T; return zero }, Logger: logger})
+}
+
 // Stop ends the index's watch and waits for it.
 func (ix *Index[T]) Stop() {
 	ix.cancel()
