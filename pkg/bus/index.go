@@ -43,9 +43,18 @@ type IndexOptions[T any] struct {
 // written before it started, on a replicated bucket too. Before a list
 // walks the index it asks the stream leader for the stream's last
 // sequence (stream info) and waits until the watch has applied at least
-// that one: every write acknowledged before is at or below it. A watch
+// that one, with no message at or below it skipped: every write
+// acknowledged before is at or below it. A bucket keeps one message per
+// key, so a message the watch had not reached yet when its key was
+// written again is never delivered; the record comes back only with its
+// newer message, further on. The watch therefore notes where its
+// delivered sequences jump (a skipped message) and counts that stretch
+// as unapplied until a message arrives that the stream had nothing
+// after (pending 0), or a restarted watch begins with nothing pending:
+// then every key's newest message is applied. A watch
 // that does not advance while a list waits is restarted from the last
 // sequence applied (indexStall); one that ends (a closed subscription) too.
+// A stream made again (another creation time) is loaded from scratch.
 //
 // Only for buckets whose messages are removed by newer writes alone (no
 // MaxAge): an expired message is never delivered, so an index of a TTL
@@ -60,11 +69,19 @@ type Index[T any] struct {
 	tenants map[string]*tenantIndex[T]
 	// applied is the stream sequence of the last message applied.
 	applied uint64
-	// advanced is closed (and replaced) when applied grows while waiting > 0.
+	// skipped is the lowest sequence of a stretch the watch jumped over
+	// (messages removed before it was delivered them, their keys' newer
+	// messages perhaps not applied yet); 0 while none is open.
+	skipped uint64
+	// created is the creation time of the stream the index was loaded
+	// from, to tell a bucket made again.
+	created time.Time
+	// advanced is closed (and replaced) when the watch applies a message
+	// or settles while waiting > 0.
 	advanced chan struct{}
 	waiting  int
 	// reset asks the next watch to start over from an empty index (the
-	// stream's sequence went back: the bucket was made again).
+	// stream was made again).
 	reset bool
 
 	kick   chan struct{}
@@ -117,6 +134,15 @@ func NewIndex[T any](t *Table[T], o IndexOptions[T]) (*Index[T], error) {
 	return ix, nil
 }
 
+// NewListIndex starts an index of t that keeps only each record's id
+// (a zero view, no facets): for a resource whose list has no filter, so
+// that a page of it costs its own records' reads instead of a listing of
+// every key of the tenant (Reader.List). Its lists are Index.List with
+// no facets and no predicate. Errors: those of NewIndex.
+func NewListIndex[T any](t *Table[T], logger zerolog.Logger) (*Index[T], error) {
+	return NewIndex(t, IndexOptions[T]{View: func(*T) T { var zero T; return zero }, Logger: logger})
+}
+
 // Stop ends the index's watch and waits for it.
 func (ix *Index[T]) Stop() {
 	ix.cancel()
@@ -146,10 +172,20 @@ func (ix *Index[T]) run(ctx context.Context) {
 func (ix *Index[T]) watch(ctx context.Context) error {
 	opts := []jetstream.WatchOpt{}
 	ix.mu.Lock()
-	if ix.reset {
-		ix.tenants, ix.applied, ix.reset = map[string]*tenantIndex[T]{}, 0, false
+	fresh := ix.reset || ix.applied == 0
+	ix.mu.Unlock()
+	var created time.Time
+	if fresh {
+		info, err := ix.stream.Info(ctx)
+		if err != nil {
+			return err
+		}
+		created = info.Created
 	}
-	if ix.applied > 0 {
+	ix.mu.Lock()
+	if fresh {
+		ix.tenants, ix.applied, ix.skipped, ix.created, ix.reset = map[string]*tenantIndex[T]{}, 0, 0, created, false
+	} else {
 		opts = append(opts, jetstream.ResumeFromRevision(ix.applied+1))
 	}
 	ix.mu.Unlock()
@@ -158,6 +194,7 @@ func (ix *Index[T]) watch(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = w.Stop() }()
+	delivered := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -168,15 +205,21 @@ func (ix *Index[T]) watch(ctx context.Context) error {
 			if !ok {
 				return errors.New("watcher closed")
 			}
-			if e != nil {
+			switch {
+			case e != nil:
+				delivered = true
 				ix.apply(e)
+			case !delivered: // the stream held nothing after the last applied
+				ix.settle()
 			}
 		}
 	}
 }
 
 // apply records one message of the bucket: a put replaces the record's
-// entry, a delete or purge removes it.
+// entry, a delete or purge removes it. A message after a jump in the
+// sequence opens a skipped stretch (Index); one the stream had nothing
+// after when it was sent (Delta 0) closes every stretch.
 func (ix *Index[T]) apply(e jetstream.KeyValueEntry) {
 	tenant, id, ok := SplitKey(e.Key())
 	var view T
@@ -209,11 +252,31 @@ func (ix *Index[T]) apply(e jetstream.KeyValueEntry) {
 		}
 	}
 	if rev := e.Revision(); rev > ix.applied {
-		ix.applied = rev
-		if ix.waiting > 0 {
-			close(ix.advanced)
-			ix.advanced = make(chan struct{})
+		if rev > ix.applied+1 && ix.skipped == 0 {
+			ix.skipped = ix.applied + 1
 		}
+		ix.applied = rev
+	}
+	if e.Delta() == 0 {
+		ix.skipped = 0
+	}
+	ix.notify()
+}
+
+// settle closes every skipped stretch: the watch's consumer started with
+// nothing pending, so it has applied every key's newest message.
+func (ix *Index[T]) settle() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.skipped = 0
+	ix.notify()
+}
+
+// notify wakes the lists waiting for the index (ix.mu held).
+func (ix *Index[T]) notify() {
+	if ix.waiting > 0 {
+		close(ix.advanced)
+		ix.advanced = make(chan struct{})
 	}
 }
 
@@ -247,8 +310,10 @@ func (ix *Index[T]) unfacet(ti *tenantIndex[T], entry *indexEntry[T]) {
 }
 
 // catchUp waits until the index has applied every message the stream
-// leader held when it was called. Errors: UNAVAILABLE (the stream could
-// not be asked, or ctx ended first).
+// leader held when it was called, none of them skipped (Index). A last
+// sequence below the one applied is no reason to reload: the watch may
+// apply later writes before the stream info's answer is read. Errors:
+// UNAVAILABLE (the stream could not be asked, or ctx ended first).
 func (ix *Index[T]) catchUp(ctx context.Context) error {
 	info, err := ix.stream.Info(ctx)
 	if err != nil {
@@ -257,7 +322,7 @@ func (ix *Index[T]) catchUp(ctx context.Context) error {
 	target := info.State.LastSeq
 	ix.mu.Lock()
 	ix.waiting++
-	if target < ix.applied {
+	if !ix.created.IsZero() && !info.Created.Equal(ix.created) {
 		ix.reset = true
 		ix.kickWatch()
 	}
@@ -271,9 +336,9 @@ func (ix *Index[T]) catchUp(ctx context.Context) error {
 	defer stall.Stop()
 	for {
 		ix.mu.RLock()
-		applied, advanced, reset := ix.applied, ix.advanced, ix.reset
+		applied, skipped, advanced, reset := ix.applied, ix.skipped, ix.advanced, ix.reset
 		ix.mu.RUnlock()
-		if applied >= target && !reset {
+		if applied >= target && (skipped == 0 || skipped > target) && !reset {
 			return nil
 		}
 		select {

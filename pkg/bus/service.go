@@ -102,6 +102,10 @@ type ServiceConfig struct {
 	// RATE_LIMITED at once, before it takes a worker, so one tenant's list
 	// flood cannot hold every worker of the service.
 	Quotas *Quotas
+	// OnStop, when set, is called once by Stop after the last request in
+	// flight was answered: it stops what only the handlers use (a list
+	// index, NewListIndex).
+	OnStop func()
 }
 
 // Service is a running micro service with its worker pool. It speaks the
@@ -283,9 +287,13 @@ func (ep *endpoint) record(elapsed time.Duration, code, failure string) {
 func (s *Service) Stop() error {
 	err := s.unsubscribe()
 	s.mu.Lock()
+	first := !s.stopped
 	s.stopped = true
 	s.mu.Unlock()
 	s.wg.Wait()
+	if first && s.cfg.OnStop != nil {
+		s.cfg.OnStop()
+	}
 	return err
 }
 

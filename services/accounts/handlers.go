@@ -24,7 +24,8 @@ func getHandler[T any](t table[T]) bus.Handler {
 }
 
 // listHandler answers <resource>.list {limit?, cursor?} with one page of the
-// tenant's records of t in id order. Errors: INVALID_INPUT (path limit),
+// tenant's records of t in id order, its ids from t's list index (every
+// record written before the list). Errors: INVALID_INPUT (path limit),
 // UNAVAILABLE.
 func listHandler[T any](t table[T]) bus.Handler {
 	return func(ctx context.Context, req *bus.Request) (any, error) {
@@ -32,7 +33,7 @@ func listHandler[T any](t table[T]) bus.Handler {
 		if err := req.Decode(&in); err != nil {
 			return nil, err
 		}
-		return t.List(ctx, req.Tenant, in.Limit, in.Cursor, nil)
+		return t.list.List(ctx, req.Tenant, in.Limit, in.Cursor, nil, nil)
 	}
 }
 

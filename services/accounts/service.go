@@ -72,16 +72,26 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("accounts: %w", err)
 	}
+	accountList, err := bus.NewListIndex(st.AccountTable(), o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("accounts: %w", err)
+	}
+	poolList, err := bus.NewListIndex(st.PoolTable(), o.Logger)
+	if err != nil {
+		accountList.Stop()
+		return nil, fmt.Errorf("accounts: %w", err)
+	}
+	stopLists := func() { accountList.Stop(); poolList.Stop() }
 	s := &service{
 		nc:        nc,
-		accounts:  table[api.Account]{Table: st.AccountTable(), prefix: api.PrefixAccount},
-		pools:     table[api.Pool]{Table: st.PoolTable(), prefix: api.PrefixPool},
+		accounts:  table[api.Account]{Table: st.AccountTable(), prefix: api.PrefixAccount, list: accountList},
+		pools:     table[api.Pool]{Table: st.PoolTable(), prefix: api.PrefixPool, list: poolList},
 		instances: st.InstanceTable().Reader(),
 		control:   st.PoolControlTable().Reader(),
 		manifests: newManifestCache(nc, o.DescribeTTL, o.Providers),
 		providers: o.Providers,
 	}
-	return bus.StartService(nc, bus.ServiceConfig{
+	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name:        ServiceName,
 		Version:     serviceVersion,
 		Description: "provider accounts and pools",
@@ -89,7 +99,13 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 		Workers:     o.Workers,
 		Logger:      o.Logger,
 		Quotas:      quotas,
+		OnStop:      stopLists,
 	})
+	if err != nil {
+		stopLists()
+		return nil, err
+	}
+	return svc, nil
 }
 
 func (s *service) endpoints() []bus.Endpoint {

@@ -12,6 +12,9 @@ type table[T any] struct {
 	*bus.Table[T]
 	// prefix is the id prefix (api.PrefixAccount, api.PrefixPool).
 	prefix string
+	// list is the replica's list index of the records (bus.NewListIndex):
+	// a page of <resource>.list costs its own records.
+	list *bus.Index[T]
 }
 
 // checkID refuses an id that is not prefix + ULID: INVALID_INPUT naming path.

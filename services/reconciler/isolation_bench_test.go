@@ -40,6 +40,11 @@ func BenchmarkTenantIsolation(b *testing.B) {
 		})
 		// the instance API with the tenants' quotas, as Start serves it
 		rec := newReconciler(h.env.NC, h.env.Stores, Options{Logger: zerolog.Nop(), ResyncInterval: -1, Quotas: quotas})
+		index, err := instanceIndex(rec.instances, rec.o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec.index = index
 		svc, err := bus.StartService(h.env.Connect(b), bus.ServiceConfig{Name: "instances-isolated", Version: "0.0.1",
 			Endpoints: rec.endpoints(), Logger: zerolog.Nop(), Quotas: quotas})
 		if err != nil {
@@ -155,6 +160,7 @@ func BenchmarkTenantIsolation(b *testing.B) {
 			}
 		}
 		_ = svc.Stop()
+		index.Stop()
 	}
 }
 

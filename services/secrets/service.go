@@ -51,8 +51,9 @@ type Options struct {
 type service struct {
 	local  *localStore
 	broker broker
-	// metadata reads compute_secrets' records as api.Secret: no value.
-	metadata bus.Reader[api.Secret]
+	// metadata is the list index of compute_secrets' records read as
+	// api.Secret (no value): a page of secrets.list costs its own records.
+	metadata *bus.Index[api.Secret]
 	// holders are read for references to a secret being deleted.
 	holders     holders
 	idempotency *bus.Table[idempotencyRecord]
@@ -93,12 +94,16 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
-	s := &service{local: local, broker: b, metadata: bus.NewTable[api.Secret](st.Secrets, "secret").Reader(),
+	metadata, err := bus.NewListIndex(bus.NewTable[api.Secret](st.Secrets, "secret"), o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	s := &service{local: local, broker: b, metadata: metadata,
 		holders:     holders{accounts: st.AccountTable().Reader(), pools: st.PoolTable().Reader()},
 		idempotency: bus.NewTable[idempotencyRecord](st.Idempotency, "idempotency record")}
 	svc, err := bus.StartService(nc, bus.ServiceConfig{
 		Name: ServiceName, Version: Version, Description: "secret store and broker",
-		Workers: o.Workers, Logger: o.Logger, Quotas: quotas,
+		Workers: o.Workers, Logger: o.Logger, Quotas: quotas, OnStop: metadata.Stop,
 		Endpoints: []bus.Endpoint{
 			bus.CommandEndpoint(bus.ResourceSecrets, "put", s.put),
 			bus.CommandEndpoint(bus.ResourceSecrets, "list", s.list),
@@ -109,6 +114,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*bus.Service, error) {
 		},
 	})
 	if err != nil {
+		metadata.Stop()
 		return nil, err
 	}
 	stores := make([]string, len(o.Stores))

@@ -214,6 +214,11 @@ func (s *service) get(ctx context.Context, req *bus.Request) (any, error) {
 	return t, err
 }
 
+// list answers compute.admin.tenants.list with a page of the tenants in
+// id order. It scans (Table.List) rather than keeping a list index as the
+// tenant-facing lists do: only an operator calls it, and the number of
+// tenants is the operator's, not a tenant's to grow. Errors: INVALID_INPUT
+// (path limit), UNAVAILABLE.
 func (s *service) list(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.ListRequest
 	if err := req.Decode(&in); err != nil {
