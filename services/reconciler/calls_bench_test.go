@@ -36,6 +36,9 @@ func runHetznerFleet(b *testing.B, n int, window time.Duration, size int, refill
 // a clock speed times faster than the wall: the bucket refills at refill ×
 // speed per wall second, an action takes 1 s / speed. The elapsed time it
 // returns is the wall's; times speed, it is the fleet time on that clock.
+// Not scaled: the bus and the passes' CPU, call timeouts, and the whole
+// seconds of RateLimit-Reset (speed seconds on that clock), from which the
+// pacing reads the refill a little low: all of them lengthen the fleet.
 func runHetznerFleetAt(b *testing.B, n int, window time.Duration, size int, refill, speed float64) fleetRun {
 	b.Helper()
 	scaled := func(d time.Duration) time.Duration { return time.Duration(float64(d) / speed) }
