@@ -23,8 +23,9 @@ import (
 // one reconciler whose work consumers also run (memory provider), next to a
 // bare JetStream KV create loop of records of the same size, the same
 // number at the same concurrency, in the same run, in COMPUTE_BENCH_ROUNDS
-// alternating rounds (default 5). It prints both rates, their ratio and
-// each round's; COMPUTE_BENCH_API_ONLY=1 serves the instance API alone (no
+// alternating rounds (default 5), and next to a loop of the create's four
+// writes alone (three KV creates in turn and one publish not waited for, in
+// four buckets). It prints the rates, their ratios and each round's; COMPUTE_BENCH_API_ONLY=1 serves the instance API alone (no
 // work consumed). Run it once: go test -run '^$' -bench CreateAcceptance
 // -benchtime 1x ./services/reconciler/
 func BenchmarkCreateAcceptance(b *testing.B) {
@@ -44,11 +45,21 @@ func BenchmarkCreateAcceptance(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// The create's writes alone: three KV creates waited for one after
+		// the other in three buckets and one publish not waited for into a
+		// fourth (the claim, the instance, the work message, the event).
+		var four [4]jetstream.KeyValue
+		for i := range four {
+			if four[i], err = h.env.Stores.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket: fmt.Sprintf("bench_bare4_%d", i), Storage: jetstream.FileStorage}); err != nil {
+				b.Fatal(err)
+			}
+		}
 		// Rounds alternate, so a change of the machine's load (other
 		// processes) weighs on both loops alike.
 		prefix := fmt.Sprintf("accept-%d", time.Now().UnixNano())
 		per := n / rounds
-		var bareTime, createTime time.Duration
+		var bareTime, fourTime, createTime time.Duration
 		ratios := make([]float64, 0, rounds)
 		var writes uint64 // messages the creates stored
 		for round := range rounds {
@@ -58,6 +69,17 @@ func BenchmarkCreateAcceptance(b *testing.B) {
 				return err
 			})
 			bareRound := time.Since(start)
+			start = time.Now()
+			parallel(per, clients, func(i int) error {
+				key := fmt.Sprintf("%s.r%d-k%d", tenant, round, i)
+				for _, kv := range four[:3] {
+					if _, err := kv.Create(ctx, key, record); err != nil {
+						return err
+					}
+				}
+				return h.env.NC.Publish("$KV.bench_bare4_3."+key, record)
+			})
+			fourTime += time.Since(start)
 			w0 := storedMessages(b, h)
 			start = time.Now()
 			parallel(per, clients, func(i int) error {
@@ -75,11 +97,15 @@ func BenchmarkCreateAcceptance(b *testing.B) {
 		b.ReportMetric(createRate, "creates/s")
 		b.ReportMetric(bareRate, "bare-kv-creates/s")
 		b.ReportMetric(bareRate/createRate, "x-bare")
+		fourRate := float64(total) / fourTime.Seconds()
+		b.ReportMetric(fourRate/createRate, "x-bare-four-writes")
 		b.ReportMetric(ratios[len(ratios)/2], "x-bare-median-round")
 		b.ReportMetric(float64(writes)/float64(total), "stored-msgs/create")
 		b.Logf("%d creates (%d at once, %d rounds) accepted in %v: %.0f/s; bare KV creates %v: %.0f/s; bare/create %.2f (rounds: %.2f)",
 			total, clients, rounds, createTime.Round(time.Millisecond), createRate, bareTime.Round(time.Millisecond), bareRate,
 			bareRate/createRate, ratios)
+		b.Logf("the create's four writes alone (3 KV creates waited for, 1 publish not): %v: %.0f/s; that over creates %.2f",
+			fourTime.Round(time.Millisecond), fourRate, fourRate/createRate)
 		b.Logf("per create: %.2f messages stored, each synced to disk (instances, idempotency, work and events streams; the bare loop: 1)",
 			float64(writes)/float64(total))
 		if h.api == nil {
