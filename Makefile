@@ -13,7 +13,7 @@ run: build
 
 ## test: every test, with the race detector
 test:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 ## build: the compute binary in ./bin
 build:
