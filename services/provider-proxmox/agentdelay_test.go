@@ -1,12 +1,24 @@
 package proxmox
 
 import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+	"golang.org/x/crypto/ssh"
+
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/sshemu"
 	"better-compute.io/compute/services/provider-proxmox/emulator"
+	"better-compute.io/compute/services/secrets"
+	"better-compute.io/compute/services/secrets/seal"
 )
 
 // A DHCP VM whose QEMU guest agent answers only some time after the start
@@ -69,5 +81,78 @@ func TestStaticAddressNeedsNoAgent(t *testing.T) {
 		if r == emulator.RouteAgentInterfaces {
 			t.Fatalf("the get asked the agent: %v", e.emu.CallLog())
 		}
+	}
+}
+
+// Issue item: a pool with machine access configures a DHCP VM over SSH
+// once its address is known, through the bus (instance API, reconciler,
+// secrets, this provider, the emulator with SSH endpoints): while the
+// guest agent does not answer, the VM has no address to reach, no
+// configure runs and the instance is not Ready; once it answers, configure
+// runs once and the instance is Ready.
+func TestAccessConfiguresOnceTheAddressIsKnown(t *testing.T) {
+	const delay = 30 * time.Second
+	fleet := sshemu.NewFleet(zerolog.Nop())
+	t.Cleanup(fleet.Close)
+	e := newEnv(t, func(su *setup) { su.emu.AgentStartDelay, su.emu.SSH = delay, fleet })
+	s := newStack(t, e)
+	kr, err := seal.NewKeyring(seal.Key{ID: "k1", Bytes: bytes.Repeat([]byte{7}, seal.KeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := secrets.Start(s.env.NC, s.env.Stores, secrets.Options{Keyring: kr, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec api.Secret
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := bus.Call(ctx, s.env.NC, bus.Command(testTenant, bus.ResourceSecrets, "put"),
+		api.SecretPutRequest{Name: "platform-ssh", Value: string(pem.EncodeToMemory(block))}, &sec); err != nil {
+		t.Fatal(err)
+	}
+	a := api.PoolAccess{User: "root", PrivateKey: sec.Ref, Configure: &api.AccessStep{Script: "echo configured"}}
+	if err := api.CheckPoolAccess(&a); err != nil {
+		t.Fatal(err)
+	}
+	p := s.pool
+	p.ID, p.Access = api.NewID(api.PrefixPool), &a
+	if _, err := s.env.Stores.PoolTable().Create(ctx, testTenant, p.ID, p); err != nil {
+		t.Fatal(err)
+	}
+	var inst api.Instance
+	if err := s.call("create", api.InstanceCreateRequest{PoolID: p.ID, Flavor: testOffer, Name: "conf"}, &inst); err != nil {
+		t.Fatal(err)
+	}
+	reason := func(i *api.Instance, typ api.ConditionType) api.ConditionReason {
+		for _, c := range i.Status.Conditions {
+			if c.Type == typ {
+				return c.Reason
+			}
+		}
+		return ""
+	}
+	pending := s.waitFor(t, inst.ID, "addresses pending", func(i *api.Instance, err error) bool {
+		return err == nil && reason(i, api.ConditionReady) == api.ReasonAddressesPending
+	})
+	m := fleet.Machine(pending.Status.Machine.ID)
+	if m == nil {
+		t.Fatalf("VM %s has no SSH endpoint", pending.Status.Machine.ID)
+	}
+	if n := len(m.Runs()); n != 0 || pending.Status.Machine.SSHEndpoint != "" || reason(pending, api.ConditionConfigured) != "" {
+		t.Fatalf("while the agent is down: %d configure runs, machine %+v, conditions %+v", n, pending.Status.Machine, pending.Status.Conditions)
+	}
+	e.clock.Advance(delay)
+	done := s.waitFor(t, inst.ID, "configured and ready", func(i *api.Instance, err error) bool {
+		return err == nil && reason(i, api.ConditionConfigured) == api.ReasonStepSucceeded && reason(i, api.ConditionReady) == api.ReasonConverged
+	})
+	if n := len(m.Runs()); n != 1 || len(done.Status.Machine.Addresses) != 1 {
+		t.Fatalf("configured: %d runs (want 1), machine %+v", n, done.Status.Machine)
 	}
 }

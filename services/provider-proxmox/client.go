@@ -68,8 +68,8 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 // DHCP, GET …/agent/network-get-interfaces for its addresses. While it
 // runs, a static address (ipconfig0 ip=<address>/<len>) is its address
 // without asking the agent; with DHCP, an agent that does not answer yet
-// (or reports no address yet) gives no addresses and AddressesPending,
-// not an error. The state comes from machineStates.
+// (or reports no address yet) gives no addresses (nor the emulator's SSH
+// endpoint) and AddressesPending, not an error. The state comes from machineStates.
 //
 // Errors: INVALID_INPUT (id not a VMID), PROVIDER_ERROR, UNAVAILABLE.
 func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *api.ExternalMachine, err error) {
@@ -99,6 +99,9 @@ func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *ap
 	} else if vm.cfg.agentEnabled() {
 		if m.Addresses, m.AddressesPending, err = s.addresses(ctx, vm); err != nil {
 			return nil, err
+		}
+		if m.AddressesPending {
+			m.SSHEndpoint = "" // the emulator's stand-in for an address: none is known yet
 		}
 	}
 	return m, nil
