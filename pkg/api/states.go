@@ -146,8 +146,8 @@ const (
 // but whose addresses its provider cannot tell yet
 // (ExternalMachine.AddressesPending): AddressesPending while the
 // reconciler looks again, AddressesUnknown once they stayed pending for
-// 10 minutes (it stops looking; a spec change, power change or
-// resync looks again).
+// 10 minutes (it stops looking; a later pass, after a spec or power
+// change or a resync, looks once more).
 const (
 	ReasonAddressesPending ConditionReason = "AddressesPending"
 	ReasonAddressesUnknown ConditionReason = "AddressesUnknown"

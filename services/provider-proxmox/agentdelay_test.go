@@ -156,3 +156,25 @@ func TestAccessConfiguresOnceTheAddressIsKnown(t *testing.T) {
 		t.Fatalf("configured: %d runs (want 1), machine %+v", n, done.Status.Machine)
 	}
 }
+
+// staticAddress reads ipconfig0's static IPv4 address; DHCP, none, IPv6
+// and malformed values give none.
+func TestStaticAddressOfIPConfig(t *testing.T) {
+	for _, c := range []struct {
+		ipconfig0, want string
+		ok              bool
+	}{
+		{"ip=192.168.10.17/24,gw=192.168.10.1", "192.168.10.17", true},
+		{"gw=10.0.0.1,ip=10.0.0.5/16", "10.0.0.5", true},
+		{"ip=dhcp", "", false},
+		{"", "", false},
+		{"ip6=2001:db8::5/64", "", false},
+		{"ip=2001:db8::5/64", "", false},
+		{"ip=10.0.0.5", "", false},
+	} {
+		got, ok := vmConfig{"ipconfig0": c.ipconfig0}.staticAddress()
+		if got != c.want || ok != c.ok {
+			t.Errorf("ipconfig0 %q: %q, %v; want %q, %v", c.ipconfig0, got, ok, c.want, c.ok)
+		}
+	}
+}
