@@ -59,7 +59,7 @@ func TestConfigureWaitsForPendingAddresses(t *testing.T) {
 	if len(done.Status.Machine.Addresses) == 0 || done.Status.Machine.AddressesPending || done.Status.AddressesPendingSince != nil {
 		t.Fatalf("configured: machine %+v, since %v", done.Status.Machine, done.Status.AddressesPendingSince)
 	}
-	done = w.waitFor(inst.ID, "ready", func(i *api.Instance, err error) bool {
+	w.waitFor(inst.ID, "ready", func(i *api.Instance, err error) bool {
 		return err == nil && readyReason(i) == api.ReasonConverged
 	})
 	if n := len(m.Runs()); n != 1 {
