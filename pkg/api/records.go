@@ -271,6 +271,11 @@ type InstanceStatus struct {
 	// Bootstrap is where the bootstrap sequence is (instances with a
 	// bootstrap spec only).
 	Bootstrap *BootstrapStatus `json:"bootstrap,omitempty"`
+	// AddressesPendingSince is when the reconciler first saw the machine
+	// running with its addresses pending (ExternalMachine.AddressesPending);
+	// nil once they are known. Ready stays False (reason AddressesPending)
+	// meanwhile, and after 10 minutes (reason AddressesUnknown).
+	AddressesPendingSince *time.Time `json:"addressesPendingSince,omitempty"`
 }
 
 // ExternalMachine is a machine as its provider reports it. ID is the
@@ -286,6 +291,12 @@ type ExternalMachine struct {
 	OfferID        string       `json:"offerId,omitempty"`
 	Region         string       `json:"region,omitempty"`
 	Addresses      []string     `json:"addresses"`
+	// AddressesPending is true when the machine runs but its provider
+	// cannot tell its addresses yet (Proxmox VE with DHCP: the QEMU guest
+	// agent does not answer, or reports no address, until some seconds
+	// after the VM started); Addresses is empty then. The reconciler looks
+	// again until they are known (see InstanceStatus.AddressesPendingSince).
+	AddressesPending bool `json:"addressesPending,omitempty"`
 	// SSHEndpoint is "host:port" where the machine's SSH server answers
 	// when that is not its first address on the pool's port. Emulator-only
 	// (Guess: no real provider reports one): the emulators' machines

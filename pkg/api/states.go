@@ -142,6 +142,17 @@ const (
 	ReasonMachineMissing ConditionReason = "MachineMissing" // Drift, Ready: machine deleted out of band
 )
 
+// Reasons of a Ready condition False for a machine that runs as desired
+// but whose addresses its provider cannot tell yet
+// (ExternalMachine.AddressesPending): AddressesPending while the
+// reconciler looks again, AddressesUnknown once they stayed pending for
+// 10 minutes (it stops looking; a later pass, after a spec or power
+// change or a resync, looks once more).
+const (
+	ReasonAddressesPending ConditionReason = "AddressesPending"
+	ReasonAddressesUnknown ConditionReason = "AddressesUnknown"
+)
+
 // ReasonQuotaExceeded is the reason of a ProviderError (and Ready)
 // condition for a provider refusing a create because the account's quota
 // is reached (Hetzner Cloud's 403 resource_limit_exceeded): retried after

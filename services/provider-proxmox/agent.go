@@ -17,15 +17,17 @@ type agentInterfaces struct {
 // addresses asks vm's QEMU guest agent for its addresses: IPv4 first, then
 // IPv6, each once, without loopback, link-local, multicast or unspecified
 // ones. An agent that is not configured, not running or not answering
-// gives no addresses, not an error.
-func (s *session) addresses(ctx context.Context, vm *located) ([]string, error) {
+// (PVE: 500 "QEMU guest agent is not running" while the guest boots), or
+// one that reports no such address yet (Guess: the agent may start before
+// the guest's DHCP lease), gives no addresses and pending, not an error.
+func (s *session) addresses(ctx context.Context, vm *located) (addrs []string, pending bool, err error) {
 	var reply agentInterfaces
-	err := s.get(ctx, qemuPath(vm.node, vm.vmid)+"/agent/network-get-interfaces", nil, &reply)
+	err = s.get(ctx, qemuPath(vm.node, vm.vmid)+"/agent/network-get-interfaces", nil, &reply)
 	if isKind(err, kindNoAgent) {
-		return []string{}, nil
+		return []string{}, true, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var v4, v6 []string
 	seen := map[netip.Addr]bool{}
@@ -47,5 +49,6 @@ func (s *session) addresses(ctx context.Context, vm *located) ([]string, error) 
 			}
 		}
 	}
-	return append(append([]string{}, v4...), v6...), nil
+	addrs = append(append([]string{}, v4...), v6...)
+	return addrs, len(addrs) == 0, nil
 }

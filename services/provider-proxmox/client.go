@@ -64,9 +64,12 @@ func newClient(s *settings, acct api.ProviderAccount) (*client, error) {
 // such VM or it is not one of this system's (a template, no better-compute
 // tag, no key in its description). Requests: GET …/config (plus GET
 // /cluster/resources when the VM is not on the node it was last seen on),
-// GET …/status/current, and, while it runs with the agent enabled, GET
-// …/agent/network-get-interfaces for its addresses (none, not an error,
-// when the agent does not answer). The state comes from machineStates.
+// GET …/status/current, and, while it runs with the agent enabled and
+// DHCP, GET …/agent/network-get-interfaces for its addresses. While it
+// runs, a static address (ipconfig0 ip=<address>/<len>) is its address
+// without asking the agent; with DHCP, an agent that does not answer yet
+// (or reports no address yet) gives no addresses (nor the emulator's SSH
+// endpoint) and AddressesPending, not an error. The state comes from machineStates.
 //
 // Errors: INVALID_INPUT (id not a VMID), PROVIDER_ERROR, UNAVAILABLE.
 func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *api.ExternalMachine, err error) {
@@ -88,9 +91,17 @@ func (c *client) Get(ctx context.Context, call *provider.Call, id string) (m *ap
 	}
 	state, _ := machineState(false, vm.cfg.lock(), status)
 	m = c.toMachine(vmid, vm.cfg, state)
-	if status == statusRunning && vm.cfg.agentEnabled() {
-		if m.Addresses, err = s.addresses(ctx, vm); err != nil {
+	if status != statusRunning {
+		return m, nil
+	}
+	if addr, ok := vm.cfg.staticAddress(); ok {
+		m.Addresses = []string{addr}
+	} else if vm.cfg.agentEnabled() {
+		if m.Addresses, m.AddressesPending, err = s.addresses(ctx, vm); err != nil {
 			return nil, err
+		}
+		if m.AddressesPending {
+			m.SSHEndpoint = "" // the emulator's stand-in for an address: none is known yet
 		}
 	}
 	return m, nil

@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"encoding/json"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -88,6 +89,22 @@ func (c vmConfig) agentEnabled() bool {
 		return true
 	}
 	return false
+}
+
+// staticAddress is the IPv4 address of ipconfig0's "ip=<address>/<len>"
+// (a static address: the pool's network.addresses), and false for DHCP,
+// none or anything else.
+func (c vmConfig) staticAddress() (string, bool) {
+	for _, opt := range strings.Split(c["ipconfig0"], ",") {
+		if v, ok := strings.CutPrefix(opt, "ip="); ok {
+			p, err := netip.ParsePrefix(v)
+			if err != nil || !p.Addr().Is4() {
+				return "", false
+			}
+			return p.Addr().String(), true
+		}
+	}
+	return "", false
 }
 
 // diskKeyPattern matches the config keys of drives that can be boot disks.

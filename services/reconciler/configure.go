@@ -19,10 +19,12 @@ import (
 // onFailure "fail" the failure is final for the generation). A pass
 // interrupted while the step runs leaves it Running: the next pass runs it
 // again (at least once; the step is told the instance id and generation).
-// A pool with access but no configure step only pins the host key.
+// A pool with access but no configure step only pins the host key. A
+// machine whose addresses are pending is not tried yet (converge looks
+// again: addressesPending).
 func (r *Reconciler) configure(ctx context.Context, s *scope) (step, error) {
 	a, m := s.access, s.machine
-	if a == nil || m == nil || m.State != api.StateRunning || s.inst.Desired.Power != api.PowerOn ||
+	if a == nil || m == nil || m.State != api.StateRunning || s.inst.Desired.Power != api.PowerOn || addressesPending(s) ||
 		configureSettled(&s.inst) || a.Configure == nil && pinnedHostKey(&s.inst, m) != "" {
 		return next, nil
 	}

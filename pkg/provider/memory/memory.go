@@ -42,6 +42,18 @@ type Cloud struct {
 	AsyncShutdown bool
 	// ssh gives machines SSH endpoints (SetSSH).
 	ssh *sshemu.Fleet
+	// addressesPending makes Get report running machines without
+	// addresses (SetAddressesPending).
+	addressesPending bool
+}
+
+// SetAddressesPending makes Get report every running machine with no
+// addresses and ExternalMachine.AddressesPending (pending true), as a
+// Proxmox VE VM whose guest agent is not up yet, or as it is (false).
+func (c *Cloud) SetAddressesPending(pending bool) {
+	c.mu.Lock()
+	c.addressesPending = pending
+	c.mu.Unlock()
 }
 
 // SetSSH gives every machine created from now on an SSH endpoint on
@@ -380,6 +392,9 @@ func (cl *client) Get(ctx context.Context, call *provider.Call, id string) (*api
 		}
 	}
 	out := m.ExternalMachine
+	if c.addressesPending && out.State == api.StateRunning {
+		out.Addresses, out.SSHEndpoint, out.AddressesPending = []string{}, "", true
+	}
 	return &out, nil
 }
 

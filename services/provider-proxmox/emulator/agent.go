@@ -68,7 +68,8 @@ func agentView(ifaces []AgentInterface) []any {
 // getAgentInterfaces serves GET /nodes/{node}/qemu/{vmid}/agent/
 // network-get-interfaces with PVE's checks in PVE's order: agent not
 // configured, VM not running ("VM {id} is not running", which the Telmate
-// client recognises), agent not running.
+// client recognises), agent not running (SetAgentRunning false, or the
+// VM started less than Options.AgentStartDelay ago).
 func (e *Emulator) getAgentInterfaces(c *call) (any, *apiError) {
 	v, err := e.vmOn(c)
 	if err != nil {
@@ -79,7 +80,7 @@ func (e *Emulator) getAgentInterfaces(c *call) (any, *apiError) {
 		return nil, errInternal("No QEMU guest agent configured")
 	case v.status != StatusRunning:
 		return nil, errInternal("VM %d is not running", v.id)
-	case !v.agentRunning:
+	case !v.agentRunning || e.clock.Now().Before(v.startedAt.Add(e.opts.AgentStartDelay)):
 		return nil, errInternal("QEMU guest agent is not running")
 	}
 	ifaces := v.agentIfaces

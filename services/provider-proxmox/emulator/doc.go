@@ -36,7 +36,9 @@
 // whose net0 names a bridge its node lacks fails to start. Memory used is
 // the memory of running guests (GET /nodes mem), so a node filled with
 // running VMs shows no headroom; ipconfig0 and nameserver are kept as
-// written and the agent reports ipconfig0's static address.
+// written and the agent reports ipconfig0's static address (or a DHCP
+// lease), answering "QEMU guest agent is not running" for
+// Options.AgentStartDelay after each start as a booting guest's does.
 //
 // Faults are injected with Go methods (InjectRouteFault, InjectTaskFault,
 // SetLatency, SetAgentRunning, SetVMStatus, DeleteVM, SeedVMs, …) or with

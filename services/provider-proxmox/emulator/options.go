@@ -95,6 +95,13 @@ type Options struct {
 	// template flag, sizes), on Clock; PVE's is DefaultStatsInterval. 0
 	// (the default) serves them current. See SetStatsInterval.
 	StatsInterval time.Duration
+	// AgentStartDelay is how long, on Clock, a VM's QEMU guest agent takes
+	// to answer after the VM starts: until then GET …/agent/
+	// network-get-interfaces answers 500 "QEMU guest agent is not
+	// running", as PVE does while the guest boots (Guess: real guests take
+	// some seconds to tens of seconds, depending on the image). 0 (the
+	// default) answers at once.
+	AgentStartDelay time.Duration
 	// LegacyErrors emulates PVE before 8.3: error messages only in the HTTP
 	// reason phrase (body {"data":null}) and version 8.2.4. Otherwise the
 	// emulator is PVE 8.3.0 and error bodies also carry "message".
