@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/provider"
@@ -43,7 +45,13 @@ func (s *service) createAccount(ctx context.Context, req *bus.Request) (any, err
 	now := time.Now().UTC()
 	a := api.Account{ID: api.NewID(api.PrefixAccount), TenantID: req.Tenant, Provider: in.Provider,
 		Name: in.Name, Config: config, Version: 1, CreatedAt: now, UpdatedAt: now}
-	if _, err := s.accounts.Create(ctx, req.Tenant, a.ID, a); err != nil {
+	rev, err := s.accounts.Create(ctx, req.Tenant, a.ID, a)
+	if err != nil {
+		return nil, err
+	}
+	// again after the write: a secrets.delete that scanned before it sees it
+	if err := s.checkSecrets(ctx, req.Tenant, config); err != nil {
+		s.undo(ctx, a, rev, nil, req.Log)
 		return nil, err
 	}
 	req.Log.Info().Str("account", a.ID).Str("provider", a.Provider).Int64("version", a.Version).
@@ -87,10 +95,12 @@ func (s *service) updateAccount(ctx context.Context, req *bus.Request) (any, err
 		}
 	}
 	now := time.Now().UTC()
-	a, err := s.accounts.mutate(ctx, req.Tenant, in.ID, func(a *api.Account) error {
+	var before api.Account
+	a, rev, err := s.accounts.Mutate(ctx, req.Tenant, in.ID, func(a *api.Account) error { // id checked by get
 		if err := checkVersion(a, in.Version); err != nil {
 			return err
 		}
+		before = *a
 		if in.Name != "" {
 			a.Name = in.Name
 		}
@@ -104,9 +114,41 @@ func (s *service) updateAccount(ctx context.Context, req *bus.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
+	if config != nil {
+		// again after the write, as on create
+		if err := s.checkSecrets(ctx, req.Tenant, config); err != nil {
+			s.undo(ctx, a, rev, &before, req.Log)
+			return nil, err
+		}
+	}
 	req.Log.Info().Str("account", a.ID).Int64("version", a.Version).
 		Strs("config_fields", slices.Sorted(maps.Keys(config))).Msg("account updated")
 	return a, nil
+}
+
+// undo takes back the write of account a (written at revision rev) whose
+// secret references stopped resolving (a secrets.delete got in): it
+// deletes a created account (before nil) at rev, or writes before back
+// over an update while the account is still at a's version. A failure is
+// logged: the account then stays as written.
+func (s *service) undo(ctx context.Context, a api.Account, rev uint64, before *api.Account, log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	var err error
+	if before == nil {
+		err = s.accounts.Delete(ctx, a.TenantID, a.ID, rev)
+	} else {
+		_, _, err = s.accounts.MutateAt(ctx, a.TenantID, a.ID, a, rev, func(cur *api.Account) error {
+			if err := checkVersion(cur, a.Version); err != nil {
+				return err
+			}
+			*cur = *before
+			return nil
+		})
+	}
+	if err != nil {
+		log.Error().Str("account", a.ID).Str("error", err.Error()).Msg("account write naming a deleted secret could not be taken back")
+	}
 }
 
 // checkVersion is CONFLICT (path version) unless a is at version want.

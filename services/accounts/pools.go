@@ -69,6 +69,11 @@ func (s *service) createPool(ctx context.Context, req *bus.Request) (any, error)
 		}
 		return nil, err
 	}
+	// again after the write: a secrets.delete that scanned before it sees it
+	if err := s.checkAccessKey(ctx, req.Tenant, p.Access); err != nil {
+		s.rollback(ctx, req.Tenant, p.ID, rev, req.Log)
+		return nil, err
+	}
 	req.Log.Info().Str("pool", p.ID).Str("account", acct.ID).Int("flavors", len(p.Flavors)).Msg("pool created")
 	return p, nil
 }

@@ -19,6 +19,25 @@ type record struct {
 	KeyID      string `json:"keyId"`
 	Nonce      []byte `json:"nonce"`
 	Ciphertext []byte `json:"ciphertext"`
+	// DeletingAt, when set, is when a secrets.delete marked the secret
+	// (UTC, nanoseconds): until deleteLease has passed, check refuses it
+	// (NOT_FOUND) while resolve still answers its value; see delete.
+	DeletingAt *time.Time `json:"deletingAt,omitempty"`
+}
+
+// deleteLease is how long a delete's mark holds: check ignores an older
+// mark (one left by a delete that crashed), and a delete that took longer
+// than this from its mark to its removal gives up (UNAVAILABLE) instead of
+// removing.
+const deleteLease = time.Minute
+
+// beingDeleted is NOT_FOUND when rec carries a delete's mark younger than
+// deleteLease, nil otherwise.
+func beingDeleted(rec *record, now time.Time) error {
+	if rec.DeletingAt == nil || now.Sub(*rec.DeletingAt) >= deleteLease {
+		return nil
+	}
+	return api.Errorf(api.CodeNotFound, "secret %s is being deleted", rec.ID)
 }
 
 // localStore is the sealed store of secret:// references in the
