@@ -25,7 +25,9 @@ import (
 // pools.create write their record, then check each reference again
 // (check refuses a marked secret) and remove their record if one fails. So
 // a record written before the scan is seen by it, and one written after
-// the mark sees the mark. A marked secret still resolves for its holders
+// the mark sees the mark. (If accounts crashes between writing its record
+// and taking it back, that unacknowledged record names the removed secret:
+// its uses then fail with NOT_FOUND.) A marked secret still resolves for its holders
 // until it is removed; a mark left by a crashed delete stops counting after
 // deleteLease, and the next delete replaces it. The only other writer of a
 // stored secret is a rekey re-sealing it (the mark stays), so on a
