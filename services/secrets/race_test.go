@@ -16,11 +16,12 @@ import (
 const raceRounds = 30
 
 // Racing secrets.delete of a secret against a record that names it
-// (pools.create with access.privateKey, accounts.create with it in its
-// config), through the bus, never has both succeed: either the delete is
+// (pools.create with access.privateKey, accounts.create and update with it
+// in its config), through the bus, never has both succeed: either the delete is
 // refused (INVALID_STATE) and the record stays with a secret that still
 // resolves, or the record is refused (naming the field, the secret's
-// NOT_FOUND) and the secret is gone. No error quotes a value.
+// NOT_FOUND; a refused update leaves the account as it was) and the
+// secret is gone. No error quotes a value.
 func TestDeleteRacingAHolderNeverBothSucceed(t *testing.T) {
 	h := startHarness(t)
 	h.withAccounts(t)
@@ -31,6 +32,7 @@ func TestDeleteRacingAHolderNeverBothSucceed(t *testing.T) {
 		Config: map[string]any{"token": token.Ref}}, &acct); err != nil {
 		t.Fatalf("accounts.create: %v", err)
 	}
+	var updated [raceRounds]api.Account // the accounts "account-update" points at the key
 	holders := map[string]struct {
 		field  string
 		create func(t *testing.T, round int, ref string) error
@@ -45,6 +47,16 @@ func TestDeleteRacingAHolderNeverBothSucceed(t *testing.T) {
 			return h.call(t, bus.Command("acme", bus.ResourceAccounts, "create"), api.AccountCreateRequest{Provider: memory.ProviderID,
 				Name: fmt.Sprintf("mem-%d", round), Config: map[string]any{"token": ref}}, nil)
 		}},
+		"account-update": {"config.token", func(t *testing.T, round int, ref string) error {
+			return h.call(t, bus.Command("acme", bus.ResourceAccounts, "update"), api.AccountUpdateRequest{ID: updated[round].ID,
+				Version: updated[round].Version, Config: map[string]any{"token": ref}}, nil)
+		}},
+	}
+	for round := range updated {
+		if err := h.call(t, bus.Command("acme", bus.ResourceAccounts, "create"), api.AccountCreateRequest{Provider: memory.ProviderID,
+			Name: fmt.Sprintf("upd-%d", round), Config: map[string]any{"token": token.Ref}}, &updated[round]); err != nil {
+			t.Fatalf("accounts.create: %v", err)
+		}
 	}
 	for name, holder := range holders {
 		t.Run(name, func(t *testing.T) {
@@ -54,12 +66,18 @@ func TestDeleteRacingAHolderNeverBothSucceed(t *testing.T) {
 				var delErr, createErr error
 				var wg sync.WaitGroup
 				wg.Add(2)
+				// by round, the create starts up to 40ms after the delete, or the
+				// delete up to 96ms after the create
+				lag := time.Duration(round%15-10) * 4 * time.Millisecond
+				if lag > 0 {
+					lag *= 6
+				}
 				go func() {
 					defer wg.Done()
-					time.Sleep(time.Duration(round%6) * 2 * time.Millisecond) // the create gets ahead in some rounds
+					time.Sleep(lag)
 					delErr = h.call(t, cmd("acme", "delete"), api.IDRequest{ID: key.ID}, nil)
 				}()
-				go func() { defer wg.Done(); createErr = holder.create(t, round, key.Ref) }()
+				go func() { defer wg.Done(); time.Sleep(-lag); createErr = holder.create(t, round, key.Ref) }()
 				wg.Wait()
 				switch {
 				case delErr == nil && createErr == nil:
@@ -78,6 +96,13 @@ func TestDeleteRacingAHolderNeverBothSucceed(t *testing.T) {
 				default: // both refused: the delete saw the record the create then took back
 					wantError(t, delErr, api.CodeInvalidState, "", tokenValue, keyValue)
 					wantError(t, createErr, api.CodeNotFound, holder.field, tokenValue, keyValue)
+				}
+				if name == "account-update" && createErr != nil {
+					var a api.Account
+					if err := h.call(t, bus.Command("acme", bus.ResourceAccounts, "get"), api.IDRequest{ID: updated[round].ID}, &a); err != nil ||
+						a.Version != updated[round].Version || a.Config["token"] != token.Ref {
+						t.Fatalf("round %d: a refused update stayed: version %d, err %v", round, a.Version, err)
+					}
 				}
 			}
 			t.Logf("%s: %d rounds, delete won %d, the %s won %d", name, raceRounds, deleted, name, held)
