@@ -57,7 +57,8 @@ func (c *client) CheckPool(ctx context.Context, call *provider.Call, req api.Pro
 	case !on(n.PublicIPv4) && !on(n.PublicIPv6) && len(n.Firewalls) > 0:
 		return api.InvalidInput("network.firewalls", "firewalls act on the public interface only: a server without public IPs cannot have one")
 	case len(n.Firewalls) > maxServerFirewalls:
-		return api.InvalidInput("network.firewalls", "%d firewalls: Hetzner Cloud applies at most %d to a server", len(n.Firewalls), maxServerFirewalls)
+		return api.InvalidInput("network.firewalls", "%d firewalls: Hetzner Cloud applies at most %d to a server",
+			len(n.Firewalls), maxServerFirewalls)
 	}
 	if len(n.PrivateNetworks) == 0 && len(n.Firewalls) == 0 && len(p.Locations) == 0 {
 		return nil
