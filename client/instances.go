@@ -91,9 +91,24 @@ func (i InstanceClient) Resolve(ctx context.Context, handle string) (string, err
 
 // ResolveIn is Resolve among the instances of pool poolID only ("" for
 // every pool of the tenant): a name is unique there. An instance id is
-// returned as it is, whatever its pool. Errors: those of Resolve, and
+// returned as it is when poolID is "", else only once instances.get shows
+// the instance in pool poolID, so a command never acts on an instance of
+// another pool. Errors: those of Resolve and Get, NOT_FOUND (details.id
+// the handle) naming the pool when the instance is in another one, and
 // INVALID_INPUT (path poolId) for a malformed pool id.
 func (i InstanceClient) ResolveIn(ctx context.Context, poolID, handle string) (string, error) {
+	if poolID != "" && api.ValidID(api.PrefixInstance, handle) {
+		inst, err := i.Get(ctx, handle)
+		if err != nil {
+			return "", err
+		}
+		if inst.PoolID != poolID {
+			ce := api.Errorf(api.CodeNotFound, "pool %s has no instance %s (it is in pool %s)", poolID, handle, inst.PoolID)
+			ce.Details.ID = handle
+			return "", ce
+		}
+		return handle, nil
+	}
 	return resolve(ctx, api.PrefixInstance, "instance", handle,
 		func(ctx context.Context) ([]api.Instance, error) {
 			return i.All(ctx, api.InstanceListRequest{PoolID: poolID})

@@ -25,7 +25,8 @@ func accessCmds(g *globals) []*cobra.Command {
 		Short: "Run a command on a running instance's machine over SSH (pools with access)",
 		Long: "Runs the command (its words joined by spaces) on the machine with the pool's SSH user and key,\n" +
 			"and prints the exit code, stdout and stderr (the last 64 KiB of each; truncated says whether\n" +
-			"either was cut, timedOut whether --command-timeout ended it).",
+			"either was cut, timedOut whether --command-timeout ended it). compute exits with the command's\n" +
+			"exit code, as ssh does; 124 (as timeout(1)) when --command-timeout ended it.",
 		Example: `  compute instances exec inst_01… -- systemctl is-active k3s`,
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -37,7 +38,13 @@ func accessCmds(g *globals) []*cobra.Command {
 				if err != nil {
 					return err
 				}
-				return showText(g, reply, func(w io.Writer) error { return writeExec(w, reply) })
+				if err := showText(g, reply, func(w io.Writer) error { return writeExec(w, reply) }); err != nil {
+					return err
+				}
+				if status := execStatus(reply); status != 0 {
+					return &exitError{status: status}
+				}
+				return nil
 			})
 		},
 	}
@@ -63,6 +70,25 @@ func accessCmds(g *globals) []*cobra.Command {
 	logs.Flags().StringVar(&lreq.Source, "source", api.LogSourceCloudInit, "cloud-init, journal or console")
 	logs.Flags().IntVar(&lreq.Lines, "lines", api.DefaultLogLines, "how many of the last lines (at most 5000)")
 	return []*cobra.Command{exec, logs}
+}
+
+// Exit statuses of `compute instances exec` other than the command's own.
+const (
+	execStatusTimedOut = 124 // --command-timeout ended the command, as timeout(1)
+	execStatusOther    = 255 // an exit code outside 1..255 (a signal), as ssh
+)
+
+// execStatus is the exit status `compute instances exec` ends with after
+// printing r: the remote command's exit code (as ssh), execStatusTimedOut
+// when the timeout ended it, execStatusOther for a code outside 0..255.
+func execStatus(r api.InstanceExecReply) int {
+	switch {
+	case r.TimedOut:
+		return execStatusTimedOut
+	case r.ExitCode < 0 || r.ExitCode > 255:
+		return execStatusOther
+	}
+	return r.ExitCode
 }
 
 // writeExec prints an exec's reply for a person: the exit code (and

@@ -3,7 +3,9 @@ package main
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,9 +87,14 @@ func TestInstancesExecAndLogs(t *testing.T) {
 	if out != (api.InstanceExecReply{Stdout: "hello world\n"}) {
 		t.Fatalf("exec echo: %+v", out)
 	}
-	c.must(&out, "", "instances", "exec", inst.ID, "--command-timeout", "5s", "--", "exit", "3")
-	if out.ExitCode != 3 || out.TimedOut {
-		t.Fatalf("exec exit 3: %+v", out)
+	// compute exits with the command's exit code, after printing the reply.
+	reply, err := c.run("", "instances", "exec", inst.ID, "--command-timeout", "5s", "--", "exit", "3")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.status != 3 || ee.msg != "" {
+		t.Fatalf("exec exit 3 ended with %v, want exit status 3 and no message", err)
+	}
+	if err := json.Unmarshal([]byte(reply), &out); err != nil || out.ExitCode != 3 || out.TimedOut {
+		t.Fatalf("exec exit 3: %+v (%v)", out, err)
 	}
 	var lines api.InstanceLogsReply
 	c.must(&lines, "", "instances", "logs", "host-1", "--source", "journal", "--lines", "1")
@@ -105,4 +112,24 @@ func TestInstancesExecAndLogs(t *testing.T) {
 	}
 	bustest.AssertNowhere(t, bustest.Scan{NC: s.nc, Dirs: []string{dataDir}, Logs: logs.String(), Replies: c.replies},
 		strings.TrimSpace(keyPEM), strings.Join(pemLines[1:len(pemLines)-1], ""), string(priv.Seed()))
+}
+
+// execStatus: compute instances exec exits as ssh does, 124 on a timeout.
+func TestExecStatus(t *testing.T) {
+	for _, tc := range []struct {
+		reply api.InstanceExecReply
+		want  int
+	}{
+		{api.InstanceExecReply{}, 0},
+		{api.InstanceExecReply{ExitCode: 1}, 1},
+		{api.InstanceExecReply{ExitCode: 255}, 255},
+		{api.InstanceExecReply{ExitCode: -1, TimedOut: true}, 124},
+		{api.InstanceExecReply{ExitCode: 0, TimedOut: true}, 124},
+		{api.InstanceExecReply{ExitCode: -1}, 255},
+		{api.InstanceExecReply{ExitCode: 300}, 255},
+	} {
+		if got := execStatus(tc.reply); got != tc.want {
+			t.Errorf("execStatus(%+v) = %d, want %d", tc.reply, got, tc.want)
+		}
+	}
 }

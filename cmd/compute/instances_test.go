@@ -89,3 +89,28 @@ func TestProgressLine(t *testing.T) {
 		}
 	}
 }
+
+// --wait -o id prints the id alone on stdout (for X=$(…)), its progress on
+// stderr: instances create here, accounts bootstrap in the README's Robot
+// walkthrough.
+func TestWaitProgressGoesToStderr(t *testing.T) {
+	s, c := startTestCLI(t)
+	_, _, pool := c.hetznerPool("web")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "--nats", s.nats.ClientURL(), "--tenant", "acme", "--creds", c.creds,
+		"instances", "create", "--pool", pool.ID, "--flavor", "small", "--name", "web-1", "--wait", "-o", "id")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("create --wait -o id: %v\n%s", err, stderr.String())
+	}
+	id := strings.TrimSuffix(stdout.String(), "\n")
+	if !api.ValidID(api.PrefixInstance, id) || stdout.String() != id+"\n" {
+		t.Fatalf("stdout %q, want an instance id and a newline", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), id+"  Running") {
+		t.Fatalf("stderr %q has no progress line of %s", stderr.String(), id)
+	}
+}

@@ -21,7 +21,7 @@ func main() {
 }
 
 // exitError ends the command with its own exit status and message (printed
-// as it is, without "error: ").
+// as it is, without "error: "; "" prints nothing).
 type exitError struct {
 	status int
 	msg    string
@@ -30,12 +30,15 @@ type exitError struct {
 func (e *exitError) Error() string { return e.msg }
 
 // printError writes a ComputeError as "error: CODE: message (field: path)",
-// any other error as "error: message", an exitError as its message, and
-// returns the exit status: 1, or the exitError's.
+// any other error as "error: message", an exitError as its message
+// (nothing for an empty one), and returns the exit status: 1, or the
+// exitError's.
 func printError(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
-		fmt.Fprintln(os.Stderr, ee.msg)
+		if ee.msg != "" {
+			fmt.Fprintln(os.Stderr, ee.msg)
+		}
 		return ee.status
 	}
 	var ce *api.ComputeError

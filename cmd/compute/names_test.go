@@ -90,6 +90,16 @@ func TestCLINamesAsHandles(t *testing.T) {
 	if got.ID != other.ID {
 		t.Fatalf("get by id answered %s", got.ID)
 	}
+	// An id with --pool of another pool is refused, and nothing is deleted.
+	_, err = c.run("", "instances", "delete", web.ID, "--pool", "green")
+	if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeNotFound || !strings.Contains(ce.Message, green.ID) {
+		t.Fatalf("delete %s (of pool blue) --pool green: %v, want NOT_FOUND naming pool green", web.ID, err)
+	}
+	var kept api.Instance
+	c.must(&kept, "", "instances", "get", web.ID, "--pool", "blue")
+	if kept.ID != web.ID || kept.DeletionRequestedAt != nil {
+		t.Fatalf("after a delete with the wrong --pool, get %s --pool blue answered %s (deletion requested %v)", web.ID, kept.ID, kept.DeletionRequestedAt)
+	}
 }
 
 // On a live stack, -o table prints the stable columns and -o yaml the reply.

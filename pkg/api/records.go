@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"regexp"
+	"time"
+)
 
 // Secret is the metadata of a stored credential. The value is never part of
 // it: nothing on the public API returns a secret value.
@@ -118,6 +121,31 @@ func (q OfferQuery) Matches(o Offer) bool {
 		o.Vcpu >= q.MinVcpu &&
 		o.MemoryGiB >= q.MinMemoryGiB &&
 		o.GPUs >= q.GPUs
+}
+
+// regionPattern is what OfferQuery.Region may be: a Hetzner location
+// (fsn1), a Robot data centre's location (fsn1) or a Proxmox VE node name,
+// 1 to 63 letters, digits, dots, underscores and hyphens.
+var regionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// Check checks the query's filters before a provider is asked. Errors:
+// INVALID_INPUT naming query.<field>: region not a location or node name
+// (regionPattern), kind not "", vps or metal, a negative minVcpu,
+// minMemoryGiB or gpus.
+func (q OfferQuery) Check() error {
+	switch {
+	case q.Region != "" && !regionPattern.MatchString(q.Region):
+		return InvalidInput("query.region", "region must be a location or node name: 1 to 63 letters, digits, '.', '_' and '-'")
+	case q.Kind != "" && q.Kind != KindVPS && q.Kind != KindMetal:
+		return InvalidInput("query.kind", "kind must be %s or %s", KindVPS, KindMetal)
+	case q.MinVcpu < 0:
+		return InvalidInput("query.minVcpu", "minVcpu must not be negative")
+	case q.MinMemoryGiB < 0:
+		return InvalidInput("query.minMemoryGiB", "minMemoryGiB must not be negative")
+	case q.GPUs < 0:
+		return InvalidInput("query.gpus", "gpus must not be negative")
+	}
+	return nil
 }
 
 // Pool classes and agents: class "provider" (and the host classes of

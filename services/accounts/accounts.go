@@ -167,12 +167,16 @@ func checkVersion(a *api.Account, want int64) error {
 // (compute.internal.provider.<id>.offers); with poolId, the pool's
 // placement goes with the query (OfferQuery.Placement), so availability
 // is for where that pool's creates place. Errors: INVALID_INPUT (path id;
+// query.<field>: OfferQuery.Check;
 // poolId naming a pool of another account; query.placement given with
 // poolId), NOT_FOUND (the account, or the pool), and the
 // provider's errors (UNAVAILABLE when it does not answer).
 func (s *service) accountOffers(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.AccountOffersRequest
 	if err := req.Decode(&in); err != nil {
+		return nil, err
+	}
+	if err := in.Query.Check(); err != nil {
 		return nil, err
 	}
 	a, _, err := s.accounts.get(ctx, req.Tenant, "id", in.ID)

@@ -85,6 +85,20 @@ func TestAccountOffers(t *testing.T) {
 			t.Errorf("query %+v: offers %v, want %v", tc.query, ids, tc.want)
 		}
 	}
+	for _, tc := range []struct {
+		query api.OfferQuery
+		path  string
+	}{
+		{api.OfferQuery{MinVcpu: -5}, "query.minVcpu"},
+		{api.OfferQuery{MinMemoryGiB: -0.5}, "query.minMemoryGiB"},
+		{api.OfferQuery{GPUs: -1}, "query.gpus"},
+		{api.OfferQuery{Kind: "gpu"}, "query.kind"},
+		{api.OfferQuery{Region: strings.Repeat("x", 100<<10)}, "query.region"},
+		{api.OfferQuery{Region: "fsn1 "}, "query.region"},
+	} {
+		_, err := call[api.List[api.Offer]](t, e.NC, tenant, bus.ResourceAccounts, "offers", api.AccountOffersRequest{ID: a.ID, Query: tc.query})
+		wantErr(t, err, api.CodeInvalidInput, tc.path)
+	}
 	_, err := call[api.List[api.Offer]](t, e.NC, other, bus.ResourceAccounts, "offers", api.AccountOffersRequest{ID: a.ID})
 	wantErr(t, err, api.CodeNotFound, "")
 	_, err = call[api.List[api.Offer]](t, e.NC, tenant, bus.ResourceAccounts, "offers", api.AccountOffersRequest{ID: "pacct_x"})

@@ -21,18 +21,21 @@ import (
 //   - network.publicIPv4: both public IPs off and no private network (the
 //     server would be unreachable; the hcloud CLI refuses it too);
 //   - network.firewalls: firewalls with both public IPs off (they act on
-//     the public interface only: private_net_only_server);
+//     the public interface only: private_net_only_server), or more than
+//     maxServerFirewalls (checked before any request);
 //   - placement.locations[i]: an unknown location, or one listed twice;
 //   - network.privateNetworks[i].network: a network that does not exist,
 //     is listed twice, or has no subnet in the network zone of a location
 //     the pool may use (placement.locations, else the account's location);
-//   - network.privateNetworks[i].ipRange: not a CIDR, or not a subnet of
+//   - network.privateNetworks[i].ipRange: not a CIDR, one with host bits
+//     set (10.0.1.5/24: not a network address), or not a subnet of
 //     the network in the network zone of every location the pool may use
 //     (the server joins it by attach_to_network with ip_range; see
 //     network.go), or, for the attachment that joins in POST /servers
 //     (rangedAtCreate: no public IP, every attachment with an ipRange),
 //     not the network's first subnet in that zone;
-//   - network.firewalls[i]: a firewall that does not exist.
+//   - network.firewalls[i]: a firewall that does not exist, or one listed
+//     twice (by name or id).
 //
 // Requests: GET /locations when the pool names networks or locations, one
 // GET per network and per firewall. Errors besides INVALID_INPUT: the
@@ -53,6 +56,9 @@ func (c *client) CheckPool(ctx context.Context, call *provider.Call, req api.Pro
 		return api.InvalidInput("network.publicIPv4", "a server without public IPv4 and IPv6 needs a private network (network.privateNetworks)")
 	case !on(n.PublicIPv4) && !on(n.PublicIPv6) && len(n.Firewalls) > 0:
 		return api.InvalidInput("network.firewalls", "firewalls act on the public interface only: a server without public IPs cannot have one")
+	case len(n.Firewalls) > maxServerFirewalls:
+		return api.InvalidInput("network.firewalls", "%d firewalls: Hetzner Cloud applies at most %d to a server",
+			len(n.Firewalls), maxServerFirewalls)
 	}
 	if len(n.PrivateNetworks) == 0 && len(n.Firewalls) == 0 && len(p.Locations) == 0 {
 		return nil
@@ -69,17 +75,27 @@ func (c *client) CheckPool(ctx context.Context, call *provider.Call, req api.Pro
 	if err := checkNetworks(ctx, s, n, zones); err != nil {
 		return err
 	}
+	seen := map[int64]bool{}
 	for i, ref := range n.Firewalls {
 		f, err := resolveFirewall(ctx, s, ref)
 		if err != nil {
 			return err
 		}
-		if f == nil {
-			return api.InvalidInput(fmt.Sprintf("network.firewalls[%d]", i), "the project has no firewall %q", ref)
+		path := fmt.Sprintf("network.firewalls[%d]", i)
+		switch {
+		case f == nil:
+			return api.InvalidInput(path, "the project has no firewall %q", ref)
+		case seen[f.ID]:
+			return api.InvalidInput(path, "firewall %q is listed twice", ref)
 		}
+		seen[f.ID] = true
 	}
 	return nil
 }
+
+// maxServerFirewalls is how many firewalls Hetzner Cloud applies to one
+// server (its documented limit: 5 per server, label selections counted).
+const maxServerFirewalls = 5
 
 // checkProxmoxFields refuses the pool fields of Proxmox VE.
 func checkProxmoxFields(req api.ProviderPoolCheckRequest) error {
@@ -183,6 +199,9 @@ func checkIPRange(path string, a api.NetworkAttachment, n *hcloud.Network, zones
 	want, err := netip.ParsePrefix(a.IPRange)
 	if err != nil {
 		return api.InvalidInput(path, "ipRange must be a CIDR such as 10.0.1.0/24")
+	}
+	if want != want.Masked() {
+		return api.InvalidInput(path, "ipRange %s is not a network address; did you mean %s", a.IPRange, want.Masked())
 	}
 	for _, z := range zones {
 		var ranges []string

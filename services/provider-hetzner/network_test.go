@@ -303,7 +303,7 @@ func TestCheckPoolRefusals(t *testing.T) {
 	e.emu.AddNetwork("backend", "10.0.0.0/16", "10.0.1.0/24@eu-central", "10.0.2.0/24@eu-central")
 	e.emu.AddNetwork("us", "10.1.0.0/16", "10.1.1.0/24@us-east")
 	e.emu.AddNetwork("side", "10.2.0.0/16", "10.2.1.0/24@eu-central")
-	e.emu.AddFirewall("web")
+	webID := e.emu.AddFirewall("web")
 	nets := func(a ...api.NetworkAttachment) *api.PoolNetwork { return &api.PoolNetwork{PrivateNetworks: a} }
 	cases := []struct {
 		name      string
@@ -324,6 +324,7 @@ func TestCheckPoolRefusals(t *testing.T) {
 		{"location of another zone", nets(api.NetworkAttachment{Network: "backend"}), &api.PoolPlacement{Locations: []string{"fsn1", "ash"}}, nil,
 			"network.privateNetworks[0].network"},
 		{"ipRange not a CIDR", nets(api.NetworkAttachment{Network: "backend", IPRange: "ten"}), nil, nil, "network.privateNetworks[0].ipRange"},
+		{"ipRange with host bits", nets(api.NetworkAttachment{Network: "backend", IPRange: "10.0.1.5/24"}), nil, nil, "network.privateNetworks[0].ipRange"},
 		{"second subnet as ipRange", nets(api.NetworkAttachment{Network: "backend", IPRange: "10.0.2.0/24"}), nil, nil, ""},
 		{"ipRange no subnet", nets(api.NetworkAttachment{Network: "backend", IPRange: "10.0.3.0/24"}), nil, nil,
 			"network.privateNetworks[0].ipRange"},
@@ -332,6 +333,9 @@ func TestCheckPoolRefusals(t *testing.T) {
 		{"no public IP, second subnet after a network without range", &api.PoolNetwork{PrivateNetworks: []api.NetworkAttachment{
 			{Network: "side"}, {Network: "backend", IPRange: "10.0.2.0/24"}}, PublicIPv4: off(), PublicIPv6: off()}, nil, nil, ""},
 		{"unknown firewall", &api.PoolNetwork{Firewalls: []string{"web", "db"}}, nil, nil, "network.firewalls[1]"},
+		{"firewall twice", &api.PoolNetwork{Firewalls: []string{"web", "web"}}, nil, nil, "network.firewalls[1]"},
+		{"firewall by name and id", &api.PoolNetwork{Firewalls: []string{"web", itoa(webID)}}, nil, nil, "network.firewalls[1]"},
+		{"more firewalls than a server takes", &api.PoolNetwork{Firewalls: slices.Repeat([]string{"web"}, 500)}, nil, nil, "network.firewalls"},
 		{"unknown location", nil, &api.PoolPlacement{Locations: []string{"fsn1", "mars"}}, nil, "placement.locations[1]"},
 		{"location twice", nil, &api.PoolPlacement{Locations: []string{"fsn1", "fsn1"}}, nil, "placement.locations[1]"},
 		{"no public IP, no network", &api.PoolNetwork{PublicIPv4: off(), PublicIPv6: off()}, nil, nil, "network.publicIPv4"},
