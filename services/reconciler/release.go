@@ -58,8 +58,22 @@ func (r *Reconciler) wipe(ctx context.Context, s *scope) (step, error) {
 		return next, nil
 	case r.bootstrapLease(b) > 0:
 		return end(after(min(r.bootstrapLease(b), r.o.PollInterval))), nil
+	case nothingInstalled(&s.inst):
+		s.log.Info().Str("machine", m.ID).Msg("release: nothing of ours was installed; not wiped")
+		return next, nil
 	case s.access == nil:
 		return next, api.Errorf(api.CodeInvalidState, "pool %s has no access: a host cannot be wiped without SSH", s.inst.PoolID)
+	}
+	// Without the pool's key no step is checked or taken (no rescue boot,
+	// no reset: nothing could follow it over SSH): its error (naming
+	// access.privateKey and the reference) is the pass's, recorded by
+	// failed as the ProviderError condition, retried with backoff; the
+	// server stays claimed until the wipe can run.
+	if _, err := r.privateKey(ctx, &s.inst, s.access); err != nil {
+		if ctx.Err() != nil {
+			return next, storeError{ctx.Err()}
+		}
+		return next, err
 	}
 	s.machine = m
 	switch {
@@ -76,6 +90,18 @@ func (r *Reconciler) wipe(ctx context.Context, s *scope) (step, error) {
 		return r.waitWipeRescue(ctx, s)
 	}
 	return r.runWipe(ctx, s)
+}
+
+// nothingInstalled reports whether a host's disks hold nothing of this
+// platform, so a release need not wipe them: status.bootstrap records no
+// installimage run (installs 0) and no wipe step, no installed system
+// ever answered (no host key pinned in status.access), and no reinstall
+// (which starts status.bootstrap afresh) was the last operation.
+func nothingInstalled(inst *api.Instance) bool {
+	st := &inst.Status
+	b, a, op := st.Bootstrap, st.Access, st.LastOperation
+	return (b == nil || b.Installs == 0 && !wipeStep(b.Step)) && (a == nil || a.HostKey == "") &&
+		(op == nil || op.Action != api.ActionReinstall)
 }
 
 // takeWipeRescue records WipeRescue (a fresh sequence: counters from 0
