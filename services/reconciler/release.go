@@ -25,7 +25,9 @@ import (
 // answering means the reset was made) before it is asked for again; Wipe
 // found Running once its lease ended is run again (wiping twice loses
 // nothing). A rescue that does not answer within RescueTimeout is asked
-// for again, without a limit: the server is never un-claimed unwiped.
+// for again, without a limit: the server is never un-claimed unwiped,
+// unless nothing of ours was installed on it (nothingInstalled) or it is
+// no longer ours. No step is taken without the pool's key.
 
 // DefaultWipeCommand wipes every disk's partition tables and filesystem
 // signatures (the rescue system's wipefs, on each whole disk lsblk lists,
@@ -68,10 +70,19 @@ func (r *Reconciler) wipe(ctx context.Context, s *scope) (step, error) {
 	// no reset: nothing could follow it over SSH): its error (naming
 	// access.privateKey and the reference) is the pass's, recorded by
 	// failed as the ProviderError condition, retried with backoff; the
-	// server stays claimed until the wipe can run.
+	// server stays claimed until the wipe can run, or until it is no
+	// longer ours (gone, or its name cleared in Robot by an operator who
+	// wiped it by hand): then it is not wiped (never touched).
 	if _, err := r.privateKey(ctx, &s.inst, s.access); err != nil {
 		if ctx.Err() != nil {
 			return next, storeError{ctx.Err()}
+		}
+		cctx, cancel := r.callCtx(ctx)
+		observed, getErr := s.remote.Get(cctx, s.account, m.ID)
+		cancel()
+		if getErr == nil && observed == nil {
+			s.log.Warn().Str("machine", m.ID).Msg("release: server not ours any more; not wiped")
+			return next, nil
 		}
 		return next, err
 	}

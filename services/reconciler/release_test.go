@@ -132,7 +132,9 @@ func (w *robotWorld) dropKey(t testing.TB) string {
 // whose pool's key is gone by then, takes no wipe step (no rescue boot,
 // no reset: nothing could follow it over SSH); the instance shows why, a
 // ProviderError NOT_FOUND naming access.privateKey, retried with
-// backoff, and the server stays claimed.
+// backoff, and the server stays claimed until an operator clears its
+// name in Robot (after wiping it by hand): then the release ends without
+// touching it.
 func TestReleaseWipeKeyMissing(t *testing.T) {
 	w := newRobotWorld(t, fastOptions())
 	w.wipeOnRelease(t)
@@ -159,6 +161,15 @@ func TestReleaseWipeKeyMissing(t *testing.T) {
 	}
 	if srv := w.emu.Servers(); srv[0].Number != 101 || srv[0].Name != "compute:"+inst.ID {
 		t.Fatalf("server 101: %+v, want it still claimed (not wiped)", srv[0])
+	}
+	// The operator's way out: wipe the server by hand and clear its name
+	// in Robot; the release finds it not ours, does not touch it, and ends.
+	w.emu.SetServerName(101, "")
+	w.waitGone(inst.ID)
+	for _, c := range w.writes()[writes:] {
+		if strings.Contains(c, "/boot/") || strings.Contains(c, "/reset/") || strings.HasPrefix(c, "POST /server/") {
+			t.Fatalf("the release touched a server not ours any more: %v", w.writes()[writes:])
+		}
 	}
 }
 
