@@ -206,3 +206,24 @@ func TestReleaseNothingInstalledNotWiped(t *testing.T) {
 		t.Fatalf("server 101 after the release: %+v (want it un-claimed)", srv[0])
 	}
 }
+
+// TestNothingInstalled: only a host with no install, no pinned system and
+// no reinstall behind it is released without a wipe.
+func TestNothingInstalled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   api.InstanceStatus
+		want bool
+	}{
+		{"no step taken", api.InstanceStatus{}, true},
+		{"rescue only", api.InstanceStatus{Bootstrap: &api.BootstrapStatus{Step: api.BootstrapWaitRescue, Rescues: 1}}, true},
+		{"installimage ran", api.InstanceStatus{Bootstrap: &api.BootstrapStatus{Step: api.BootstrapInstall, Installs: 1}}, false},
+		{"a wipe started", api.InstanceStatus{Bootstrap: &api.BootstrapStatus{Step: api.BootstrapWipeWaitRescue}}, false},
+		{"a system answered", api.InstanceStatus{Access: &api.AccessStatus{HostKey: "SHA256:x"}}, false},
+		{"reinstalled (bootstrap started afresh)", api.InstanceStatus{LastOperation: &api.OperationStatus{Action: api.ActionReinstall}}, false},
+	} {
+		if got := nothingInstalled(&api.Instance{Status: tc.st}); got != tc.want {
+			t.Errorf("%s: nothingInstalled = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
