@@ -65,7 +65,7 @@ var raidLevels = []int{-1, 0, 1, 5, 6, 10}
 
 // Check checks the request. Errors: INVALID_INPUT naming the field
 // (accountId, poolId, serverNumber, image, hostname, drives[i],
-// raidLevel, flavor).
+// raidLevel, flavor, idempotencyKey).
 func (r *AccountBootstrapRequest) Check() error {
 	switch {
 	case !ValidID(PrefixAccount, r.AccountID):
@@ -80,6 +80,8 @@ func (r *AccountBootstrapRequest) Check() error {
 		return InvalidInput("hostname", "hostname must be 1 to 63 lower-case letters, digits and inner hyphens")
 	case len(r.Drives) > 8:
 		return InvalidInput("drives", "at most 8 drives")
+	case CheckIdempotencyKey(r.IdempotencyKey) != nil:
+		return CheckIdempotencyKey(r.IdempotencyKey)
 	}
 	for i, d := range r.Drives {
 		if !drivePattern.MatchString(d) {

@@ -12,6 +12,19 @@ type SecretPutRequest struct {
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
+// MaxIdempotencyKeyLength bounds a request's idempotency key, in bytes.
+const MaxIdempotencyKeyLength = 255
+
+// CheckIdempotencyKey checks a request's idempotency key (empty: none):
+// at most MaxIdempotencyKeyLength bytes. Error: INVALID_INPUT at
+// idempotencyKey; the message never quotes the key.
+func CheckIdempotencyKey(key string) error {
+	if len(key) > MaxIdempotencyKeyLength {
+		return InvalidInput("idempotencyKey", "idempotencyKey is longer than %d characters", MaxIdempotencyKeyLength)
+	}
+	return nil
+}
+
 // IDRequest names one record (get, delete).
 type IDRequest struct {
 	TenantID string `json:"tenantId,omitempty"`

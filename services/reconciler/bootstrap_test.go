@@ -306,3 +306,28 @@ func TestBootstrapKeyMissingIsACondition(t *testing.T) {
 		t.Fatalf("%d SSH commands reached server 101", n)
 	}
 }
+
+// TestBootstrapIdempotencyKeyChecked: accounts.bootstrap refuses an
+// idempotency key instances.create refuses, with the same error
+// (INVALID_INPUT at idempotencyKey), and claims nothing.
+func TestBootstrapIdempotencyKeyChecked(t *testing.T) {
+	w := newRobotWorld(t, fastOptions(), startAPI)
+	key := strings.Repeat("k", 5000)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bootErr := bus.Call(ctx, w.env.NC, bus.Command(tenant, bus.ResourceAccounts, "bootstrap"),
+		api.AccountBootstrapRequest{AccountID: w.account.ID, PoolID: w.poolID, ServerNumber: 101, Image: robotImage,
+			IdempotencyKey: key}, &api.Instance{})
+	createErr := w.call("create", api.InstanceCreateRequest{PoolID: w.poolID, Flavor: "metal", IdempotencyKey: key}, &api.Instance{})
+	for what, err := range map[string]error{"accounts.bootstrap": bootErr, "instances.create": createErr} {
+		if ce := api.AsComputeError(err); ce == nil || ce.Code != api.CodeInvalidInput || ce.Path() != "idempotencyKey" {
+			t.Errorf("%s with a %d-character key = %v, want INVALID_INPUT at idempotencyKey", what, len(key), err)
+		}
+	}
+	if bootErr != nil && createErr != nil && bootErr.Error() != createErr.Error() {
+		t.Errorf("errors differ: bootstrap %q, create %q", bootErr, createErr)
+	}
+	if writes := w.writes(); len(writes) != 0 {
+		t.Fatalf("writes reached the webservice: %v", writes)
+	}
+}

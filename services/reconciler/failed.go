@@ -11,7 +11,8 @@ import (
 // Ready conditions: terminal codes and permanent refusals are a terminal
 // failure of this generation (ProviderError without RetryAt and
 // ObservedGeneration set: the phase derived is Failed, see derivePhase),
-// others are retried with backoff (RetryAt). A storeError is returned as
+// others are retried with backoff (RetryAt), as is a power action the
+// provider cannot send (scope.powerRefused). A storeError is returned as
 // is (the work message is redelivered).
 func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (outcome, error) {
 	if isStoreError(err) {
@@ -20,7 +21,7 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (outcome, 
 	ce := api.AsComputeError(err)
 	now := r.now()
 	reason := failureReason(ce)
-	if ce.Code.Terminal() || permanentRefusal(ce) && !r.nameBeingFreed(ctx, s, ce) {
+	if !s.powerRefused && (ce.Code.Terminal() || permanentRefusal(ce) && !r.nameBeingFreed(ctx, s, ce)) {
 		s.log.Warn().Str("code", string(ce.Code)).Str("error", ce.Message).Msg("instance failed")
 		if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
 			st.ObservedGeneration = s.inst.Generation

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -100,4 +101,42 @@ func TestGracefulOffUnsupportedWithoutPin(t *testing.T) {
 			t.Fatalf("the graceful-off reached the OS: %s", c)
 		}
 	}
+}
+
+// TestPowerOnUnsupportedKeepsStopped: after a graceful-off (over SSH), a
+// power on of a Robot server whose resets are sw, hw and man (no power
+// press) does not fail the instance: it stays Stopped with a
+// ProviderError UNSUPPORTED condition retried with backoff, and a power
+// off (the level its machine is at) clears it.
+func TestPowerOnUnsupportedKeepsStopped(t *testing.T) {
+	w := newRobotWorld(t, fastOptions())
+	inst, err := w.bootstrap(101)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.waitConfigured(inst.ID)
+	if err := w.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionGracefulOff}, &api.Instance{}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor(inst.ID, "off", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.Machine != nil && i.Status.Machine.State == api.StateStopped && i.Status.Phase == api.PhaseStopped
+	})
+	if err := w.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionOn}, &api.Instance{}); err != nil {
+		t.Fatal(err)
+	}
+	got := w.waitFor(inst.ID, "ProviderError UNSUPPORTED", func(i *api.Instance, err error) bool {
+		c := condition(i, api.ConditionProviderError)
+		return err == nil && c != nil && c.Status == api.ConditionTrue && c.Reason == api.ReasonOf(api.CodeUnsupported)
+	})
+	if c := condition(got, api.ConditionProviderError); c.RetryAt == nil || got.Status.Phase != api.PhaseStopped {
+		status, _ := json.MarshalIndent(got.Status, "", "  ")
+		t.Fatalf("want Stopped with a retried ProviderError; status:\n%s", status)
+	}
+	if err := w.call("power", api.InstancePowerRequest{ID: inst.ID, Action: api.ActionOff}, &api.Instance{}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor(inst.ID, "recovered", func(i *api.Instance, err error) bool {
+		c := condition(i, api.ConditionProviderError)
+		return err == nil && i.Status.Phase == api.PhaseStopped && (c == nil || c.Status != api.ConditionTrue)
+	})
 }

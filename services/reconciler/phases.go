@@ -110,4 +110,9 @@ type scope struct {
 	// machine spec; its address range is ensureAddress's).
 	pool   *api.Pool
 	flavor api.Flavor
+	// powerRefused is set by setPower when the provider cannot send the
+	// power action the desired level needs (UNSUPPORTED: a Robot server
+	// without power resets): failed retries it with backoff instead of
+	// failing the instance, whose machine is left as it is.
+	powerRefused bool
 }

@@ -10,7 +10,12 @@ import (
 // graceful-off's guest is still shutting down). A machine that had
 // converged for this generation and is found at the other level was
 // changed outside the control plane: s.drift says so (reported once, not
-// at every look while it starts) and a drift event is published.
+// at every look while it starts) and a drift event is published. An
+// action the provider cannot send (UNSUPPORTED: a Robot server whose
+// resets include no power press) does not fail the instance: it keeps
+// the phase of its machine (e.g. Stopped) with a ProviderError
+// UNSUPPORTED condition, retried with backoff (s.powerRefused), until the
+// desired level changes back or the server gains the reset.
 func (r *Reconciler) setPower(ctx context.Context, s *scope) (step, error) {
 	m := s.machine
 	action := powerAction(s.inst.Desired.Power, m.State)
@@ -24,6 +29,7 @@ func (r *Reconciler) setPower(ctx context.Context, s *scope) (step, error) {
 	err := s.remote.Power(cctx, s.account, m.ID, action)
 	cancel()
 	if err != nil {
+		s.powerRefused = api.IsCode(err, api.CodeUnsupported)
 		return next, err
 	}
 	s.log.Info().Str("machine", m.ID).Str("action", string(action)).Msg("power converged")

@@ -25,7 +25,9 @@ import (
 // answering means the reset was made) before it is asked for again; Wipe
 // found Running once its lease ended is run again (wiping twice loses
 // nothing). A rescue that does not answer within RescueTimeout is asked
-// for again, without a limit: the server is never un-claimed unwiped.
+// for again, without a limit: the server is never un-claimed unwiped,
+// unless nothing of ours was installed on it (nothingInstalled) or it is
+// no longer ours. No step is taken without the pool's key.
 
 // DefaultWipeCommand wipes every disk's partition tables and filesystem
 // signatures (the rescue system's wipefs, on each whole disk lsblk lists,
@@ -58,8 +60,31 @@ func (r *Reconciler) wipe(ctx context.Context, s *scope) (step, error) {
 		return next, nil
 	case r.bootstrapLease(b) > 0:
 		return end(after(min(r.bootstrapLease(b), r.o.PollInterval))), nil
+	case nothingInstalled(&s.inst):
+		s.log.Info().Str("machine", m.ID).Msg("release: nothing of ours was installed; not wiped")
+		return next, nil
 	case s.access == nil:
 		return next, api.Errorf(api.CodeInvalidState, "pool %s has no access: a host cannot be wiped without SSH", s.inst.PoolID)
+	}
+	// Without the pool's key no step is checked or taken (no rescue boot,
+	// no reset: nothing could follow it over SSH): its error (naming
+	// access.privateKey and the reference) is the pass's, recorded by
+	// failed as the ProviderError condition, retried with backoff; the
+	// server stays claimed until the wipe can run, or until it is no
+	// longer ours (gone, or its name cleared in Robot by an operator who
+	// wiped it by hand): then it is not wiped (never touched).
+	if _, err := r.privateKey(ctx, &s.inst, s.access); err != nil {
+		if ctx.Err() != nil {
+			return next, storeError{ctx.Err()}
+		}
+		cctx, cancel := r.callCtx(ctx)
+		observed, getErr := s.remote.Get(cctx, s.account, m.ID)
+		cancel()
+		if getErr == nil && observed == nil {
+			s.log.Warn().Str("machine", m.ID).Msg("release: server not ours any more; not wiped")
+			return next, nil
+		}
+		return next, err
 	}
 	s.machine = m
 	switch {
@@ -76,6 +101,18 @@ func (r *Reconciler) wipe(ctx context.Context, s *scope) (step, error) {
 		return r.waitWipeRescue(ctx, s)
 	}
 	return r.runWipe(ctx, s)
+}
+
+// nothingInstalled reports whether a host's disks hold nothing of this
+// platform, so a release need not wipe them: status.bootstrap records no
+// installimage run (installs 0) and no wipe step, no installed system
+// ever answered (no host key pinned in status.access), and no reinstall
+// (which starts status.bootstrap afresh) was the last operation.
+func nothingInstalled(inst *api.Instance) bool {
+	st := &inst.Status
+	b, a, op := st.Bootstrap, st.Access, st.LastOperation
+	return (b == nil || b.Installs == 0 && !wipeStep(b.Step)) && (a == nil || a.HostKey == "") &&
+		(op == nil || op.Action != api.ActionReinstall)
 }
 
 // takeWipeRescue records WipeRescue (a fresh sequence: counters from 0

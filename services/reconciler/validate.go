@@ -16,7 +16,6 @@ const (
 	MaxUserDataBytes = 32 * 1024
 	MaxSSHKeys       = 100
 	MaxSSHKeyBytes   = 16 * 1024
-	MaxIdempotency   = 255
 )
 
 var instanceNamePattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9.-]{0,61}[a-zA-Z0-9])?$`)
@@ -24,6 +23,7 @@ var instanceNamePattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9.-]{0,61}[a
 // validateCreate checks the fields of a create request that need no lookup.
 func validateCreate(in *api.InstanceCreateRequest) error {
 	imageErr := api.CheckImage("image", in.Image, false)
+	keyErr := api.CheckIdempotencyKey(in.IdempotencyKey)
 	switch {
 	case !api.ValidID(api.PrefixPool, in.PoolID):
 		return api.InvalidInput("poolId", "poolId must be a pool id (pool_…)")
@@ -33,8 +33,8 @@ func validateCreate(in *api.InstanceCreateRequest) error {
 		return api.InvalidInput("name", "name must be a hostname label: letters, digits, '.' and '-', at most 63 characters")
 	case imageErr != nil:
 		return imageErr
-	case len(in.IdempotencyKey) > MaxIdempotency:
-		return api.InvalidInput("idempotencyKey", "idempotencyKey is longer than %d characters", MaxIdempotency)
+	case keyErr != nil:
+		return keyErr
 	case in.Power != "" && in.Power != api.PowerOn && in.Power != api.PowerOff:
 		return api.InvalidInput("power", "power must be %q or %q", api.PowerOn, api.PowerOff)
 	}
