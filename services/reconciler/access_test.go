@@ -37,6 +37,10 @@ type accessWorld struct {
 	keyPEM, seed string
 	keyRef       string
 	logs         *bustest.LogBuffer
+	// keyring and secrets are the secrets service's (stopSecrets and
+	// startSecrets make an outage).
+	keyring *seal.Keyring
+	secrets *bus.Service
 }
 
 // newAccessWorld starts a harness (what as for newHarness), an SSH fleet
@@ -53,11 +57,9 @@ func newAccessWorld(t testing.TB, opts Options, what ...start) *accessWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := secrets.Start(h.env.NC, h.env.Stores, secrets.Options{Keyring: kr, Logger: zerolog.New(logs)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
+	w.keyring = kr
+	w.startSecrets()
+	t.Cleanup(w.stopSecrets)
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	block, err := ssh.MarshalPrivateKey(priv, "")
 	if err != nil {
@@ -72,6 +74,26 @@ func newAccessWorld(t testing.TB, opts Options, what ...start) *accessWorld {
 	}
 	w.keyRef = sec.Ref
 	return w
+}
+
+// startSecrets starts the secrets service (after stopSecrets: the outage
+// ends).
+func (w *accessWorld) startSecrets() {
+	w.t.Helper()
+	svc, err := secrets.Start(w.env.NC, w.env.Stores, secrets.Options{Keyring: w.keyring, Logger: zerolog.New(w.logs)})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.secrets = svc
+}
+
+// stopSecrets stops the secrets service: no service answers
+// compute.internal.secrets.resolve until startSecrets.
+func (w *accessWorld) stopSecrets() {
+	if w.secrets != nil {
+		_ = w.secrets.Stop()
+		w.secrets = nil
+	}
 }
 
 // pool writes a pool of the harness's account with access a (its key the
