@@ -529,11 +529,17 @@ func (r *Reconciler) bootstrapWaits(ctx context.Context, s *scope, msg string) (
 // ProviderError that earlier pass recorded (a secrets or provider outage)
 // is resolved then, not only once the sequence is Ready, with the retries
 // counted afresh, and Ready says the bootstrap runs instead of the old
-// error.
+// error. Only a retried failure (RetryAt) is: a terminal one keeps its
+// lifetime (a deletion that failed so stays Failed while a later pass
+// makes progress, see failedWhileDeleting). Used by the bootstrap and by
+// release's wipe.
 func bootstrapGoesOn(st *api.InstanceStatus) {
+	if c := statusCondition(st, api.ConditionProviderError); c == nil || c.RetryAt == nil {
+		return
+	}
 	if resolveProviderError(st) {
 		st.Retries = 0
-		setReady(st, false, api.ReasonConverging, "host bootstrap runs: step "+string(st.Bootstrap.Step))
+		setReady(st, false, api.ReasonConverging, "the host's "+string(st.Bootstrap.Step)+" step goes on")
 	}
 }
 
