@@ -81,7 +81,7 @@ func messages(t testing.TB) map[string][]any {
 	configured.Status = api.InstanceStatus{Phase: api.PhaseRunning, Machine: &emulated, ObservedGeneration: 1,
 		Conditions: []api.Condition{{Type: api.ConditionConfigured, Status: api.ConditionTrue, Reason: api.ReasonStepSucceeded, LastTransitionTime: now}},
 		Access: &api.AccessStatus{HostKey: "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU", HostKeyMachine: "101", HostKeyPinnedAt: &now,
-			Configure: &api.StepStatus{Generation: 1, State: api.StepSucceeded, Attempts: 1, ExitCode: &exit0, Message: "configure exited 0",
+			Configure: &api.StepStatus{Generation: 1, Machine: "101", State: api.StepSucceeded, Attempts: 1, ExitCode: &exit0, Message: "configure exited 0",
 				OutputTail: "joined\n", StartedAt: now, FinishedAt: &later},
 			Drain: &api.StepStatus{Generation: 1, State: api.StepRunning, Attempts: 2, StartedAt: later}}}
 	bootstrapped := configured

@@ -171,13 +171,16 @@ const (
 )
 
 // StepStatus is the recorded outcome of a configure or drain step for
-// one generation: state, attempts, exit code (when one came), a message,
+// one generation and (configure) the machine it ran on (Machine, the
+// provider's machine id: a machine re-made after it was deleted out of
+// band is configured again): state, attempts, exit code (when one came), a message,
 // the last StepOutputTailBytes of its output (stdout then stderr), when
 // it started and finished, and whether the outcome is final for the
 // generation (a configure that failed with onFailure "fail", or refused
 // for a changed host key: the instance is Failed until its spec changes).
 type StepStatus struct {
 	Generation int64      `json:"generation"`
+	Machine    string     `json:"machine,omitempty"`
 	State      StepState  `json:"state"`
 	Final      bool       `json:"final,omitempty"`
 	Attempts   int        `json:"attempts"`

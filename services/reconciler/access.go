@@ -100,6 +100,28 @@ func (r *Reconciler) pin(st *api.InstanceStatus, m *api.ExternalMachine, hostKey
 	st.Access.HostKey, st.Access.HostKeyMachine, st.Access.HostKeyPinnedAt = hostKey, m.ID, &now
 }
 
+// forgetAccess forgets, inside a status change, what access learnt of a
+// machine deleted out of band: its pinned host key and the machine its
+// configure outcome belongs to (so a re-made machine is pinned and
+// configured anew even when the provider gives it the old id, as Proxmox
+// may a VMID); a Configured condition says False MachineMissing (msg)
+// until configure runs on the new machine.
+func forgetAccess(st *api.InstanceStatus, msg string) {
+	if st.Access == nil {
+		return
+	}
+	st.Access = cloneAccess(st.Access)
+	st.Access.HostKey, st.Access.HostKeyMachine, st.Access.HostKeyPinnedAt = "", "", nil
+	if c := st.Access.Configure; c != nil {
+		forgotten := *c
+		forgotten.Machine = ""
+		st.Access.Configure = &forgotten
+	}
+	if statusCondition(st, api.ConditionConfigured) != nil {
+		setCondition(st, api.Condition{Type: api.ConditionConfigured, Status: api.ConditionFalse, Reason: api.ReasonMachineMissing, Message: msg})
+	}
+}
+
 // accessMessage is the message of an access failure: the error's, which
 // pkg/access and the secrets service keep free of key material.
 func accessMessage(err error) string {

@@ -37,6 +37,10 @@ type accessWorld struct {
 	keyPEM, seed string
 	keyRef       string
 	logs         *bustest.LogBuffer
+	// keyring and secrets are the secrets service's (stopSecrets and
+	// startSecrets make an outage).
+	keyring *seal.Keyring
+	secrets *bus.Service
 }
 
 // newAccessWorld starts a harness (what as for newHarness), an SSH fleet
@@ -53,11 +57,9 @@ func newAccessWorld(t testing.TB, opts Options, what ...start) *accessWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := secrets.Start(h.env.NC, h.env.Stores, secrets.Options{Keyring: kr, Logger: zerolog.New(logs)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
+	w.keyring = kr
+	w.startSecrets()
+	t.Cleanup(w.stopSecrets)
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	block, err := ssh.MarshalPrivateKey(priv, "")
 	if err != nil {
@@ -72,6 +74,26 @@ func newAccessWorld(t testing.TB, opts Options, what ...start) *accessWorld {
 	}
 	w.keyRef = sec.Ref
 	return w
+}
+
+// startSecrets starts the secrets service (after stopSecrets: the outage
+// ends).
+func (w *accessWorld) startSecrets() {
+	w.t.Helper()
+	svc, err := secrets.Start(w.env.NC, w.env.Stores, secrets.Options{Keyring: w.keyring, Logger: zerolog.New(w.logs)})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.secrets = svc
+}
+
+// stopSecrets stops the secrets service: no service answers
+// compute.internal.secrets.resolve until startSecrets.
+func (w *accessWorld) stopSecrets() {
+	if w.secrets != nil {
+		_ = w.secrets.Stop()
+		w.secrets = nil
+	}
 }
 
 // pool writes a pool of the harness's account with access a (its key the
@@ -245,6 +267,58 @@ func TestConfigureRetriesWhenAsked(t *testing.T) {
 	got = w.waitConfigured(inst.ID)
 	if c := got.Status.Access.Configure; c.Attempts < 2 || c.OutputTail != "joined\n" {
 		t.Fatalf("configure status %+v", c)
+	}
+}
+
+// TestRemadeMachineIsConfiguredAgain: a machine deleted out of band is
+// re-made (a new machine id), and the configure outcome of the old one
+// does not count for it: the new machine is configured again (until then
+// the instance is Provisioning, not Ready), pinned anew at first contact,
+// and exec reaches it after.
+func TestRemadeMachineIsConfiguredAgain(t *testing.T) {
+	w := newAccessWorld(t, fastOptions())
+	poolID := w.pool(api.PoolAccess{Configure: &api.AccessStep{Hook: "join", OnFailure: api.OnFailureRetry}})
+	inst := w.create(api.InstanceCreateRequest{PoolID: poolID})
+	got := w.waitFor(inst.ID, "machine made", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.Machine != nil && w.fleet.Machine(i.Status.Machine.ID) != nil
+	})
+	w.machine(got).SetProgram(api.HookDir+"/join", sshemu.Response{Stdout: "joined\n"})
+	got = w.waitConfigured(inst.ID)
+	first := got.Status.Machine.ID
+
+	w.cloud.Remove(first) // deleted out of band; its SSH endpoint goes with it
+	if _, err := w.rec.Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The re-made machine has no join hook yet: its configure fails (and is
+	// retried), so the instance must not read as running and configured.
+	remade := w.waitFor(inst.ID, "configure tried on the re-made machine", func(i *api.Instance, err error) bool {
+		c := configureStatus(i)
+		return err == nil && i.Status.Machine != nil && i.Status.Machine.ID != first && c != nil && c.State == api.StepFailed
+	})
+	ready, configured := condition(remade, api.ConditionReady), condition(remade, api.ConditionConfigured)
+	if remade.Status.Phase != api.PhaseProvisioning || ready == nil || ready.Status != api.ConditionFalse ||
+		configured == nil || configured.Status != api.ConditionFalse {
+		t.Fatalf("re-made machine not configured yet: phase %s, Ready %+v, Configured %+v; want Provisioning, both False",
+			remade.Status.Phase, ready, configured)
+	}
+	if a := remade.Status.Access; a.HostKeyMachine != remade.Status.Machine.ID || a.Configure.Machine != remade.Status.Machine.ID {
+		t.Fatalf("access %+v: want the pin and configure of machine %s", a, remade.Status.Machine.ID)
+	}
+	m := w.machine(remade)
+	m.SetProgram(api.HookDir+"/join", sshemu.Response{Stdout: "joined again\n"})
+	got = w.waitFor(inst.ID, "re-made machine configured", func(i *api.Instance, err error) bool {
+		c := configureStatus(i)
+		return err == nil && i.Status.Phase == api.PhaseRunning && c != nil && c.State == api.StepSucceeded
+	})
+	if c := got.Status.Access.Configure; c.OutputTail != "joined again\n" || c.Machine != remade.Status.Machine.ID {
+		t.Fatalf("configure status %+v, want the re-made machine's %s", c, remade.Status.Machine.ID)
+	}
+	if want := ssh.FingerprintSHA256(m.HostKey()); got.Status.Access.HostKey != want {
+		t.Fatalf("pinned %q, want the re-made machine's %q", got.Status.Access.HostKey, want)
+	}
+	if out, err := w.exec(api.InstanceExecRequest{ID: inst.ID, Command: "echo hello"}); err != nil || out.Stdout != "hello\n" {
+		t.Fatalf("exec on the re-made machine: %+v, %v", out, err)
 	}
 }
 

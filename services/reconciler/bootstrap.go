@@ -240,6 +240,7 @@ func (r *Reconciler) recordStep(ctx context.Context, s *scope, change func(b *ap
 		b.Message, b.Final = "", false
 		change(b)
 		st.Bootstrap = b
+		bootstrapGoesOn(st)
 	}); err != nil {
 		return false, err
 	}
@@ -513,10 +514,33 @@ func (r *Reconciler) bootstrapWaits(ctx context.Context, s *scope, msg string) (
 			b.ReadAt = &now
 		}
 		st.Bootstrap, st.Polls = &b, polls
+		bootstrapGoesOn(st)
 	}); err != nil {
 		return next, err
 	}
 	return end(after(r.pollDelay(polls))), nil
+}
+
+// bootstrapGoesOn is, inside a write of a bootstrap step taken or waited
+// for, that the pass got past what an earlier pass failed on: the pool's
+// key resolved (bootstrap resolves it first) and the provider calls of
+// the pass went through (a pass that skips the read follows no failed
+// read: ReadAt only moves on a read, so the read stays due). A
+// ProviderError that earlier pass recorded (a secrets or provider outage)
+// is resolved then, not only once the sequence is Ready, with the retries
+// counted afresh, and Ready says the bootstrap runs instead of the old
+// error. Only a retried failure (RetryAt) is: a terminal one keeps its
+// lifetime (a deletion that failed so stays Failed while a later pass
+// makes progress, see failedWhileDeleting). Used by the bootstrap and by
+// release's wipe.
+func bootstrapGoesOn(st *api.InstanceStatus) {
+	if c := statusCondition(st, api.ConditionProviderError); c == nil || c.RetryAt == nil {
+		return
+	}
+	if resolveProviderError(st) {
+		st.Retries = 0
+		setReady(st, false, api.ReasonConverging, "the host's "+string(st.Bootstrap.Step)+" step goes on")
+	}
 }
 
 // bootstrapFails records the sequence's end: Failed, final (the phase is

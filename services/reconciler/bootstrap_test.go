@@ -331,3 +331,42 @@ func TestBootstrapIdempotencyKeyChecked(t *testing.T) {
 		t.Fatalf("writes reached the webservice: %v", writes)
 	}
 }
+
+// TestBootstrapKeyOutageIsResolved: a bootstrap started while no
+// secrets service answers records ProviderError UNAVAILABLE naming
+// access.privateKey; once the key resolves again and a step is taken, the
+// condition is resolved at once (not when the whole sequence is Ready),
+// and Ready no longer gives the outage as its reason.
+func TestBootstrapKeyOutageIsResolved(t *testing.T) {
+	w := newRobotWorldBooting(t, fastOptions(), 2*time.Second)
+	w.stopSecrets()
+	inst, err := w.bootstrap(101)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unavailable := api.ReasonOf(api.CodeUnavailable)
+	got := w.waitFor(inst.ID, "ProviderError UNAVAILABLE", func(i *api.Instance, err error) bool {
+		c := condition(i, api.ConditionProviderError)
+		return err == nil && c != nil && c.Status == api.ConditionTrue && c.Reason == unavailable
+	})
+	if c := condition(got, api.ConditionProviderError); !strings.Contains(c.Message, "access.privateKey "+w.keyRef) {
+		t.Fatalf("ProviderError %+v, want one naming access.privateKey %s", c, w.keyRef)
+	}
+	w.startSecrets()
+	// The rescue system takes BootDelay to answer: the sequence waits in
+	// WaitRescue (or later) well before it is Ready.
+	got = w.waitFor(inst.ID, "a bootstrap step taken after the outage", func(i *api.Instance, err error) bool {
+		return err == nil && i.Status.Bootstrap != nil && i.Status.Bootstrap.Step != api.BootstrapRescue
+	})
+	if b := got.Status.Bootstrap; b.Step == api.BootstrapReady {
+		t.Fatalf("bootstrap already Ready (%+v): the test needs a step before Ready", b)
+	}
+	c, ready := condition(got, api.ConditionProviderError), condition(got, api.ConditionReady)
+	if c == nil || c.Status != api.ConditionFalse || c.Reason != api.ReasonResolved {
+		status, _ := json.MarshalIndent(got.Status, "", "  ")
+		t.Fatalf("ProviderError after a step taken with the key resolved: %+v, want False Resolved; status:\n%s", c, status)
+	}
+	if ready == nil || ready.Status != api.ConditionFalse || ready.Reason == unavailable {
+		t.Fatalf("Ready %+v while bootstrapping after the outage: want False, not the outage's reason", ready)
+	}
+}

@@ -55,10 +55,10 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (step, error) {
 	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
 		r.pin(st, m, conn.HostKey())
 		attempts := 1
-		if prev := st.Access.Configure; prev != nil && prev.Generation == gen {
+		if prev := st.Access.Configure; prev != nil && prev.Generation == gen && prev.Machine == m.ID {
 			attempts = prev.Attempts + 1
 		}
-		st.Access.Configure = &api.StepStatus{Generation: gen, State: api.StepRunning, Attempts: attempts, StartedAt: started}
+		st.Access.Configure = &api.StepStatus{Generation: gen, Machine: m.ID, State: api.StepRunning, Attempts: attempts, StartedAt: started}
 		setCondition(st, api.Condition{Type: api.ConditionConfigured, Status: api.ConditionFalse, Reason: api.ReasonConfiguring,
 			Message: "configure runs"})
 	}); err != nil {
@@ -76,8 +76,9 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (step, error) {
 	if err := r.writeStatus(ctx, s, func(st *api.InstanceStatus) {
 		now := r.now()
 		st.Access = cloneAccess(st.Access)
-		st.Access.Configure = &api.StepStatus{Generation: gen, State: state, Final: final, Attempts: attemptsOf(st.Access.Configure, gen),
-			ExitCode: exit, Message: "configure " + msg, OutputTail: tail, StartedAt: started, FinishedAt: &now}
+		st.Access.Configure = &api.StepStatus{Generation: gen, Machine: m.ID, State: state, Final: final,
+			Attempts: attemptsOf(st.Access.Configure, gen), ExitCode: exit, Message: "configure " + msg, OutputTail: tail,
+			StartedAt: started, FinishedAt: &now}
 		c := api.Condition{Type: api.ConditionConfigured, Status: api.ConditionTrue, Reason: api.ReasonStepSucceeded, Message: "configure " + msg}
 		if state != api.StepSucceeded {
 			c.Status, c.Reason = api.ConditionFalse, api.ReasonConfigureFailed
@@ -114,8 +115,8 @@ func (r *Reconciler) hostKeyRefused(ctx context.Context, s *scope, gen int64, er
 		}
 		now := r.now()
 		st.Access = cloneAccess(st.Access)
-		st.Access.Configure = &api.StepStatus{Generation: gen, State: api.StepFailed, Final: true, Attempts: attemptsOf(st.Access.Configure, gen),
-			Message: "refused: " + err.Error(), StartedAt: now, FinishedAt: &now}
+		st.Access.Configure = &api.StepStatus{Generation: gen, Machine: s.machine.ID, State: api.StepFailed, Final: true,
+			Attempts: attemptsOf(st.Access.Configure, gen), Message: "refused: " + err.Error(), StartedAt: now, FinishedAt: &now}
 		setCondition(st, api.Condition{Type: api.ConditionConfigured, Status: api.ConditionFalse,
 			Reason: api.ReasonHostKeyChanged, Message: err.Error()})
 	}); err != nil {
@@ -150,11 +151,12 @@ func configureSettled(inst *api.Instance) bool {
 	return c != nil && (c.State == api.StepSucceeded || c.Final)
 }
 
-// configureStatus is the configure status of the instance's generation,
-// or nil.
+// configureStatus is the configure status of the instance's generation
+// on its recorded machine, or nil: an outcome of another machine (one
+// deleted out of band and re-made, or none recorded yet) is none.
 func configureStatus(inst *api.Instance) *api.StepStatus {
-	a := inst.Status.Access
-	if a == nil || a.Configure == nil || a.Configure.Generation != inst.Generation {
+	a, m := inst.Status.Access, inst.Status.Machine
+	if a == nil || a.Configure == nil || a.Configure.Generation != inst.Generation || m == nil || a.Configure.Machine != m.ID {
 		return nil
 	}
 	return a.Configure

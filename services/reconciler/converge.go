@@ -37,9 +37,7 @@ func (r *Reconciler) converge(ctx context.Context, s *scope) (step, error) {
 		st.Machine = m
 		st.Retries, st.Polls = 0, polls
 		st.AddressesPendingSince = nil
-		if c := statusCondition(st, api.ConditionProviderError); c == nil || !operationFailure(st, c) {
-			resolve(st, api.ConditionProviderError)
-		}
+		resolveProviderError(st)
 		if s.drift != nil {
 			setCondition(st, *s.drift)
 		}

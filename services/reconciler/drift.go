@@ -22,12 +22,16 @@ func (r *Reconciler) drift(ctx context.Context, s *scope) (step, error) {
 // machineVanished handles a machine deleted out of band: it is forgotten
 // and created again with the same key on the next pass (drift repair). No
 // create of the key is outstanding (the key's machine was found, and is
-// gone), so the next one is a first attempt.
+// gone), so the next one is a first attempt. What access learnt of it
+// goes with it (forgetAccess): the re-made machine is pinned and
+// configured anew, and is not Ready before.
 func (r *Reconciler) machineVanished(ctx context.Context, s *scope, m *api.ExternalMachine) (step, error) {
 	s.log.Warn().Str("machine", m.ID).Msg("machine disappeared out of band; recreating")
-	err := r.reportMissing(ctx, s, "machine "+m.ID+" was deleted outside the control plane; recreating", func(st *api.InstanceStatus) {
+	msg := "machine " + m.ID + " was deleted outside the control plane; recreating"
+	err := r.reportMissing(ctx, s, msg, func(st *api.InstanceStatus) {
 		st.Machine = nil
 		st.CreateRequested = false
+		forgetAccess(st, msg)
 	})
 	return end(after(0)), err
 }

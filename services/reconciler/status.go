@@ -118,6 +118,19 @@ func resolve(s *api.InstanceStatus, typ api.ConditionType) {
 	}
 }
 
+// resolveProviderError resolves the ProviderError condition of a pass
+// whose provider calls went through, unless it records a failed one-shot
+// operation (operationFailure: kept until the next operation). It
+// reports whether one was True and is resolved now.
+func resolveProviderError(s *api.InstanceStatus) bool {
+	c := statusCondition(s, api.ConditionProviderError)
+	if c == nil || c.Status != api.ConditionTrue || operationFailure(s, c) {
+		return false
+	}
+	resolve(s, api.ConditionProviderError)
+	return true
+}
+
 // providerCondition returns the ProviderError condition, or nil.
 func providerCondition(inst *api.Instance) *api.Condition {
 	return condition(inst, api.ConditionProviderError)
