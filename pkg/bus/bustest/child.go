@@ -28,7 +28,9 @@ type Child struct {
 	// Env holds KEY=VALUE pairs added to this process's environment for
 	// every start, e.g. the NATS URL ChildConnect reads.
 	Env []string
-	// Output receives the child's stdout and stderr; nil discards them.
+	// Output receives the child's stdout and stderr; nil keeps only their
+	// last 4 KiB, which WaitKilled shows when the child did not end by
+	// SIGKILL.
 	Output io.Writer
 
 	mu      sync.Mutex
@@ -38,6 +40,42 @@ type Child struct {
 	counted bool          // whether Kill already counted cmd
 	kills   int
 	cleanup bool
+	tail    tailBuffer // the last process's output when Output is nil
+}
+
+// tailBuffer keeps the last tailBytes bytes written to it; safe for
+// concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// tailBytes is how much of a child's output a tailBuffer keeps.
+const tailBytes = 4 << 10
+
+// Write implements io.Writer.
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > tailBytes {
+		b.buf = append([]byte(nil), b.buf[len(b.buf)-tailBytes:]...)
+	}
+	return len(p), nil
+}
+
+// reset empties the buffer.
+func (b *tailBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = nil
+}
+
+// String is what the buffer keeps.
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }
 
 // Start starts a process for c.Test with c.Env and env (KEY=VALUE) added
@@ -48,6 +86,10 @@ func (c *Child) Start(t testing.TB, env ...string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+c.Test+"$", "-test.count=1") //nolint:gosec // the test binary
 	cmd.Env = append(append(os.Environ(), c.Env...), env...)
 	cmd.Stdout, cmd.Stderr = c.Output, c.Output
+	if c.Output == nil {
+		c.tail.reset()
+		cmd.Stdout, cmd.Stderr = &c.tail, &c.tail
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start child %s: %v", c.Test, err)
 	}
@@ -120,13 +162,15 @@ func (c *Child) WaitKilled(t testing.TB, timeout time.Duration) {
 	c.mu.Unlock()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("child %s ended with %v, want SIGKILL", c.Test, err)
+		t.Fatalf("child %s ended with %v, want SIGKILL; the end of its output:\n%s", c.Test, err, c.tail.String())
 	}
 }
 
 // ChildConnect is the child's side: in a process Child started it
 // connects as name to the NATS server at the URL in the environment
-// variable urlEnv and opens the stores (failing t within 10 s). In an
+// variable urlEnv and opens the stores (failing t within 60 s: under
+// -race on a loaded machine opening every bucket once took over 10 s and
+// the child's exit then read as a kill test's failure). In an
 // ordinary test run (urlEnv unset) it skips t: the test function is then
 // only the helper process of parent (a test name or a description).
 func ChildConnect(t *testing.T, urlEnv, name, parent string) (*nats.Conn, *bus.Stores) {
@@ -139,7 +183,7 @@ func ChildConnect(t *testing.T, urlEnv, name, parent string) (*nats.Conn, *bus.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{})
 	if err != nil {
