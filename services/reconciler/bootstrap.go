@@ -343,21 +343,74 @@ func (r *Reconciler) stepNotTaken(ctx context.Context, s *scope, err error, undo
 // waitRescue waits for the rescue system (hostname "rescue"), pins its
 // host key at the first contact of this boot, and goes on to Install.
 func (r *Reconciler) waitRescue(ctx context.Context, s *scope) (step, error) {
+	return r.awaitRescue(ctx, s, rescueSteps{wait: api.BootstrapWaitRescue, work: api.BootstrapInstall,
+		waiting: "waiting for the rescue system", rescue: r.takeRescue, run: r.install})
+}
+
+// rescueSteps names what a sequence does around a rescue boot: its wait
+// step and the step that runs in the rescue system (work), how a wait is
+// described, how the rescue boot is asked for again (rescue) and the work
+// itself (run). The bootstrap installs; a release wipes (release.go).
+type rescueSteps struct {
+	wait, work api.BootstrapStep
+	waiting    string
+	rescue     func(context.Context, *scope) (step, error)
+	run        func(context.Context, *scope) (step, error)
+}
+
+// awaitRescue waits for the rescue system (hostname "rescue"), pins its
+// host key at the first contact of this boot, records the work step
+// Waiting and runs it; past RescueTimeout in the wait step the rescue boot
+// is asked for again.
+func (r *Reconciler) awaitRescue(ctx context.Context, s *scope, rs rescueSteps) (step, error) {
 	b := s.inst.Status.Bootstrap
 	host, key, err := r.probe(ctx, s, b.RescueHostKey)
 	if err == nil && host == rescueHostname {
 		if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
-			b.Step, b.State, b.RescueHostKey = api.BootstrapInstall, api.StepWaiting, key
+			b.Step, b.State, b.RescueHostKey = rs.work, api.StepWaiting, key
 			b.Message = "rescue system answers"
 		}); err != nil || !ok {
 			return r.lostOr(err)
 		}
-		return r.install(ctx, s)
+		return rs.run(ctx, s)
 	}
-	if b.Step == api.BootstrapWaitRescue && r.now().Sub(b.Since) > r.o.Bootstrap.RescueTimeout {
-		return r.takeRescue(ctx, s)
+	if b.Step == rs.wait && r.now().Sub(b.Since) > r.o.Bootstrap.RescueTimeout {
+		return rs.rescue(ctx, s)
 	}
-	return r.bootstrapWaits(ctx, s, "waiting for the rescue system: "+probeMessage(host, err))
+	return r.bootstrapWaits(ctx, s, rs.waiting+": "+probeMessage(host, err))
+}
+
+// rescueConn connects to the rescue system whose host key this boot
+// pinned and checks it still answers as the rescue system. Without a
+// connection it returns the pass's outcome instead: the rescue boot asked
+// for again (rescue) when another system answers, a wait (described by
+// waiting) while SSH does not answer, a store error when ctx ends.
+func (r *Reconciler) rescueConn(ctx context.Context, s *scope, waiting string,
+	rescue func(context.Context, *scope) (step, error)) (*access.Conn, step, error) {
+	target, err := r.bootstrapTarget(ctx, s, s.inst.Status.Bootstrap.RescueHostKey)
+	if err != nil {
+		return nil, next, err
+	}
+	cctx, cancel := r.callCtx(ctx)
+	conn, err := access.Connect(cctx, target)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, next, storeError{ctx.Err()}
+		}
+		if errors.Is(err, access.ErrHostKeyChanged) {
+			st, err := rescue(ctx, s) // another system answers: the rescue boot is over
+			return nil, st, err
+		}
+		st, err := r.bootstrapWaits(ctx, s, waiting+": "+accessMessage(err))
+		return nil, st, err
+	}
+	if host, err := runHostname(ctx, r, conn); err != nil || host != rescueHostname {
+		conn.Close()
+		st, err := rescue(ctx, s)
+		return nil, st, err
+	}
+	return conn, next, nil
 }
 
 // install runs installimage in the rescue system (recorded Install
@@ -365,28 +418,12 @@ func (r *Reconciler) waitRescue(ctx context.Context, s *scope) (step, error) {
 // failure is recorded and the install run again on the next pass. A
 // server that no longer answers as the rescue system goes back to Rescue.
 func (r *Reconciler) install(ctx context.Context, s *scope) (step, error) {
-	b := s.inst.Status.Bootstrap
-	target, err := r.bootstrapTarget(ctx, s, b.RescueHostKey)
-	if err != nil {
-		return next, err
-	}
-	cctx, cancel := r.callCtx(ctx)
-	conn, err := access.Connect(cctx, target)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return next, storeError{ctx.Err()}
-		}
-		if errors.Is(err, access.ErrHostKeyChanged) {
-			return r.takeRescue(ctx, s) // another system answers: the rescue boot is over
-		}
-		return r.bootstrapWaits(ctx, s, "waiting for the rescue system to install: "+accessMessage(err))
+	conn, st, err := r.rescueConn(ctx, s, "waiting for the rescue system to install", r.takeRescue)
+	if conn == nil {
+		return st, err
 	}
 	defer conn.Close()
-	if host, err := runHostname(ctx, r, conn); err != nil || host != rescueHostname {
-		return r.takeRescue(ctx, s)
-	}
-	if b.Installs >= r.o.Bootstrap.MaxInstalls {
+	if b := s.inst.Status.Bootstrap; b.Installs >= r.o.Bootstrap.MaxInstalls {
 		return r.bootstrapFails(ctx, s, "installimage failed "+strconv.Itoa(b.Installs)+" times: "+b.Message)
 	}
 	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {

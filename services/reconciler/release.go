@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 
 	"better-compute.io/compute/pkg/access"
 	"better-compute.io/compute/pkg/api"
@@ -153,20 +152,8 @@ func (r *Reconciler) takeWipeRescue(ctx context.Context, s *scope) (step, error)
 // first contact of this boot and goes on to Wipe; past RescueTimeout the
 // rescue boot is asked for again.
 func (r *Reconciler) waitWipeRescue(ctx context.Context, s *scope) (step, error) {
-	b := s.inst.Status.Bootstrap
-	host, key, err := r.probe(ctx, s, b.RescueHostKey)
-	if err == nil && host == rescueHostname {
-		if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
-			b.Step, b.State, b.RescueHostKey, b.Message = api.BootstrapWipe, api.StepWaiting, key, "rescue system answers"
-		}); err != nil || !ok {
-			return r.lostOr(err)
-		}
-		return r.runWipe(ctx, s)
-	}
-	if b.Step == api.BootstrapWipeWaitRescue && r.now().Sub(b.Since) > r.o.Bootstrap.RescueTimeout {
-		return r.takeWipeRescue(ctx, s)
-	}
-	return r.bootstrapWaits(ctx, s, "waiting for the rescue system to wipe: "+probeMessage(host, err))
+	return r.awaitRescue(ctx, s, rescueSteps{wait: api.BootstrapWipeWaitRescue, work: api.BootstrapWipe,
+		waiting: "waiting for the rescue system to wipe", rescue: r.takeWipeRescue, run: r.runWipe})
 }
 
 // runWipe runs the wipe command in the rescue system (recorded Wipe
@@ -174,27 +161,11 @@ func (r *Reconciler) waitWipeRescue(ctx context.Context, s *scope) (step, error)
 // the server; a failure is recorded and run again after the backoff. A
 // server no longer in its rescue system goes back to WipeRescue.
 func (r *Reconciler) runWipe(ctx context.Context, s *scope) (step, error) {
-	b := s.inst.Status.Bootstrap
-	target, err := r.bootstrapTarget(ctx, s, b.RescueHostKey)
-	if err != nil {
-		return next, err
-	}
-	cctx, cancel := r.callCtx(ctx)
-	conn, err := access.Connect(cctx, target)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return next, storeError{ctx.Err()}
-		}
-		if errors.Is(err, access.ErrHostKeyChanged) {
-			return r.takeWipeRescue(ctx, s)
-		}
-		return r.bootstrapWaits(ctx, s, "waiting for the rescue system to wipe: "+accessMessage(err))
+	conn, st, err := r.rescueConn(ctx, s, "waiting for the rescue system to wipe", r.takeWipeRescue)
+	if conn == nil {
+		return st, err
 	}
 	defer conn.Close()
-	if host, err := runHostname(ctx, r, conn); err != nil || host != rescueHostname {
-		return r.takeWipeRescue(ctx, s)
-	}
 	if ok, err := r.recordStep(ctx, s, func(b *api.BootstrapStatus) {
 		b.Step, b.State, b.OutputTail, b.Message = api.BootstrapWipe, api.StepRunning, "", "wiping the disks"
 		b.Installs++ // the wipe runs of this release
