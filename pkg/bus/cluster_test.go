@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
@@ -126,6 +127,18 @@ func TestReplicatedStores(t *testing.T) {
 		if cfg := s.CachedInfo().Config; cfg.Replicas != 3 || cfg.AllowDirect {
 			t.Errorf("bucket %s: replicas %d, direct gets %v", kv, cfg.Replicas, cfg.AllowDirect)
 		}
+	}
+	for _, name := range []string{bus.StreamWork, bus.StreamEvents} {
+		s, err := writer.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := s.CachedInfo().Config; cfg.Replicas != 3 || cfg.PersistMode != jetstream.DefaultPersistMode {
+			t.Errorf("stream %s: replicas %d, persist mode %v (replicated streams cannot be async)", name, cfg.Replicas, cfg.PersistMode)
+		}
+	}
+	if writer.WorkFlushedAsync() {
+		t.Error("WorkFlushedAsync is true on a cluster")
 	}
 
 	wtab, rtab := bus.NewTable[rec](writer.Instances, "rec"), bus.NewTable[rec](reader.Instances, "rec")

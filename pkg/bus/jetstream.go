@@ -69,6 +69,8 @@ type Stores struct {
 	// quotas is the watch of the tenants' quotas every service of these
 	// stores shares (Quotas).
 	quotas sharedQuotas
+	// workAsync: COMPUTE_WORK has persist_mode async (WorkFlushedAsync).
+	workAsync bool
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -123,11 +125,54 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 	for _, cfg := range streams {
 		cfg.Storage = jetstream.FileStorage
 		cfg.Replicas = opts.Replicas
-		if _, err := ensureStream(ctx, js, cfg); err != nil {
+		if opts.Replicas == 1 {
+			cfg.PersistMode = jetstream.AsyncPersistMode
+		}
+		stream, err := ensureStream(ctx, js, keepPersistMode(ctx, js, cfg))
+		if err != nil {
 			return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+		}
+		if cfg.Name == StreamWork {
+			st.workAsync = stream.CachedInfo().Config.PersistMode == jetstream.AsyncPersistMode
 		}
 	}
 	return st, nil
+}
+
+// WorkFlushedAsync reports whether COMPUTE_WORK acknowledges a message
+// before it is on disk. On a single server (Replicas 1) the work and
+// events streams are made with persist_mode async: nats-server writes
+// them out within about 8 ms and syncs them on its sync interval, so
+// only the records (the KV buckets) are synced before every
+// acknowledgement, and a create stores two synced messages instead of
+// four (docs/benchmarks.md, create acceptance). A server crash can then
+// lose the last work messages it acknowledged; their instances are
+// still recorded, and the reconciler resyncs after it reconnects to
+// queue them again (and the events lost: events are a feed for
+// watchers, published without waiting, never the record). Replicated
+// streams (Replicas 3) are never async: nats-server refuses it, and
+// their raft log keeps what a quorum acknowledged.
+func (st *Stores) WorkFlushedAsync() bool { return st.workAsync }
+
+// keepPersistMode is cfg with the persist mode of the stream of its name
+// when that stream exists already: nats-server refuses to change a
+// stream's persist mode, so a stream made before keeps its own (a single
+// server upgraded from a version without async streams keeps synced work
+// and events streams; delete them while no service runs to have them
+// made async, which loses only queued work that the resync queues again).
+func keepPersistMode(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) jetstream.StreamConfig {
+	var existing jetstream.Stream
+	err := retryTransient(ctx, func(ctx context.Context) (err error) {
+		existing, err = js.Stream(ctx, cfg.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err == nil && existing != nil {
+		cfg.PersistMode = existing.CachedInfo().Config.PersistMode
+	}
+	return cfg
 }
 
 // openBucket creates or updates the stream behind a KV bucket with the

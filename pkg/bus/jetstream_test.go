@@ -49,10 +49,74 @@ func TestOpenStoresIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stream %s: %v", name, err)
 		}
-		if cfg := s.CachedInfo().Config; cfg.Storage != jetstream.FileStorage || cfg.Replicas != 1 {
-			t.Errorf("stream %s: storage %v replicas %d", name, cfg.Storage, cfg.Replicas)
+		if cfg := s.CachedInfo().Config; cfg.Storage != jetstream.FileStorage || cfg.Replicas != 1 ||
+			cfg.PersistMode != jetstream.AsyncPersistMode {
+			t.Errorf("stream %s: storage %v replicas %d persist mode %v (want file, 1, async)", name, cfg.Storage, cfg.Replicas, cfg.PersistMode)
 		}
 	}
+	for name := range buckets { // the records: synced before every acknowledgement
+		s, err := st.JS.Stream(ctx, "KV_"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := s.CachedInfo().Config.PersistMode; mode != jetstream.DefaultPersistMode {
+			t.Errorf("bucket %s: persist mode %v, want default", name, mode)
+		}
+	}
+	if !st.WorkFlushedAsync() {
+		t.Error("WorkFlushedAsync is false on a single server")
+	}
+}
+
+// A work or events stream made before the streams were async (synced)
+// keeps its persist mode: nats-server refuses to change it, and opening
+// the stores must not fail on that.
+func TestStreamMadeBeforeKeepsItsPersistMode(t *testing.T) {
+	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := bus.Connect(bus.ConnectOptions{URL: srv.ClientURL(), Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx := testCtx(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: bus.StreamWork, Subjects: []string{bus.WorkRoot + ".>"},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := bus.OpenStores(ctx, nc, bus.StoreOptions{})
+	if err != nil {
+		t.Fatalf("OpenStores over a synced work stream: %v", err)
+	}
+	if st.WorkFlushedAsync() {
+		t.Error("WorkFlushedAsync is true, the stream is synced")
+	}
+	want := map[string]jetstream.PersistModeType{bus.StreamWork: jetstream.DefaultPersistMode, bus.StreamEvents: jetstream.AsyncPersistMode}
+	for name, mode := range want {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := s.CachedInfo().Config; cfg.PersistMode != mode || cfg.MaxMsgsPerSubject != maxMsgsPerSubject(name) {
+			t.Errorf("stream %s: persist mode %v, max per subject %d; want %v, %d (updated to the configuration otherwise)",
+				name, cfg.PersistMode, cfg.MaxMsgsPerSubject, mode, maxMsgsPerSubject(name))
+		}
+	}
+}
+
+// maxMsgsPerSubject is what OpenStores configures for the stream.
+func maxMsgsPerSubject(stream string) int64 {
+	if stream == bus.StreamWork {
+		return 1
+	}
+	return -1
 }
 
 func TestWorkStreamKeepsOnePerSubject(t *testing.T) {

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"net/url"
 	"strconv"
 	"sync/atomic"
@@ -25,20 +26,7 @@ func TestEveryReplicaConsumesAfterAServerRestart(t *testing.T) {
 	}
 	h.waitPhase(h.create(api.InstanceCreateRequest{}).ID, api.PhaseRunning)
 
-	storeDir := h.env.Server.JetStreamConfig().StoreDir
-	u, err := url.Parse(h.env.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, _ := strconv.Atoi(u.Port())
-	h.env.Server.Shutdown()
-	h.env.Server.WaitForShutdown()
-	time.Sleep(2 * time.Second) // the replicas notice
-	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: storeDir, Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	restartServer(t, h)
 	time.Sleep(3 * time.Second) // reconnected
 
 	before := [2]int32{creates[0].Load(), creates[1].Load()}
@@ -56,4 +44,54 @@ func TestEveryReplicaConsumesAfterAServerRestart(t *testing.T) {
 			t.Errorf("replica %d sent no create after the restart (the other sent %d)", i, creates[1-i].Load()-before[1-i])
 		}
 	}
+}
+
+// restartServer stops the harness's NATS server and starts it again on the
+// same store and port, as a restart of nats-server would.
+func restartServer(t *testing.T, h *harness) {
+	t.Helper()
+	storeDir := h.env.Server.JetStreamConfig().StoreDir
+	u, err := url.Parse(h.env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	h.env.Server.Shutdown()
+	h.env.Server.WaitForShutdown()
+	time.Sleep(2 * time.Second) // the clients notice
+	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: storeDir, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	h.env.Server = srv
+}
+
+// On a single server the work stream acknowledges a message before it is
+// on disk (bus.Stores.WorkFlushedAsync), so a server crash can lose work
+// it acknowledged. The instance is recorded (the buckets are synced); the
+// reconciler queues it again by resyncing once it has reconnected, not a
+// ResyncInterval later (here the periodic resync is off).
+func TestWorkLostByTheServerIsQueuedAfterReconnecting(t *testing.T) {
+	h := newHarness(t, fastOptions(), startAPI)
+	if !h.env.Stores.WorkFlushedAsync() {
+		t.Fatal("a single server's work stream is not flushed asynchronously")
+	}
+	id := h.create(api.InstanceCreateRequest{}).ID
+	// What a crash within the flush window loses: the instance's work.
+	ctx := context.Background()
+	work, err := h.env.Stores.JS.Stream(ctx, bus.StreamWork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := work.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.startReconciler(h.env.Connect(t))
+	time.Sleep(time.Second)
+	if rec := h.record(id); rec.Status.ObservedGeneration != 0 {
+		t.Fatalf("the instance was reconciled without its work (observed generation %d): the test shows nothing", rec.Status.ObservedGeneration)
+	}
+	restartServer(t, h)
+	h.waitPhase(id, api.PhaseRunning)
 }

@@ -41,6 +41,49 @@ func (r *Reconciler) resyncLoop(ctx context.Context) {
 	}
 }
 
+// reconnectPoll is how often resyncOnReconnect reads the connection's
+// reconnect count; reconnectResyncGap is the least time between two of its
+// resyncs (a flapping connection resyncs once per gap, not per reconnect).
+const (
+	reconnectPoll      = time.Second
+	reconnectResyncGap = time.Minute
+)
+
+// resyncOnReconnect resyncs after the connection to NATS comes back, while
+// the work stream is flushed asynchronously (bus.Stores.WorkFlushedAsync:
+// a single server): a server that crashed may have lost the last work
+// messages it acknowledged, and their instances, recorded, would otherwise
+// wait for the next periodic resync (up to ResyncInterval). It runs whatever
+// ResyncInterval says: the periodic resync catches drift, this one the
+// server's loss.
+func (r *Reconciler) resyncOnReconnect(ctx context.Context) {
+	defer r.wg.Done()
+	seen := r.nc.Stats().Reconnects
+	var last time.Time
+	tick := time.NewTicker(reconnectPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.stopping.Done():
+			return
+		case <-tick.C:
+		}
+		if r.nc.Stats().Reconnects == seen || !r.nc.IsConnected() || time.Since(last) < reconnectResyncGap {
+			continue
+		}
+		seen, last = r.nc.Stats().Reconnects, time.Now()
+		n, err := r.resync(ctx, fmt.Sprintf("reconnect-%d", last.UnixNano()))
+		observeResync(last, err)
+		if err != nil {
+			r.log.Warn().Err(err).Msg("resync after reconnecting incomplete")
+		} else {
+			r.log.Info().Int("queued", n).Msg("resync after reconnecting done (the server may have lost work it acknowledged)")
+		}
+	}
+}
+
 // resyncPageSize is the page size of the provider lists a resync reads.
 const resyncPageSize = provider.MaxListLimit
 
@@ -63,11 +106,16 @@ const resyncPageSize = provider.MaxListLimit
 func (r *Reconciler) Resync(ctx context.Context) (int, error) {
 	// With the periodic resync off (tests), every call queues anew.
 	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, 1))
+	return r.resync(ctx, fmt.Sprintf("resync-%d", window))
+}
+
+// resync is Resync, its work messages' ids "<instance id>-<tag>".
+func (r *Reconciler) resync(ctx context.Context, tag string) (int, error) {
 	queued := 0
 	queue := func(tenant, pool, id string) {
 		pctx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 		defer cancel()
-		r.publishWork(pctx, &api.Instance{TenantID: tenant, PoolID: pool, ID: id}, fmt.Sprintf("%s-resync-%d", id, window))
+		r.publishWork(pctx, &api.Instance{TenantID: tenant, PoolID: pool, ID: id}, id+"-"+tag)
 		queued++
 	}
 	byAccount := map[string][]settledInstance{} // settled instances by "<tenant>.<account id>"

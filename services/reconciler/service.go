@@ -203,6 +203,10 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 		r.wg.Add(1)
 		go r.resyncLoop(r.passes)
 	}
+	if st.WorkFlushedAsync() {
+		r.wg.Add(1)
+		go r.resyncOnReconnect(r.passes)
+	}
 	return r, nil
 }
 
