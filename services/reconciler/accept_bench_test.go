@@ -26,8 +26,10 @@ import (
 // alternating rounds (default 5), and next to a loop of the create's four
 // writes alone (two KV creates in turn, then a publish waited for and one
 // not into two async streams, as OpenStores makes the work and events
-// streams on a single server). It prints the rates, their ratios and each round's; COMPUTE_BENCH_API_ONLY=1 serves the instance API alone (no
-// work consumed). Run it once: go test -run '^$' -bench CreateAcceptance
+// streams on a single server), and next to as many creates without an
+// idempotency key. It prints the rates, their ratios and each round's;
+// COMPUTE_BENCH_API_ONLY=1 serves the instance API alone (no work
+// consumed). Run it once: go test -run '^$' -bench CreateAcceptance
 // -benchtime 1x ./services/reconciler/
 func BenchmarkCreateAcceptance(b *testing.B) {
 	n := envInt("COMPUTE_BENCH_INSTANCES", 10_000)
@@ -68,7 +70,7 @@ func BenchmarkCreateAcceptance(b *testing.B) {
 		// processes) weighs on both loops alike.
 		prefix := fmt.Sprintf("accept-%d", time.Now().UnixNano())
 		per := n / rounds
-		var bareTime, fourTime, createTime time.Duration
+		var bareTime, fourTime, createTime, keylessTime time.Duration
 		ratios := make([]float64, 0, rounds)
 		var writes uint64 // messages the creates stored
 		for round := range rounds {
@@ -100,6 +102,11 @@ func BenchmarkCreateAcceptance(b *testing.B) {
 			})
 			createRound := time.Since(start)
 			writes += storedMessages(b, h) - w0
+			start = time.Now()
+			parallel(per, clients, func(int) error {
+				return h.call("create", api.InstanceCreateRequest{PoolID: h.pool.ID, Flavor: "small"}, nil)
+			})
+			keylessTime += time.Since(start)
 			bareTime, createTime = bareTime+bareRound, createTime+createRound
 			ratios = append(ratios, createRound.Seconds()/bareRound.Seconds())
 		}
@@ -113,6 +120,8 @@ func BenchmarkCreateAcceptance(b *testing.B) {
 		b.ReportMetric(fourRate/createRate, "x-bare-four-writes")
 		b.ReportMetric(ratios[len(ratios)/2], "x-bare-median-round")
 		b.ReportMetric(float64(writes)/float64(total), "stored-msgs/create")
+		keylessRate := float64(total) / keylessTime.Seconds()
+		b.ReportMetric(keylessRate, "keyless-creates/s")
 		b.Logf("%d creates (%d at once, %d rounds) accepted in %v: %.0f/s; bare KV creates %v: %.0f/s; bare/create %.2f (rounds: %.2f)",
 			total, clients, rounds, createTime.Round(time.Millisecond), createRate, bareTime.Round(time.Millisecond), bareRate,
 			bareRate/createRate, ratios)
@@ -120,6 +129,8 @@ func BenchmarkCreateAcceptance(b *testing.B) {
 			fourTime.Round(time.Millisecond), fourRate, fourRate/createRate)
 		b.Logf("per create: %.2f messages stored (instances and idempotency synced, work and events async; the bare loop: 1, synced)",
 			float64(writes)/float64(total))
+		b.Logf("creates without an idempotency key (one synced write, the instance): %v: %.0f/s; bare/keyless %.2f",
+			keylessTime.Round(time.Millisecond), keylessRate, bareRate/keylessRate)
 		if h.api == nil {
 			h.rec.Stop()
 		}
