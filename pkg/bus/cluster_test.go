@@ -328,3 +328,40 @@ func TestReplicatedConflictCodes(t *testing.T) {
 		}
 	}
 }
+
+// A single server's async work stream on a store that is now a cluster's:
+// asked for three replicas, OpenStores answers INVALID_CONFIG at replicas
+// at once (nats-server refuses to replicate an async stream, with a 5xx
+// that would be retried until the context ends).
+func TestAsyncStreamIsNotReplicated(t *testing.T) {
+	c := startCluster(t)
+	nc, err := bus.Connect(bus.ConnectOptions{URL: c.url(0), Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	for { // the meta leader may not be elected yet
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err = js.CreateStream(actx, jetstream.StreamConfig{Name: bus.StreamWork, Subjects: []string{bus.WorkRoot + ".>"},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, PersistMode: jetstream.AsyncPersistMode})
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tryOpenReplicated(t, c.url(0))
+	var ce *api.ComputeError
+	if !errors.As(err, &ce) || ce.Code != api.CodeInvalidConfig || ce.Details.Path == nil || *ce.Details.Path != "replicas" ||
+		!strings.Contains(ce.Message, "nats stream rm") {
+		t.Fatalf("OpenStores with 3 replicas over an async stream: %v (want INVALID_CONFIG at replicas)", err)
+	}
+}

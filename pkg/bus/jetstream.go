@@ -9,6 +9,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"better-compute.io/compute/pkg/api"
 )
 
 // KV bucket names of DESIGN.md.
@@ -128,7 +130,11 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 		if opts.Replicas == 1 {
 			cfg.PersistMode = jetstream.AsyncPersistMode
 		}
-		stream, err := ensureStream(ctx, js, keepPersistMode(ctx, js, cfg))
+		cfg, err := keepPersistMode(ctx, js, cfg)
+		if err != nil {
+			return nil, err
+		}
+		stream, err := ensureStream(ctx, js, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}
@@ -160,7 +166,11 @@ func (st *Stores) WorkFlushedAsync() bool { return st.workAsync }
 // server upgraded from a version without async streams keeps synced work
 // and events streams; delete them while no service runs to have them
 // made async, which loses only queued work that the resync queues again).
-func keepPersistMode(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) jetstream.StreamConfig {
+// An async stream cannot be replicated: asked for more replicas of one,
+// it is INVALID_CONFIG at replicas at once (nats-server would refuse the
+// update with a 5xx that retryTransient would retry until ctx ends).
+// Errors: INVALID_CONFIG, or the stream lookup's.
+func keepPersistMode(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.StreamConfig, error) {
 	var existing jetstream.Stream
 	err := retryTransient(ctx, func(ctx context.Context) (err error) {
 		existing, err = js.Stream(ctx, cfg.Name)
@@ -169,10 +179,17 @@ func keepPersistMode(ctx context.Context, js jetstream.JetStream, cfg jetstream.
 		}
 		return err
 	})
-	if err == nil && existing != nil {
-		cfg.PersistMode = existing.CachedInfo().Config.PersistMode
+	if err != nil || existing == nil {
+		return cfg, err
 	}
-	return cfg
+	cfg.PersistMode = existing.CachedInfo().Config.PersistMode
+	if cfg.PersistMode == jetstream.AsyncPersistMode && cfg.Replicas > 1 {
+		return cfg, api.InvalidConfig("replicas",
+			"stream %s was made on a single server (persist_mode async) and cannot be replicated: stop every service, "+
+				"nats stream rm %s (queued work comes back with the resync; the stream holds no state), then start with %d replicas",
+			cfg.Name, cfg.Name, cfg.Replicas)
+	}
+	return cfg, nil
 }
 
 // openBucket creates or updates the stream behind a KV bucket with the
