@@ -46,7 +46,7 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	if err != nil {
 		return nil, err
 	}
-	tpl, tplCfg, err := s.template(ctx, guests, image, "image")
+	tpl, tplCfg, cached, err := s.template(ctx, guests, image, "image")
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +67,15 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	desc := withCloneOf(vm.cfg["description"], int(tpl.VMID))
 	node, err := s.clone(ctx, tpl, vmid, want.name, desc, vm.node, storage)
 	if err != nil {
+		if cached {
+			s.c.templates.forget(tpl)
+		}
 		return nil, err
 	}
-	if err := s.configure(ctx, located{vmid: vmid, node: node, cfg: clonedConfig(tplCfg, want.name, desc)}, want, false); err != nil {
+	if _, err := s.configure(ctx, located{vmid: vmid, node: node, cfg: clonedConfig(tplCfg, want.name, desc), assumed: cached}, want, false); err != nil {
+		if cached {
+			s.c.templates.forget(tpl) // the next call reads the template again
+		}
 		return nil, err
 	}
 	m = c.toMachine(vmid, vm.cfg, api.StatePending)
