@@ -16,8 +16,10 @@ import (
 const maxClaimRounds = 8
 
 // Create makes the VM of spec for call.IdempotencyKey, idempotently, and
-// returns it (state pending) once it is configured and its start task has
-// ended; get then reports it running.
+// returns it once it is configured and its start task has ended: a DHCP
+// VM with the guest agent running, with the agent's addresses (or none
+// yet and addresses pending), as get would (see created); any other VM
+// pending, which get then reports running.
 //
 // The key hashes to a VMID slot (see probeSlots). One GET
 // /cluster/resources (unfiltered, shared by the account's concurrent
@@ -34,7 +36,8 @@ const maxClaimRounds = 8
 // it is destroyed and spec.Image cloned anew (halfMadeOfAnotherImage), so
 // the machine runs the image the caller asked for, never a failed
 // reinstall's. Else the template (spec.Image: a template's
-// VMID or name, confirmed by its config) is full-cloned
+// VMID or name, confirmed by its config, or by the account's cached one:
+// templateCache) is full-cloned
 // (POST /nodes/{node}/qemu/{template}/clone: newid = the first free slot,
 // the machine's name, a description with the key, offer and, until the
 // tag is set, the template's VMID (a clone-of line), storage (the
@@ -379,7 +382,9 @@ func findTemplate(guests map[int]vmResource, image, path string) (vmResource, er
 // whose config is no template's; PROVIDER_ERROR code stale_cluster_list
 // (retry) when the VM the list calls image is not (or no longer) that
 // template.
-func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string) (tpl vmResource, cfg vmConfig, cached bool, err error) {
+func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string) (
+	tpl vmResource, cfg vmConfig, cached bool, err error,
+) {
 	tpl, err = findTemplate(guests, image, path)
 	if api.IsCode(err, api.CodeInvalidInput) {
 		if fresh, cfg, ok, ferr := s.unreportedTemplate(ctx, guests, image); ferr != nil || ok {

@@ -11,7 +11,8 @@ import (
 // Reinstall replaces a VM of this system with a clone of image (a
 // template's VMID or name) under the same VMID: GET …/config (ownership
 // and what to keep), GET /cluster/resources and the template's GET
-// …/config (the template, checked before anything is destroyed), the VM
+// …/config (the template, checked before anything is destroyed; none
+// when the account's templateCache has it), the VM
 // destroyed as Delete does, the template full-cloned into the VMID with
 // the old name and description (so the key
 // and offer stay; a clone-of line names the template until the tag is
@@ -72,7 +73,8 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 		}
 		return nil, err
 	}
-	if _, err := s.configure(ctx, located{vmid: vmid, node: node, cfg: clonedConfig(tplCfg, want.name, desc), assumed: cached}, want, false); err != nil {
+	clone := located{vmid: vmid, node: node, cfg: clonedConfig(tplCfg, want.name, desc), assumed: cached}
+	if _, err := s.configure(ctx, clone, want, false); err != nil {
 		if cached {
 			s.c.templates.forget(tpl) // the next call reads the template again
 		}
