@@ -44,7 +44,13 @@ func fingerprintOf(r vmResource) templateFingerprint {
 // net0's bridge and VLAN) instead of only those that differ from the
 // config (see configureOnce), and a template edit of the other keys is
 // seen by the account's creates at most templateCacheAge late; the clone
-// itself always copies the template as it is.
+// itself always copies the template as it is. The list's name, template
+// flag and sizes of a VMID may be its previous occupant's for ~10 s: a
+// template destroyed and its VMID given to another guest with the same
+// tags within those seconds can be taken for the template until pvestatd
+// reports the newcomer (a read config would have told).
+//
+// The configs it returns are shared: read them, never change them.
 type templateCache struct {
 	mu      sync.Mutex
 	entries map[string]templateEntry
