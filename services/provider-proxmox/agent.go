@@ -3,6 +3,8 @@ package proxmox
 import (
 	"context"
 	"net/netip"
+
+	"better-compute.io/compute/pkg/api"
 )
 
 // agentInterfaces is the reply of GET …/agent/network-get-interfaces.
@@ -12,6 +14,9 @@ type agentInterfaces struct {
 			IP string `json:"ip-address"`
 		} `json:"ip-addresses"`
 	} `json:"result"`
+	// SSHPort is the emulator's SSH port of the VM (emulator-only, see
+	// api.EmulatorSSHPortKey; real PVE has no such field).
+	SSHPort string `json:"emulator-ssh-port"`
 }
 
 // addresses asks vm's QEMU guest agent for its addresses: IPv4 first, then
@@ -21,13 +26,20 @@ type agentInterfaces struct {
 // one that reports no such address yet (Guess: the agent may start before
 // the guest's DHCP lease), gives no addresses and pending, not an error.
 func (s *session) addresses(ctx context.Context, vm *located) (addrs []string, pending bool, err error) {
+	addrs, pending, _, err = s.agentAddresses(ctx, vm)
+	return addrs, pending, err
+}
+
+// agentAddresses is addresses with the emulator's SSH endpoint of the VM
+// when the agent's reply carries one (emulator-only: "" on real PVE).
+func (s *session) agentAddresses(ctx context.Context, vm *located) (addrs []string, pending bool, sshEndpoint string, err error) {
 	var reply agentInterfaces
 	err = s.get(ctx, qemuPath(vm.node, vm.vmid)+"/agent/network-get-interfaces", nil, &reply)
 	if isKind(err, kindNoAgent) {
-		return []string{}, true, nil
+		return []string{}, true, "", nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, "", err
 	}
 	var v4, v6 []string
 	seen := map[netip.Addr]bool{}
@@ -50,5 +62,5 @@ func (s *session) addresses(ctx context.Context, vm *located) (addrs []string, p
 		}
 	}
 	addrs = append(append([]string{}, v4...), v6...)
-	return addrs, len(addrs) == 0, nil
+	return addrs, len(addrs) == 0, api.EmulatorSSHEndpoint(reply.SSHPort), nil
 }

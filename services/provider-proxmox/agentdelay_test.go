@@ -96,36 +96,7 @@ func TestAccessConfiguresOnceTheAddressIsKnown(t *testing.T) {
 	t.Cleanup(fleet.Close)
 	e := newEnv(t, func(su *setup) { su.emu.AgentStartDelay, su.emu.SSH = delay, fleet })
 	s := newStack(t, e)
-	kr, err := seal.NewKeyring(seal.Key{ID: "k1", Bytes: bytes.Repeat([]byte{7}, seal.KeySize)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := secrets.Start(s.env.NC, s.env.Stores, secrets.Options{Keyring: kr, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sec api.Secret
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := bus.Call(ctx, s.env.NC, bus.Command(testTenant, bus.ResourceSecrets, "put"),
-		api.SecretPutRequest{Name: "platform-ssh", Value: string(pem.EncodeToMemory(block))}, &sec); err != nil {
-		t.Fatal(err)
-	}
-	a := api.PoolAccess{User: "root", PrivateKey: sec.Ref, Configure: &api.AccessStep{Script: "echo configured"}}
-	if err := api.CheckPoolAccess(&a); err != nil {
-		t.Fatal(err)
-	}
-	p := s.pool
-	p.ID, p.Access = api.NewID(api.PrefixPool), &a
-	if _, err := s.env.Stores.PoolTable().Create(ctx, testTenant, p.ID, p); err != nil {
-		t.Fatal(err)
-	}
+	p := s.accessPool(t)
 	var inst api.Instance
 	if err := s.call("create", api.InstanceCreateRequest{PoolID: p.ID, Flavor: testOffer, Name: "conf"}, &inst); err != nil {
 		t.Fatal(err)
@@ -175,6 +146,83 @@ func TestStaticAddressOfIPConfig(t *testing.T) {
 		got, ok := vmConfig{"ipconfig0": c.ipconfig0}.staticAddress()
 		if got != c.want || ok != c.ok {
 			t.Errorf("ipconfig0 %q: %q, %v; want %q, %v", c.ipconfig0, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// accessPool adds a pool like s.pool whose machine access (a platform SSH
+// key in the secrets service started here, user root) configures every
+// machine with "echo configured", and returns it.
+func (s *stack) accessPool(t *testing.T) api.Pool {
+	t.Helper()
+	kr, err := seal.NewKeyring(seal.Key{ID: "k1", Bytes: bytes.Repeat([]byte{7}, seal.KeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := secrets.Start(s.env.NC, s.env.Stores, secrets.Options{Keyring: kr, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec api.Secret
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := bus.Call(ctx, s.env.NC, bus.Command(testTenant, bus.ResourceSecrets, "put"),
+		api.SecretPutRequest{Name: "platform-ssh", Value: string(pem.EncodeToMemory(block))}, &sec); err != nil {
+		t.Fatal(err)
+	}
+	a := api.PoolAccess{User: "root", PrivateKey: sec.Ref, Configure: &api.AccessStep{Script: "echo configured"}}
+	if err := api.CheckPoolAccess(&a); err != nil {
+		t.Fatal(err)
+	}
+	p := s.pool
+	p.ID, p.Access = api.NewID(api.PrefixPool), &a
+	if _, err := s.env.Stores.PoolTable().Create(ctx, testTenant, p.ID, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Through the bus (instance API, reconciler, secrets, this provider, the
+// emulator with SSH endpoints and an agent that answers at once), the
+// reconciler takes the created DHCP VM as the create answered it: it
+// configures it over SSH at the endpoint the create reported and makes it
+// Ready without ever getting it (no GET …/status/current; the one config
+// read is the template's, the one agent request the create's).
+func TestReconcilerTakesTheCreatedMachine(t *testing.T) {
+	fleet := sshemu.NewFleet(zerolog.Nop())
+	t.Cleanup(fleet.Close)
+	e := newEnv(t, func(su *setup) { su.emu.SSH = fleet })
+	s := newStack(t, e)
+	p := s.accessPool(t)
+	e.emu.ResetCalls()
+	var inst api.Instance
+	if err := s.call("create", api.InstanceCreateRequest{PoolID: p.ID, Flavor: testOffer, Name: "taken"}, &inst); err != nil {
+		t.Fatal(err)
+	}
+	done := s.waitFor(t, inst.ID, "configured and ready", func(i *api.Instance, err error) bool {
+		for _, c := range i.Status.Conditions {
+			if c.Type == api.ConditionReady && c.Reason == api.ReasonConverged {
+				return err == nil
+			}
+		}
+		return false
+	})
+	time.Sleep(200 * time.Millisecond) // 10 of the reconciler's poll intervals: nothing more is sent
+	m := fleet.Machine(done.Status.Machine.ID)
+	if m == nil || len(m.Runs()) != 1 {
+		t.Fatalf("machine %+v: want one configure run on its SSH endpoint", done.Status.Machine)
+	}
+	for route, want := range map[string]int{
+		emulator.RouteStatusCurrent: 0, emulator.RouteConfigGet: 1, emulator.RouteAgentInterfaces: 1, emulator.RouteClone: 1,
+	} {
+		if n := e.emu.Calls(route); n != want {
+			t.Errorf("%s sent %d times, want %d (all: %v)", route, n, want, e.emu.CallLog())
 		}
 	}
 }

@@ -31,7 +31,7 @@ func TestThroughBus(t *testing.T) {
 	}
 	m, err := r.Create(ctx, acct, "inst_bus", api.MachineSpec{Name: "inst_bus", OfferID: testOffer, Image: testTemplate,
 		UserData: "#cloud-config\npackages: [nginx]\n", SSHKeys: []string{"ssh-ed25519 AAAAC3 ops@example"}})
-	if err != nil || m.State != api.StatePending || m.Name != "inst-bus" {
+	if err != nil || m.State != api.StateRunning || len(m.Addresses) != 1 || m.Name != "inst-bus" {
 		t.Fatalf("create = %+v, %v", m, err)
 	}
 	wantState := func(state api.MachineState) *api.ExternalMachine {

@@ -30,6 +30,8 @@ type client struct {
 	tokenID pve.ApiTokenID
 	http    *http.Client
 	nodes   nodeCache
+	// templates caches confirmed templates' configs (templateCache).
+	templates templateCache
 }
 
 // newClient builds the client of an account. Errors: INVALID_CONFIG for

@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -67,88 +68,103 @@ const maxConfigureRounds = 8
 // Each task is waited for. Lock errors (another call is configuring or
 // starting the same VM) make it start over after a poll interval, at most
 // maxConfigureRounds times.
-func (s *session) configure(ctx context.Context, vm located, want vmSpec, running bool) error {
+//
+// It returns the VM's config as configured: vm.cfg (or the one read) with
+// the keys configure wrote, the boot disk's size left as it was.
+func (s *session) configure(ctx context.Context, vm located, want vmSpec, running bool) (vmConfig, error) {
 	for round := 1; ; round++ {
-		err := s.configureOnce(ctx, vm, &want, running && round == 1)
+		cfg, err := s.configureOnce(ctx, vm, &want, running && round == 1)
 		if !isKind(err, kindLocked) || round == maxConfigureRounds {
-			return err
+			return cfg, err
 		}
 		if err := provider.Sleep(ctx, s.call.Clock, s.c.timing.poll); err != nil {
-			return err
+			return nil, err
 		}
-		vm.cfg = nil
+		vm.cfg, vm.assumed = nil, false
 	}
 }
 
 // configureOnce is one pass of configure's steps; vm.cfg is read first
-// unless the caller has just read it.
-func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, running bool) error {
+// unless the caller has just read it. It returns the config as
+// configured (see configure).
+func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, running bool) (vmConfig, error) {
 	vmid, cfg := vm.vmid, vm.cfg
 	if cfg == nil {
 		var err error
 		if cfg, err = s.readConfig(ctx, vm.node, vmid); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if k, ok := cfg.key(); !ok || k != want.key {
-		return api.ProviderError(0, "slot_taken", "proxmox: VM %d no longer holds this create's idempotency key", vmid)
+		return nil, api.ProviderError(0, "slot_taken", "proxmox: VM %d no longer holds this create's idempotency key", vmid)
 	}
 	if want.userVolume == "" && want.userData != "" {
 		var err error
 		if want.userVolume, err = s.writeSnippet(ctx, vmid, want); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	path := qemuPath(vm.node, vmid)
-	if update := configUpdate(cfg, want); len(update) > 0 {
+	out := maps.Clone(cfg)
+	if update := configUpdate(cfg, want, vm.assumed); len(update) > 0 {
 		if err := s.startTask(ctx, http.MethodPut, path+"/config", update); err != nil {
-			return err
+			return nil, err
+		}
+		for k, v := range update {
+			out[k] = fmt.Sprint(v)
 		}
 	}
 	disk, size, ok := cfg.bootDisk()
 	if !ok {
-		return api.ProviderError(0, "no_boot_disk", "proxmox: VM %d has no boot disk (scsi, virtio, sata or ide) to grow", vmid)
+		return nil, api.ProviderError(0, "no_boot_disk", "proxmox: VM %d has no boot disk (scsi, virtio, sata or ide) to grow", vmid)
 	}
 	if size < int64(want.diskGiB)<<30 {
 		resize := map[string]any{"disk": disk, "size": fmt.Sprintf("%dG", want.diskGiB)}
 		if err := s.startTask(ctx, http.MethodPut, path+"/resize", resize); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if !running {
 		if err := s.startTask(ctx, http.MethodPost, path+"/status/start", nil); err != nil && !isKind(err, kindAlreadyRunning) {
-			return err
+			return nil, err
 		}
 	}
 	tags, retag := tagUpdate(cfg, want)
 	if desc := withoutCloneOf(cfg["description"]); retag || desc != cfg["description"] {
 		// One request: the VM is finished (tagged) exactly when its
 		// clone-of line is gone.
-		return s.startTask(ctx, http.MethodPut, path+"/config", map[string]any{"tags": tags, "description": desc})
+		if err := s.startTask(ctx, http.MethodPut, path+"/config", map[string]any{"tags": tags, "description": desc}); err != nil {
+			return nil, err
+		}
+		out["tags"], out["description"] = tags, desc
 	}
-	return nil
+	return out, nil
 }
 
 // configUpdate is the PUT …/config body that brings cfg to want: only the
-// keys that differ (empty when none does).
-func configUpdate(cfg vmConfig, want *vmSpec) map[string]any {
+// keys that differ (empty when none does), or, when all is set (cfg is
+// assumed, not read: see located.assumed), every key configure manages
+// (cores, sockets when cfg has them, memory, ipconfig0, nameserver when
+// want has one, net0), so that the VM ends as want whatever its config
+// really is.
+func configUpdate(cfg vmConfig, want *vmSpec, all bool) map[string]any {
 	u := map[string]any{}
-	if cfg.cores() != want.cores {
+	if all || cfg.cores() != want.cores {
 		u["cores"] = want.cores
 	}
 	if s := cfg["sockets"]; s != "" && s != "1" {
 		u["sockets"] = 1
 	}
-	if cfg.memoryMiB() != want.memoryMiB {
+	if all || cfg.memoryMiB() != want.memoryMiB {
 		u["memory"] = want.memoryMiB
 	}
-	if cfg["ipconfig0"] != want.net.ipconfig0 {
+	if all || cfg["ipconfig0"] != want.net.ipconfig0 {
 		u["ipconfig0"] = want.net.ipconfig0
 	}
-	if ns := want.net.nameserver; ns != "" && cfg["nameserver"] != ns {
+	if ns := want.net.nameserver; ns != "" && (all || cfg["nameserver"] != ns) {
 		u["nameserver"] = ns
 	}
-	if n := withNet(cfg["net0"], want.net.bridge, want.net.vlan); n != cfg["net0"] {
+	if n := withNet(cfg["net0"], want.net.bridge, want.net.vlan); all || n != cfg["net0"] {
 		u["net0"] = n
 	}
 	if want.userVolume != "" {

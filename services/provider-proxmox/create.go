@@ -16,8 +16,10 @@ import (
 const maxClaimRounds = 8
 
 // Create makes the VM of spec for call.IdempotencyKey, idempotently, and
-// returns it (state pending) once it is configured and its start task has
-// ended; get then reports it running.
+// returns it once it is configured and its start task has ended: a DHCP
+// VM with the guest agent running, with the agent's addresses (or none
+// yet and addresses pending), as get would (see created); any other VM
+// pending, which get then reports running.
 //
 // The key hashes to a VMID slot (see probeSlots). One GET
 // /cluster/resources (unfiltered, shared by the account's concurrent
@@ -34,7 +36,8 @@ const maxClaimRounds = 8
 // it is destroyed and spec.Image cloned anew (halfMadeOfAnotherImage), so
 // the machine runs the image the caller asked for, never a failed
 // reinstall's. Else the template (spec.Image: a template's
-// VMID or name, confirmed by its config) is full-cloned
+// VMID or name, confirmed by its config, or by the account's cached one:
+// templateCache) is full-cloned
 // (POST /nodes/{node}/qemu/{template}/clone: newid = the first free slot,
 // the machine's name, a description with the key, offer and, until the
 // tag is set, the template's VMID (a clone-of line), storage (the
@@ -109,57 +112,93 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 		return nil, err
 	}
 	defer s.end(ctx, &err)
-	vmid, err := s.create(ctx, want, spec.Image, pl)
+	vm, err := s.create(ctx, want, spec.Image, pl)
 	if err != nil {
 		return nil, err
 	}
-	return &api.ExternalMachine{ID: strconv.Itoa(vmid), IdempotencyKey: call.IdempotencyKey, Name: want.name, State: api.StatePending,
-		OfferID: size.Name, Region: c.cfg.region(), Addresses: []string{}, Labels: TagLabels(withLabelTags("", spec.Labels))}, nil
+	return s.created(ctx, vm), nil
+}
+
+// created is the machine Create answers for vm, configured and started
+// (vm.cfg as configure wrote it). A DHCP VM with the guest agent enabled
+// is answered running, as a get would say right after the start task
+// ended, with one request to its agent (GET
+// …/agent/network-get-interfaces, as get asks it): its addresses, or none
+// and addresses pending when the agent does not answer yet or reports no
+// address (the reconciler then looks again as after such a get). So the
+// reconciler, which takes a created machine as its create answered, needs
+// no get right after. Any other VM (a static address, no agent), and one
+// whose agent request fails otherwise, is answered pending, as before,
+// and the reconciler's get (config and status) reports it: it reads the
+// config, which is where the emulator's SSH endpoint is (on a real
+// cluster answering those running would be as right).
+func (s *session) created(ctx context.Context, vm located) *api.ExternalMachine {
+	m := s.c.toMachine(vm.vmid, vm.cfg, api.StatePending)
+	if _, static := vm.cfg.staticAddress(); static || !vm.cfg.agentEnabled() {
+		return m
+	}
+	addrs, pending, ssh, err := s.agentAddresses(ctx, &vm)
+	switch {
+	case err != nil:
+		return m
+	case pending:
+		m.AddressesPending, m.SSHEndpoint = true, "" // the emulator's stand-in for an address: none is known yet
+	default:
+		m.Addresses = addrs
+		if ssh != "" {
+			m.SSHEndpoint = ssh // emulator-only
+		}
+	}
+	m.State = api.StateRunning
+	return m
 }
 
 // create claims the key's VMID (see Create), clones image into it on the
-// node place picks for pl, and configures the VM.
-func (s *session) create(ctx context.Context, want vmSpec, image string, pl placement) (int, error) {
+// node place picks for pl, and configures the VM; it returns the VM with
+// its config as configured.
+func (s *session) create(ctx context.Context, want vmSpec, image string, pl placement) (located, error) {
 	cfg := s.c.cfg
 	for range maxClaimRounds {
 		view, err := s.view(ctx)
 		if err != nil {
-			return 0, err
+			return located{}, err
 		}
 		guests := view.guests
 		p, err := s.probe(ctx, guests, want)
 		if err != nil {
-			return 0, err
+			return located{}, err
 		}
 		if p.ours != nil {
 			s.vmid = p.ours.vmid
 			other, err := s.halfMadeOfAnotherImage(ctx, guests, p, image)
 			if err != nil {
-				return 0, err
+				return located{}, err
 			}
 			if other {
 				if err := s.destroy(ctx, p.ours); err != nil {
-					return 0, err
+					return located{}, err
 				}
 				continue // the slot is free now: clone image into it
 			}
 			running, err := s.runningNow(ctx, *p.ours, guests[p.ours.vmid])
 			if err != nil {
-				return 0, err
+				return located{}, err
 			}
-			return p.ours.vmid, s.configure(ctx, *p.ours, want, running)
+			vm := *p.ours
+			vm.cfg, err = s.configure(ctx, vm, want, running)
+			return vm, err
 		}
 		if p.free == 0 {
-			return 0, api.Errorf(api.CodeCapacityUnavailable, "proxmox: all %d VMID slots of this key in [%d, %d] hold other VMs",
+			return located{}, api.Errorf(api.CodeCapacityUnavailable, "proxmox: all %d VMID slots of this key in [%d, %d] hold other VMs",
 				len(probeSlots(want.key, cfg.VMIDMin, cfg.VMIDMax)), cfg.VMIDMin, cfg.VMIDMax)
 		}
-		tpl, tplCfg, err := s.template(ctx, guests, image, "machine.image")
+		tpl, tplCfg, cached, err := s.template(ctx, guests, image, "machine.image")
 		if err != nil {
-			return 0, err
+			return located{}, err
 		}
 		target, storage, err := s.place(view, tpl, tplCfg, pl)
 		if err != nil {
-			return 0, err
+			return located{}, err
 		}
 		s.vmid = p.free
 		desc := withCloneOf(ManagedDescription(want.key, want.offer), int(tpl.VMID))
@@ -168,13 +207,21 @@ func (s *session) create(ctx context.Context, want vmSpec, image string, pl plac
 			continue // another call cloned into the slot first: look again
 		}
 		if err != nil {
-			return 0, err
+			if cached {
+				s.c.templates.forget(tpl) // the next create reads the template again
+			}
+			return located{}, err
 		}
-		// The clone's config is known without reading it (clonedConfig).
-		vm := located{vmid: p.free, node: node, cfg: clonedConfig(tplCfg, want.name, desc)}
-		return p.free, s.configure(ctx, vm, want, false)
+		// The clone's config is known without reading it (clonedConfig);
+		// from a cached template config it is assumed (located.assumed).
+		vm := located{vmid: p.free, node: node, cfg: clonedConfig(tplCfg, want.name, desc), assumed: cached}
+		vm.cfg, err = s.configure(ctx, vm, want, false)
+		if err != nil && cached {
+			s.c.templates.forget(tpl)
+		}
+		return vm, err
 	}
-	return 0, api.ProviderError(0, "slot_contention",
+	return located{}, api.ProviderError(0, "slot_contention",
 		"proxmox: other creates took this key's VMID slots %d times in a row; retry", maxClaimRounds)
 }
 
@@ -191,7 +238,7 @@ func (s *session) halfMadeOfAnotherImage(ctx context.Context, guests map[int]vmR
 	if !ok || p.cloning {
 		return false, nil
 	}
-	tpl, _, err := s.template(ctx, guests, image, "machine.image")
+	tpl, _, _, err := s.template(ctx, guests, image, "machine.image")
 	return err == nil && int(tpl.VMID) != from, err
 }
 
@@ -329,32 +376,43 @@ func findTemplate(guests map[int]vmResource, image, path string) (vmResource, er
 
 // template is findTemplate confirmed by the template's config (GET
 // …/config), since the list's names and template flags may be stale; it
-// returns that config too. Errors: findTemplate's; INVALID_INPUT naming path when image is a VMID
+// returns that config too, and cached when it is the account's cached one
+// (templateCache: a template this account confirmed before, listed as it
+// was then; no request). Errors: findTemplate's; INVALID_INPUT naming path when image is a VMID
 // whose config is no template's; PROVIDER_ERROR code stale_cluster_list
 // (retry) when the VM the list calls image is not (or no longer) that
 // template.
-func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string) (vmResource, vmConfig, error) {
-	tpl, err := findTemplate(guests, image, path)
+func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string) (
+	tpl vmResource, cfg vmConfig, cached bool, err error,
+) {
+	tpl, err = findTemplate(guests, image, path)
 	if api.IsCode(err, api.CodeInvalidInput) {
 		if fresh, cfg, ok, ferr := s.unreportedTemplate(ctx, guests, image); ferr != nil || ok {
-			return fresh, cfg, ferr
+			return fresh, cfg, false, ferr
 		}
 	}
 	if err != nil {
-		return vmResource{}, nil, err
-	}
-	cfg, err := s.readConfig(ctx, tpl.Node, int(tpl.VMID))
-	if err != nil && !isKind(err, kindNoSuchVM) {
-		return vmResource{}, nil, err
+		return vmResource{}, nil, false, err
 	}
 	_, byID := strconv.Atoi(image)
+	if cfg, ok := s.c.templates.get(tpl, s.call.Clock.Now()); ok && (byID == nil || cfg["name"] == image) {
+		return tpl, cfg, true, nil
+	}
+	readAt := s.call.Clock.Now()
+	cfg, err = s.readConfig(ctx, tpl.Node, int(tpl.VMID))
+	if err != nil && !isKind(err, kindNoSuchVM) {
+		return vmResource{}, nil, false, err
+	}
 	switch {
 	case err == nil && cfg.isTemplate() && (byID == nil || cfg["name"] == image):
-		return tpl, cfg, nil
+		s.c.templates.put(tpl, cfg, readAt)
+		return tpl, cfg, false, nil
 	case byID == nil:
-		return vmResource{}, nil, api.InvalidInput(path, "VMID %s is not a template of the cluster", image)
+		s.c.templates.forget(tpl)
+		return vmResource{}, nil, false, api.InvalidInput(path, "VMID %s is not a template of the cluster", image)
 	}
-	return vmResource{}, nil, api.ProviderError(0, codeStaleClusterList,
+	s.c.templates.forget(tpl)
+	return vmResource{}, nil, false, api.ProviderError(0, codeStaleClusterList,
 		"proxmox: the cluster list calls VM %d template %q, but its config says otherwise (the list lags changes by up to ~10 s); retry",
 		int(tpl.VMID), image)
 }

@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestCreateConfiguresVM(t *testing.T) {
 	if want := probeSlots("inst_cfg", DefaultVMIDMin, DefaultVMIDMax)[0]; vmid != want {
 		t.Fatalf("VMID %d, want the key's slot %d", vmid, want)
 	}
-	if m.State != api.StatePending || m.Name != "inst-cfg" || m.OfferID != testOffer || m.Region != DefaultRegion {
+	if m.State != api.StateRunning || m.Name != "inst-cfg" || m.OfferID != testOffer || m.Region != DefaultRegion {
 		t.Fatalf("create answered %+v", m)
 	}
 	v := e.vm(t, vmid)
@@ -60,6 +61,9 @@ func TestCreateConfiguresVM(t *testing.T) {
 		strings.Join(got.Addresses, ",") != "10.0."+strconv.Itoa(vmid>>8&255)+"."+strconv.Itoa(vmid&255) {
 		t.Fatalf("get = %+v, want running with the agent's address", got)
 	}
+	if !reflect.DeepEqual(m, got) {
+		t.Errorf("create answered %+v, the get right after %+v: want the same", m, got)
+	}
 }
 
 func TestCreateRetryIsIdempotent(t *testing.T) {
@@ -75,8 +79,8 @@ func TestCreateRetryIsIdempotent(t *testing.T) {
 			t.Errorf("the retry of a finished create called %s %d times", route, n)
 		}
 	}
-	if n := e.calls(); n != 3 {
-		t.Errorf("the retry took %d requests, want 3 (cluster list, the slot's config, and its status: the list says running, which may be an earlier occupant's)", n)
+	if n := e.calls(); n != 4 {
+		t.Errorf("the retry took %d requests, want 4 (cluster list, the slot's config, and its status: the list says running, which may be an earlier occupant's; the agent's addresses, answered with it running)", n)
 	}
 }
 

@@ -60,7 +60,14 @@
 //     leaves neither a duplicate nor a leaked VM;
 //   - a create's configuration is one synchronous PUT …/config (no task),
 //     written against the clone's config as derived from the template's,
-//     which the create reads anyway (clonedConfig), not read again;
+//     which the create reads anyway (clonedConfig), not read again; the
+//     account keeps a confirmed template's config (templateCache: while
+//     the cluster list shows the template unchanged, at most 10 minutes,
+//     until a clone from it fails), and a create from the kept config
+//     writes every key it manages;
+//   - a create answers a DHCP VM with the guest agent running, with one
+//     agent request's addresses (or addresses pending), as get would, so
+//     the reconciler looks at it no more; other VMs pending;
 //   - every task (clone, resize, start, stop, shutdown, reset,
 //     reboot, destroy) is waited for by polling it on the call's clock,
 //     within the task timeout and the call's context: every task poll

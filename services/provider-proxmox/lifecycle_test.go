@@ -43,15 +43,16 @@ func lifecycleCosts(tb testing.TB, e *env, key string) map[string]stepCost {
 func TestLifecycleCalls(t *testing.T) {
 	// Requests besides task polls (TestLoneCreateRequests lists a
 	// create's): create→running: cluster list (guests and nodes), template
-	// config, clone, PUT config, resize, start, PUT config (the tag,
-	// last); then get: config, status, agent (10). Power off: config, stop
-	// (2); on: config, start (2). Reinstall: config, cluster list,
-	// template config, DELETE (refused: running), stop, DELETE, clone, PUT
-	// config, resize, start, PUT config (11). Delete: config, DELETE
-	// (refused), stop, DELETE (4).
+	// config (not on a learned account: templateCache), clone, PUT config,
+	// resize, start, PUT config (the tag, last), the agent's addresses (8;
+	// the create answers running: no get). Power off: config, stop (2);
+	// on: config, start (2). Reinstall: config, cluster list, template
+	// config (not when learned), DELETE (refused: running), stop, DELETE,
+	// clone, PUT config, resize, start, PUT config (11). Delete: config,
+	// DELETE (refused), stop, DELETE (4).
 	fixed := map[string]stepCost{
 		// polls: clone 20, resize 2, start 3.
-		providertest.StepCreateToRunning: {35, 25 * time.Second},
+		providertest.StepCreateToRunning: {33, 25 * time.Second},
 		providertest.StepPowerOff:        {4, 2 * time.Second},
 		providertest.StepPowerOn:         {5, 3 * time.Second},
 		providertest.StepReinstall:       {43, 32 * time.Second},
@@ -59,11 +60,11 @@ func TestLifecycleCalls(t *testing.T) {
 	}
 	learned := map[string]stepCost{
 		// One poll per task (3 for create); reinstall's stop, destroy,
-		// clone, resize and start (5).
-		providertest.StepCreateToRunning: {13, 26 * time.Second},
+		// clone, resize and start (5); no template config read (cached).
+		providertest.StepCreateToRunning: {10, 26 * time.Second},
 		providertest.StepPowerOff:        {3, 2 * time.Second},
 		providertest.StepPowerOn:         {3, 3 * time.Second},
-		providertest.StepReinstall:       {16, 34 * time.Second},
+		providertest.StepReinstall:       {15, 34 * time.Second},
 		providertest.StepDelete:          {6, 8 * time.Second},
 	}
 	var mu sync.Mutex
@@ -100,24 +101,24 @@ func TestLifecycleCalls(t *testing.T) {
 }
 
 // TestLoneCreateRequests lists, from the emulator's call log, every
-// request of one create→running (create, then the reconciler's get) on an
-// account whose task durations are learned (one lifecycle before): ten for
-// the create (the one cluster list serves slots, template and placement;
-// the clone's config is derived from the template's, clonedConfig; the
-// configuration is a synchronous PUT; one poll per task; the tag last)
-// and three for the get.
+// request of one create→running on an account whose task durations are
+// learned (one lifecycle before): ten, all the create's (the one cluster
+// list serves slots, template and placement; the template's config is the
+// one the account read before, templateCache, and the clone's is derived
+// from it, clonedConfig; the configuration is a synchronous PUT; one poll
+// per task; the tag last; then the guest agent's addresses: the create
+// answers the machine running with them, so the reconciler sends no get).
 func TestLoneCreateRequests(t *testing.T) {
 	e := newEnv(t, withDurations)
 	lifecycleCosts(t, e, "inst_learn")
 	want := []string{
-		emulator.RouteClusterResources, emulator.RouteConfigGet, // slots, template, nodes; the template's config
+		emulator.RouteClusterResources, // slots, template, nodes (the template's config is cached)
 		emulator.RouteClone, emulator.RouteTaskStatus,
 		emulator.RouteConfigPut, // cores, memory, ipconfig0, …
 		emulator.RouteResize, emulator.RouteTaskStatus,
 		emulator.RouteStart, emulator.RouteTaskStatus,
-		emulator.RouteConfigPut, // the tag, last
-		// the get:
-		emulator.RouteConfigGet, emulator.RouteStatusCurrent, emulator.RouteAgentInterfaces,
+		emulator.RouteConfigPut,       // the tag, last
+		emulator.RouteAgentInterfaces, // the addresses the create answers with
 	}
 	life := providertest.Lifecycle{Client: e.client, Call: e.call, Key: "inst_lone", Spec: spec("inst_lone"), Image: testTemplate2}
 	life.Run(t, func(step string, run func()) {

@@ -22,6 +22,12 @@ type vmResource struct {
 	Template number `json:"template"`
 	Tags     string `json:"tags"`
 	Lock     string `json:"lock"`
+	// MaxCPU, MaxMem (bytes) and MaxDisk (bytes) are a guest's sizes
+	// (pvestatd's, see listGuests); of a node entry (clusterResource)
+	// MaxCPU and MaxMem are the node's.
+	MaxCPU  number `json:"maxcpu"`
+	MaxMem  number `json:"maxmem"`
+	MaxDisk number `json:"maxdisk"`
 }
 
 // guestQemu is the resource type of QEMU VMs (containers share the VMID
@@ -67,9 +73,7 @@ type clusterView struct {
 // (type storage); other types (pool, sdn) are skipped.
 type clusterResource struct {
 	vmResource
-	MaxCPU  number `json:"maxcpu"`
 	Mem     number `json:"mem"`
-	MaxMem  number `json:"maxmem"`
 	Storage string `json:"storage"`
 	Shared  number `json:"shared"`
 }
@@ -170,6 +174,10 @@ type located struct {
 	vmid int
 	node string
 	cfg  vmConfig
+	// assumed is set when cfg was neither read nor derived from a config
+	// just read, but from a cached template config (templateCache): it may
+	// lag edits of the template, so configure writes every key it manages.
+	assumed bool
 }
 
 // inspect finds VM vmid and reads its config, or returns nil, nil when no

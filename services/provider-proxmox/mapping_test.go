@@ -313,7 +313,7 @@ func TestConfigUpdate(t *testing.T) {
 		net: netSpec{bridge: "vmbr0", ipconfig0: ipDHCP}}
 	fresh := vmConfig{"cores": "1", "sockets": "2", "memory": "2048", "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr1",
 		"tags": "base", "cicustom": "network=local:snippets/n.yaml"}
-	u := configUpdate(fresh, want)
+	u := configUpdate(fresh, want, false)
 	keys := make([]string, 0, len(u))
 	for k := range u {
 		keys = append(keys, k)
@@ -324,7 +324,7 @@ func TestConfigUpdate(t *testing.T) {
 	}
 	done := vmConfig{"cores": "2", "sockets": "1", "memory": "4096", "ipconfig0": "ip=dhcp", "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0",
 		"tags": "base;better-compute", "cicustom": "user=local:snippets/u.yaml,network=local:snippets/n.yaml"}
-	if u := configUpdate(done, want); len(u) != 0 {
+	if u := configUpdate(done, want, false); len(u) != 0 {
 		t.Fatalf("update of a configured VM = %v, want none", u)
 	}
 	tagCases := []struct {

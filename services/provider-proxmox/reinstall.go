@@ -11,7 +11,8 @@ import (
 // Reinstall replaces a VM of this system with a clone of image (a
 // template's VMID or name) under the same VMID: GET …/config (ownership
 // and what to keep), GET /cluster/resources and the template's GET
-// …/config (the template, checked before anything is destroyed), the VM
+// …/config (the template, checked before anything is destroyed; none
+// when the account's templateCache has it), the VM
 // destroyed as Delete does, the template full-cloned into the VMID with
 // the old name and description (so the key
 // and offer stay; a clone-of line names the template until the tag is
@@ -46,7 +47,7 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	if err != nil {
 		return nil, err
 	}
-	tpl, tplCfg, err := s.template(ctx, guests, image, "image")
+	tpl, tplCfg, cached, err := s.template(ctx, guests, image, "image")
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +68,16 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	desc := withCloneOf(vm.cfg["description"], int(tpl.VMID))
 	node, err := s.clone(ctx, tpl, vmid, want.name, desc, vm.node, storage)
 	if err != nil {
+		if cached {
+			s.c.templates.forget(tpl)
+		}
 		return nil, err
 	}
-	if err := s.configure(ctx, located{vmid: vmid, node: node, cfg: clonedConfig(tplCfg, want.name, desc)}, want, false); err != nil {
+	clone := located{vmid: vmid, node: node, cfg: clonedConfig(tplCfg, want.name, desc), assumed: cached}
+	if _, err := s.configure(ctx, clone, want, false); err != nil {
+		if cached {
+			s.c.templates.forget(tpl) // the next call reads the template again
+		}
 		return nil, err
 	}
 	m = c.toMachine(vmid, vm.cfg, api.StatePending)

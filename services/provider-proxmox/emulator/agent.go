@@ -2,7 +2,10 @@ package emulator
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	"better-compute.io/compute/pkg/api"
 )
 
 // AgentInterface is one network interface as the guest agent reports it.
@@ -69,7 +72,9 @@ func agentView(ifaces []AgentInterface) []any {
 // network-get-interfaces with PVE's checks in PVE's order: agent not
 // configured, VM not running ("VM {id} is not running", which the Telmate
 // client recognises), agent not running (SetAgentRunning false, or the
-// VM started less than Options.AgentStartDelay ago).
+// VM started less than Options.AgentStartDelay ago). A VM with an SSH
+// endpoint (Options.SSH) also gets the emulator-only api.EmulatorSSHPortKey
+// beside "result".
 func (e *Emulator) getAgentInterfaces(c *call) (any, *apiError) {
 	v, err := e.vmOn(c)
 	if err != nil {
@@ -87,5 +92,12 @@ func (e *Emulator) getAgentInterfaces(c *call) (any, *apiError) {
 	if ifaces == nil {
 		ifaces = defaultAgentInterfaces(v)
 	}
-	return map[string]any{"result": agentView(ifaces)}, nil
+	out := map[string]any{"result": agentView(ifaces)}
+	if v.sshPort != 0 {
+		// Emulator-only, as in the config (getConfig): a create that asks
+		// the agent once its VM runs learns the endpoint without a config
+		// read. Real PVE answers only "result".
+		out[api.EmulatorSSHPortKey] = strconv.Itoa(v.sshPort)
+	}
+	return out, nil
 }
