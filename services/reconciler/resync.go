@@ -21,23 +21,34 @@ const startupResyncDelay = 10 * time.Second
 func (r *Reconciler) resyncLoop(ctx context.Context) {
 	defer r.wg.Done()
 	wait := time.Duration(rand.Int64N(int64(min(startupResyncDelay, r.o.ResyncInterval))))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.stopping.Done():
-			return
-		case <-time.After(wait):
-		}
+	for r.waitFor(ctx, time.After(wait)) {
 		wait = r.o.ResyncInterval + time.Duration((rand.Float64()*0.4-0.2)*float64(r.o.ResyncInterval))
-		start := time.Now()
-		n, err := r.Resync(ctx)
-		observeResync(start, err)
-		if err != nil {
-			r.log.Warn().Err(err).Msg("resync incomplete")
-		} else {
-			r.log.Info().Int("queued", n).Msg("resync done")
-		}
+		r.resyncLogged(ctx, r.resyncTag(), "resync")
+	}
+}
+
+// waitFor waits for c; false when ctx ends or the reconciler stops first.
+func (r *Reconciler) waitFor(ctx context.Context, c <-chan time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-r.stopping.Done():
+		return false
+	case <-c:
+		return true
+	}
+}
+
+// resyncLogged runs resync(ctx, tag), observes it (metrics) and logs its
+// outcome as what ("resync done", "resync incomplete").
+func (r *Reconciler) resyncLogged(ctx context.Context, tag, what string) {
+	start := time.Now()
+	n, err := r.resync(ctx, tag)
+	observeResync(start, err)
+	if err != nil {
+		r.log.Warn().Err(err).Str("resync", what).Msg(what + " incomplete")
+	} else {
+		r.log.Info().Int("queued", n).Str("resync", what).Msg(what + " done")
 	}
 }
 
@@ -62,25 +73,12 @@ func (r *Reconciler) resyncOnReconnect(ctx context.Context) {
 	var last time.Time
 	tick := time.NewTicker(reconnectPoll)
 	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.stopping.Done():
-			return
-		case <-tick.C:
-		}
+	for r.waitFor(ctx, tick.C) {
 		if r.nc.Stats().Reconnects == seen || !r.nc.IsConnected() || time.Since(last) < reconnectResyncGap {
 			continue
 		}
 		seen, last = r.nc.Stats().Reconnects, time.Now()
-		n, err := r.resync(ctx, fmt.Sprintf("reconnect-%d", last.UnixNano()))
-		observeResync(last, err)
-		if err != nil {
-			r.log.Warn().Err(err).Msg("resync after reconnecting incomplete")
-		} else {
-			r.log.Info().Int("queued", n).Msg("resync after reconnecting done (the server may have lost work it acknowledged)")
-		}
+		r.resyncLogged(ctx, fmt.Sprintf("reconnect-%d", last.UnixNano()), "resync after reconnecting")
 	}
 }
 
@@ -104,9 +102,15 @@ const resyncPageSize = provider.MaxListLimit
 // (every one written before the resync started), read from the bucket in
 // parallel batches (bus.Index.Each). Errors: UNAVAILABLE (state store).
 func (r *Reconciler) Resync(ctx context.Context) (int, error) {
-	// With the periodic resync off (tests), every call queues anew.
-	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, 1))
-	return r.resync(ctx, fmt.Sprintf("resync-%d", window))
+	return r.resync(ctx, r.resyncTag())
+}
+
+// resyncTag tags the work messages of a periodic resync by its
+// ResyncInterval window, so replicas resyncing in one window queue an
+// instance once. With the periodic resync off (tests) every call queues
+// anew.
+func (r *Reconciler) resyncTag() string {
+	return fmt.Sprintf("resync-%d", time.Now().UnixNano()/int64(max(r.o.ResyncInterval, 1)))
 }
 
 // resync is Resync, its work messages' ids "<instance id>-<tag>".
