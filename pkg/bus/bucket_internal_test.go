@@ -51,6 +51,7 @@ func TestTransientStreamError(t *testing.T) {
 		{&jetstream.APIError{Code: 500, Description: "no suitable peers"}, true},
 		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse, Description: "stream name already in use with a different configuration"}, false},
 		{errors.New("invalid stream name"), false},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10052, Description: "stream configuration update can not change persist mode"}, false},
 	}
 	for _, c := range cases {
 		if got := transientStreamError(c.err); got != c.want {

@@ -224,6 +224,10 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	return &bucket{KeyValue: kv, stream: stream}, nil
 }
 
+// errCodeStreamInvalidConfig is nats-server's JSStreamInvalidConfigF
+// (jetstream.ErrorCode has no name for it).
+const errCodeStreamInvalidConfig jetstream.ErrorCode = 10052
+
 // streamAttemptTimeout bounds one stream create or update request.
 const streamAttemptTimeout = 10 * time.Second
 
@@ -267,12 +271,14 @@ func retryTransient(ctx context.Context, request func(context.Context) error) er
 // succeed when sent again: no answer in time, no responder yet, a bucket
 // not found right after its stream was created (on a cluster the node
 // asked may not know it yet), or a JetStream API error with a 5xx code
-// (cluster not ready, no meta leader). A refused configuration (4xx) is
-// not.
+// (cluster not ready, no meta leader). A refused configuration is not:
+// a 4xx, or nats-server's "stream configuration invalid" (err_code 10052,
+// which it answers with code 500, e.g. "stream configuration update can
+// not change persist mode").
 func transientStreamError(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return apiErr.Code >= 500
+		return apiErr.Code >= 500 && apiErr.ErrorCode != errCodeStreamInvalidConfig
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, jetstream.ErrBucketNotFound)

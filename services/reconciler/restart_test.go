@@ -10,6 +10,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/provider"
 )
 
 // After the NATS server restarts (same store, same port), every replica
@@ -94,4 +95,55 @@ func TestWorkLostByTheServerIsQueuedAfterReconnecting(t *testing.T) {
 	}
 	restartServer(t, h)
 	h.waitPhase(id, api.PhaseRunning)
+}
+
+// Queueing the unsettled instances after reconnecting sends the provider
+// nothing: a restart that lost no work, with 20 settled instances, costs
+// no list, get or create.
+func TestReconnectQueuesWithoutProviderCalls(t *testing.T) {
+	h := newHarness(t, fastOptions())
+	ids := make([]string, 20)
+	for i := range ids {
+		ids[i] = h.create(api.InstanceCreateRequest{}).ID
+	}
+	h.waitPhases(ids, api.PhaseRunning, time.Minute)
+	time.Sleep(time.Second) // the last passes end
+	verbs := []string{provider.VerbList, provider.VerbGet, provider.VerbCreate}
+	before := map[string]int{}
+	for _, v := range verbs {
+		before[v] = h.cloud.Calls(v)
+	}
+	restartServer(t, h)
+	time.Sleep(4 * time.Second) // reconnected, walked
+	for _, v := range verbs {
+		if n := h.cloud.Calls(v) - before[v]; n > 0 {
+			t.Errorf("a restart that lost no work cost %d provider %s calls", n, v)
+		}
+	}
+}
+
+// Two server crashes a few seconds apart, each losing a create's work:
+// the second's instance is queued again once the walk's gap
+// (reconnectQueueGap) has passed, as the first's was.
+func TestSecondServerCrashLosingWorkIsQueuedToo(t *testing.T) {
+	h := newHarness(t, fastOptions(), startAPI)
+	ctx := t.Context()
+	purge := func() { // what each crash loses: the work just queued
+		work, err := h.env.Stores.JS.Stream(ctx, bus.StreamWork)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := work.Purge(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := h.create(api.InstanceCreateRequest{}).ID
+	purge()
+	h.startReconciler(h.env.Connect(t))
+	restartServer(t, h)
+	h.waitPhase(first, api.PhaseRunning)
+	second := h.create(api.InstanceCreateRequest{}).ID
+	purge()
+	restartServer(t, h)
+	h.waitPhase(second, api.PhaseRunning)
 }

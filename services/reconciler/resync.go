@@ -52,33 +52,43 @@ func (r *Reconciler) resyncLogged(ctx context.Context, tag, what string) {
 	}
 }
 
-// reconnectPoll is how often resyncOnReconnect reads the connection's
-// reconnect count; reconnectResyncGap is the least time between two of its
-// resyncs (a flapping connection resyncs once per gap, not per reconnect).
+// reconnectPoll is how often queueUnsettledOnReconnect reads the
+// connection's reconnect count; reconnectQueueGap is the least time
+// between two of its walks (a flapping connection walks once per gap, not
+// per reconnect).
 const (
-	reconnectPoll      = time.Second
-	reconnectResyncGap = time.Minute
+	reconnectPoll     = time.Second
+	reconnectQueueGap = 10 * time.Second
 )
 
-// resyncOnReconnect resyncs after the connection to NATS comes back, while
-// the work stream is flushed asynchronously (bus.Stores.WorkFlushedAsync:
-// a single server): a server that crashed may have lost the last work
-// messages it acknowledged, and their instances, recorded, would otherwise
-// wait for the next periodic resync (up to ResyncInterval). It runs whatever
-// ResyncInterval says: the periodic resync catches drift, this one the
+// queueUnsettledOnReconnect queues every instance that is not settled
+// after the connection to NATS comes back, while the work stream is
+// flushed asynchronously (bus.Stores.WorkFlushedAsync: a single server): a
+// server that crashed may have lost the last work messages it
+// acknowledged, and their instances, recorded, would otherwise wait for
+// the next periodic resync (up to ResyncInterval). A work message is only
+// ever queued for an instance that is not settled (a change of its spec,
+// a pass to come), so that is all it queues: it reads the instances (the
+// index's walk) and sends the provider nothing. It runs whatever
+// ResyncInterval says: the periodic resync catches drift, this the
 // server's loss.
-func (r *Reconciler) resyncOnReconnect(ctx context.Context) {
+func (r *Reconciler) queueUnsettledOnReconnect(ctx context.Context) {
 	defer r.wg.Done()
 	seen := r.nc.Stats().Reconnects
 	var last time.Time
 	tick := time.NewTicker(reconnectPoll)
 	defer tick.Stop()
 	for r.waitFor(ctx, tick.C) {
-		if r.nc.Stats().Reconnects == seen || !r.nc.IsConnected() || time.Since(last) < reconnectResyncGap {
+		if r.nc.Stats().Reconnects == seen || !r.nc.IsConnected() || time.Since(last) < reconnectQueueGap {
 			continue
 		}
 		seen, last = r.nc.Stats().Reconnects, time.Now()
-		r.resyncLogged(ctx, fmt.Sprintf("reconnect-%d", last.UnixNano()), "resync after reconnecting")
+		n, err := r.resyncOf(ctx, fmt.Sprintf("reconnect-%d", last.UnixNano()), false)
+		if err != nil {
+			r.log.Warn().Err(err).Msg("queueing the unsettled instances after reconnecting incomplete")
+		} else {
+			r.log.Info().Int("queued", n).Msg("unsettled instances queued after reconnecting (the server may have lost work it acknowledged)")
+		}
 	}
 }
 
@@ -115,6 +125,13 @@ func (r *Reconciler) resyncTag() string {
 
 // resync is Resync, its work messages' ids "<instance id>-<tag>".
 func (r *Reconciler) resync(ctx context.Context, tag string) (int, error) {
+	return r.resyncOf(ctx, tag, true)
+}
+
+// resyncOf is resync; with lookAtSettled false it queues the instances
+// that are not settled and nothing else: no provider list, no usage
+// repair (queueUnsettled).
+func (r *Reconciler) resyncOf(ctx context.Context, tag string, lookAtSettled bool) (int, error) {
 	queued := 0
 	queue := func(tenant, pool, id string) {
 		pctx, cancel := context.WithTimeout(ctx, enqueueTimeout)
@@ -131,6 +148,9 @@ func (r *Reconciler) resync(ctx context.Context, tag string) (int, error) {
 			queue(inst.TenantID, inst.PoolID, inst.ID)
 			return nil
 		}
+		if !lookAtSettled {
+			return nil
+		}
 		acct, err := r.accountOf(ctx, &inst, accounts)
 		if err != nil {
 			queue(inst.TenantID, inst.PoolID, inst.ID) // its reconcile records what is missing
@@ -140,7 +160,7 @@ func (r *Reconciler) resync(ctx context.Context, tag string) (int, error) {
 		byAccount[key] = append(byAccount[key], settledOf(&inst))
 		return nil
 	})
-	if err != nil {
+	if err != nil || !lookAtSettled {
 		return queued, err
 	}
 	if err := r.repairUsage(ctx, count); err != nil {

@@ -205,7 +205,7 @@ func Start(nc *nats.Conn, st *bus.Stores, o Options) (*Reconciler, error) {
 	}
 	if st.WorkFlushedAsync() {
 		r.wg.Add(1)
-		go r.resyncOnReconnect(r.passes)
+		go r.queueUnsettledOnReconnect(r.passes)
 	}
 	return r, nil
 }
