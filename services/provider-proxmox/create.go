@@ -411,7 +411,8 @@ func (s *session) template(ctx context.Context, guests map[int]vmResource, image
 		return vmResource{}, nil, false, err
 	}
 	_, byID := strconv.Atoi(image)
-	if cfg, ok := s.c.templates.get(tpl, s.call.Clock.Now()); ok && (byID == nil || cfg["name"] == image) && (net == nil || net.cacheable(cfg)) {
+	cfg, ok := s.c.templates.get(tpl, s.call.Clock.Now())
+	if ok && (byID == nil || cfg["name"] == image) && (net == nil || net.cacheable(cfg)) {
 		return tpl, cfg, true, nil
 	}
 	readAt := s.call.Clock.Now()
