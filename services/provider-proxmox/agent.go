@@ -2,7 +2,9 @@ package proxmox
 
 import (
 	"context"
+	"errors"
 	"net/netip"
+	"regexp"
 
 	"better-compute.io/compute/pkg/api"
 )
@@ -33,11 +35,29 @@ func (s *session) addresses(ctx context.Context, vm *located) (addrs []string, p
 // agentAddresses is addresses with the emulator's SSH endpoint of the VM
 // when the agent's reply carries one (emulator-only: "" on real PVE).
 func (s *session) agentAddresses(ctx context.Context, vm *located) (addrs []string, pending bool, sshEndpoint string, err error) {
-	var reply agentInterfaces
-	err = s.get(ctx, qemuPath(vm.node, vm.vmid)+"/agent/network-get-interfaces", nil, &reply)
+	addrs, pending, sshEndpoint, err = s.askAgent(ctx, vm)
 	if isKind(err, kindNoAgent) {
 		return []string{}, true, "", nil
 	}
+	return addrs, pending, sshEndpoint, err
+}
+
+// noAgentConfigured is how PVE says that a VM has no guest agent
+// (agent not enabled in its config).
+var noAgentConfigured = regexp.MustCompile(`^No QEMU guest agent configured`)
+
+// agentNotConfigured reports whether err says the VM has no guest agent
+// configured (a kindNoAgent failure that waiting does not end).
+func agentNotConfigured(err error) bool {
+	var pe *pveError
+	return errors.As(err, &pe) && pe.kind == kindNoAgent && noAgentConfigured.MatchString(pe.message)
+}
+
+// askAgent is agentAddresses with a kindNoAgent failure returned as the
+// error.
+func (s *session) askAgent(ctx context.Context, vm *located) (addrs []string, pending bool, sshEndpoint string, err error) {
+	var reply agentInterfaces
+	err = s.get(ctx, qemuPath(vm.node, vm.vmid)+"/agent/network-get-interfaces", nil, &reply)
 	if err != nil {
 		return nil, false, "", err
 	}

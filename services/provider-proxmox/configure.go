@@ -144,9 +144,11 @@ func (s *session) configureOnce(ctx context.Context, vm located, want *vmSpec, r
 // configUpdate is the PUT …/config body that brings cfg to want: only the
 // keys that differ (empty when none does), or, when all is set (cfg is
 // assumed, not read: see located.assumed), every key configure manages
-// (cores, sockets when cfg has them, memory, ipconfig0, nameserver when
-// want has one, net0), so that the VM ends as want whatever its config
-// really is.
+// whole (cores, sockets when cfg has them, memory, ipconfig0, nameserver
+// when want has one), so that the VM ends as want whatever its config
+// really is. net0 is written only when it differs: a create uses a cached
+// config only when net0 needs no change (netSpec.cacheable), and writing
+// the cached value would undo a template edit of its other parts.
 func configUpdate(cfg vmConfig, want *vmSpec, all bool) map[string]any {
 	u := map[string]any{}
 	if all || cfg.cores() != want.cores {
@@ -164,7 +166,7 @@ func configUpdate(cfg vmConfig, want *vmSpec, all bool) map[string]any {
 	if ns := want.net.nameserver; ns != "" && (all || cfg["nameserver"] != ns) {
 		u["nameserver"] = ns
 	}
-	if n := withNet(cfg["net0"], want.net.bridge, want.net.vlan); all || n != cfg["net0"] {
+	if n := withNet(cfg["net0"], want.net.bridge, want.net.vlan); n != cfg["net0"] {
 		u["net0"] = n
 	}
 	if want.userVolume != "" {

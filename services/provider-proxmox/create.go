@@ -131,16 +131,29 @@ func (c *client) Create(ctx context.Context, call *provider.Call, spec api.Machi
 // whose agent request fails otherwise, is answered pending, as before,
 // and the reconciler's get (config and status) reports it: it reads the
 // config, which is where the emulator's SSH endpoint is (on a real
-// cluster answering those running would be as right).
+// cluster answering those running would be as right). So is a VM whose
+// agent answers that none is configured (the config the create worked
+// from, a cached template config, said otherwise: the template's agent
+// was turned off since): the template's cache entry is dropped, and the
+// next create reads its config.
 func (s *session) created(ctx context.Context, vm located) *api.ExternalMachine {
 	m := s.c.toMachine(vm.vmid, vm.cfg, api.StatePending)
 	if _, static := vm.cfg.staticAddress(); static || !vm.cfg.agentEnabled() {
 		return m
 	}
-	addrs, pending, ssh, err := s.agentAddresses(ctx, &vm)
+	addrs, pending, ssh, err := s.askAgent(ctx, &vm)
 	switch {
+	case agentNotConfigured(err):
+		if vm.assumed {
+			s.c.templates.forget(vm.tpl)
+		}
+		return m
+	case isKind(err, kindNoAgent):
+		addrs, pending = []string{}, true
 	case err != nil:
 		return m
+	}
+	switch {
 	case pending:
 		m.AddressesPending, m.SSHEndpoint = true, "" // the emulator's stand-in for an address: none is known yet
 	default:
@@ -192,7 +205,7 @@ func (s *session) create(ctx context.Context, want vmSpec, image string, pl plac
 			return located{}, api.Errorf(api.CodeCapacityUnavailable, "proxmox: all %d VMID slots of this key in [%d, %d] hold other VMs",
 				len(probeSlots(want.key, cfg.VMIDMin, cfg.VMIDMax)), cfg.VMIDMin, cfg.VMIDMax)
 		}
-		tpl, tplCfg, cached, err := s.template(ctx, guests, image, "machine.image")
+		tpl, tplCfg, cached, err := s.template(ctx, guests, image, "machine.image", &want.net)
 		if err != nil {
 			return located{}, err
 		}
@@ -214,7 +227,7 @@ func (s *session) create(ctx context.Context, want vmSpec, image string, pl plac
 		}
 		// The clone's config is known without reading it (clonedConfig);
 		// from a cached template config it is assumed (located.assumed).
-		vm := located{vmid: p.free, node: node, cfg: clonedConfig(tplCfg, want.name, desc), assumed: cached}
+		vm := located{vmid: p.free, node: node, cfg: clonedConfig(tplCfg, want.name, desc), assumed: cached, tpl: tpl}
 		vm.cfg, err = s.configure(ctx, vm, want, false)
 		if err != nil && cached {
 			s.c.templates.forget(tpl)
@@ -238,7 +251,7 @@ func (s *session) halfMadeOfAnotherImage(ctx context.Context, guests map[int]vmR
 	if !ok || p.cloning {
 		return false, nil
 	}
-	tpl, _, _, err := s.template(ctx, guests, image, "machine.image")
+	tpl, _, _, err := s.template(ctx, guests, image, "machine.image", nil)
 	return err == nil && int(tpl.VMID) != from, err
 }
 
@@ -378,11 +391,14 @@ func findTemplate(guests map[int]vmResource, image, path string) (vmResource, er
 // …/config), since the list's names and template flags may be stale; it
 // returns that config too, and cached when it is the account's cached one
 // (templateCache: a template this account confirmed before, listed as it
-// was then; no request). Errors: findTemplate's; INVALID_INPUT naming path when image is a VMID
+// was then; no request), which serves only when net is nil (any config
+// will do: only the template is wanted) or net.cacheable says a clone
+// configured to net needs no net0 change by the cached config; else the
+// config is read (and cached anew). Errors: findTemplate's; INVALID_INPUT naming path when image is a VMID
 // whose config is no template's; PROVIDER_ERROR code stale_cluster_list
 // (retry) when the VM the list calls image is not (or no longer) that
 // template.
-func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string) (
+func (s *session) template(ctx context.Context, guests map[int]vmResource, image, path string, net *netSpec) (
 	tpl vmResource, cfg vmConfig, cached bool, err error,
 ) {
 	tpl, err = findTemplate(guests, image, path)
@@ -395,7 +411,8 @@ func (s *session) template(ctx context.Context, guests map[int]vmResource, image
 		return vmResource{}, nil, false, err
 	}
 	_, byID := strconv.Atoi(image)
-	if cfg, ok := s.c.templates.get(tpl, s.call.Clock.Now()); ok && (byID == nil || cfg["name"] == image) {
+	cfg, ok := s.c.templates.get(tpl, s.call.Clock.Now())
+	if ok && (byID == nil || cfg["name"] == image) && (net == nil || net.cacheable(cfg)) {
 		return tpl, cfg, true, nil
 	}
 	readAt := s.call.Clock.Now()

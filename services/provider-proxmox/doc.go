@@ -63,8 +63,10 @@
 //     which the create reads anyway (clonedConfig), not read again; the
 //     account keeps a confirmed template's config (templateCache: while
 //     the cluster list shows the template unchanged, at most 10 minutes,
-//     until a clone from it fails), and a create from the kept config
-//     writes every key it manages;
+//     until a clone from it fails or its clone has no guest agent), and
+//     a create from the kept config writes every key it manages whole but
+//     never net0: one that may have to write net0 (the pool's bridge or
+//     VLAN) reads the template's config;
 //   - a create answers a DHCP VM with the guest agent running, with one
 //     agent request's addresses (or addresses pending), as get would, so
 //     the reconciler looks at it no more; other VMs pending;

@@ -176,8 +176,10 @@ type located struct {
 	cfg  vmConfig
 	// assumed is set when cfg was neither read nor derived from a config
 	// just read, but from a cached template config (templateCache): it may
-	// lag edits of the template, so configure writes every key it manages.
+	// lag edits of the template, so configure writes every key it manages
+	// whole (see configUpdate); tpl is then that template.
 	assumed bool
+	tpl     vmResource
 }
 
 // inspect finds VM vmid and reads its config, or returns nil, nil when no

@@ -25,6 +25,23 @@ type netSpec struct {
 	vlan       int
 	ipconfig0  string
 	nameserver string
+	// pool is set when the bridge or VLAN tag is the pool's
+	// (machine.network) or, for a reinstall, the old VM's other than the
+	// account's bridge untagged: a clone must then have net0 checked
+	// against the template's config as it is (see cacheable).
+	pool bool
+}
+
+// cacheable reports whether a clone of a template whose config is cfg, a
+// cached one (templateCache), may be configured to n without reading the
+// template's config: a create from a cached config never writes net0,
+// since net0 is one string that also holds what this system does not
+// manage (model, MAC, firewall, mtu, rate, queues), which an edit of the
+// template may have changed since (and the clone copied). So n must leave
+// net0 as cfg has it: not the pool's (n.pool), and cfg's net0 on n's
+// bridge with n's VLAN tag (none) already.
+func (n netSpec) cacheable(cfg vmConfig) bool {
+	return !n.pool && withNet(cfg["net0"], n.bridge, n.vlan) == cfg["net0"]
 }
 
 // machineNet is spec's network on an account whose default bridge is
@@ -43,6 +60,7 @@ func machineNet(spec api.MachineSpec, bridge string) (netSpec, error) {
 			}
 			n.bridge = nw.Bridge
 		}
+		n.pool = nw.Bridge != "" || nw.VLAN != 0
 		if nw.VLAN != 0 && (nw.VLAN < minVLAN || nw.VLAN > maxVLAN) {
 			return n, api.InvalidInput("machine.network.vlan", "vlan must be %d to %d (0: untagged)", minVLAN, maxVLAN)
 		}
@@ -72,7 +90,7 @@ func machineNet(spec api.MachineSpec, bridge string) (netSpec, error) {
 
 // keptNet is the netSpec of an existing VM's config (a reinstall keeps
 // it): net0's bridge (else bridge) and tag, ipconfig0 (else DHCP) and
-// nameserver.
+// nameserver; pool when net0 is not on bridge untagged.
 func keptNet(cfg vmConfig, bridge string) netSpec {
 	n := netSpec{bridge: bridge, ipconfig0: cfg["ipconfig0"], nameserver: cfg["nameserver"]}
 	if b, ok := netOption(cfg["net0"], "bridge"); ok {
@@ -84,6 +102,7 @@ func keptNet(cfg vmConfig, bridge string) netSpec {
 	if n.ipconfig0 == "" {
 		n.ipconfig0 = ipDHCP
 	}
+	n.pool = n.bridge != bridge || n.vlan != 0
 	return n
 }
 

@@ -45,7 +45,11 @@ func TestMachineNetMapping(t *testing.T) {
 	}{
 		{"dhcp on the account's bridge", api.MachineSpec{}, netSpec{bridge: "vmbr0", ipconfig0: ipDHCP}, ""},
 		{"bridge and vlan", api.MachineSpec{Network: &api.PoolNetwork{Bridge: "vmbr1", VLAN: 42}},
-			netSpec{bridge: "vmbr1", vlan: 42, ipconfig0: ipDHCP}, ""},
+			netSpec{bridge: "vmbr1", vlan: 42, ipconfig0: ipDHCP, pool: true}, ""},
+		{"the pool's vlan", api.MachineSpec{Network: &api.PoolNetwork{VLAN: 7}},
+			netSpec{bridge: "vmbr0", vlan: 7, ipconfig0: ipDHCP, pool: true}, ""},
+		{"an empty pool network", api.MachineSpec{Network: &api.PoolNetwork{}},
+			netSpec{bridge: "vmbr0", ipconfig0: ipDHCP}, ""},
 		{"static address", api.MachineSpec{Address: addr},
 			netSpec{bridge: "vmbr0", ipconfig0: "ip=192.168.10.17/24,gw=192.168.10.1", nameserver: "192.168.10.2 1.1.1.1"}, ""},
 		{"vlan 4095", api.MachineSpec{Network: &api.PoolNetwork{VLAN: 4095}}, netSpec{}, "machine.network.vlan"},

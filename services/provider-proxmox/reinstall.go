@@ -47,16 +47,16 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 	if err != nil {
 		return nil, err
 	}
-	tpl, tplCfg, cached, err := s.template(ctx, guests, image, "image")
-	if err != nil {
-		return nil, err
-	}
 	key, _ := vm.cfg.key()
 	bootKey, disk, _ := vm.cfg.bootDisk()
 	want := vmSpec{
 		key: key, name: vm.cfg["name"], offer: vm.cfg.offer(),
 		cores: vm.cfg.cores(), memoryMiB: vm.cfg.memoryMiB(), diskGiB: int((disk + 1<<30 - 1) >> 30),
 		userVolume: userVolume(vm.cfg["cicustom"]), tags: vm.cfg["tags"], net: keptNet(vm.cfg, c.cfg.Bridge),
+	}
+	tpl, tplCfg, cached, err := s.template(ctx, guests, image, "image", &want.net)
+	if err != nil {
+		return nil, err
 	}
 	storage, _, _ := strings.Cut(vm.cfg[bootKey], ":")
 	if !storagePattern.MatchString(storage) {
@@ -73,7 +73,7 @@ func (c *client) Reinstall(ctx context.Context, call *provider.Call, id, image s
 		}
 		return nil, err
 	}
-	clone := located{vmid: vmid, node: node, cfg: clonedConfig(tplCfg, want.name, desc), assumed: cached}
+	clone := located{vmid: vmid, node: node, cfg: clonedConfig(tplCfg, want.name, desc), assumed: cached, tpl: tpl}
 	if _, err := s.configure(ctx, clone, want, false); err != nil {
 		if cached {
 			s.c.templates.forget(tpl) // the next call reads the template again

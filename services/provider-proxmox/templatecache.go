@@ -40,15 +40,29 @@ func fingerprintOf(r vmResource) templateFingerprint {
 // cores, sockets, memory, disk size and tags show there (tags at once,
 // the sizes from pvestatd's cache, up to ~10 s late), other keys (net0's
 // model, cicustom, agent) do not. A create from a cached config therefore
-// writes every key it manages (cores, memory, ipconfig0, nameserver,
-// net0's bridge and VLAN) instead of only those that differ from the
-// config (see configureOnce), and a template edit of the other keys is
-// seen by the account's creates at most templateCacheAge late; the clone
-// itself always copies the template as it is. The list's name, template
-// flag and sizes of a VMID may be its previous occupant's for ~10 s: a
-// template destroyed and its VMID given to another guest with the same
-// tags within those seconds can be taken for the template until pvestatd
-// reports the newcomer (a read config would have told).
+// writes every key it manages whole (cores, memory, ipconfig0,
+// nameserver) instead of only those that differ from the config (see
+// configureOnce), and never net0, which also holds parts it does not
+// manage (model, MAC, firewall, mtu, rate, queues): a create or reinstall
+// that may have to write net0 (the pool's bridge or VLAN, or a cached
+// net0 not on the wanted bridge untagged: netSpec.cacheable) reads the
+// template's config instead. The clone itself always copies the
+// template as it is, so an edit of net0 or agent reaches the machines
+// at once; a create whose clone answers that no guest agent is
+// configured drops the entry (see session.created). An edit of the
+// template's bridge or VLAN tag (net0) is not seen by creates that use
+// the entry, until it goes; nor is one of cicustom's network= or
+// vendor= parts, which a create with user data writes back from the
+// entry.
+//
+// A template destroyed and its VMID given to a rebuilt template with the
+// same name, sizes and tags (an image refresh) lists exactly as the old
+// one did: the entry (the old template's config) keeps serving the
+// account's creates from it until templateCacheAge (10 min) after it was
+// read, or until a create drops it (a failed clone or configure, no
+// guest agent configured) or replaces it (one that reads the template's
+// config: the pool's network, a net0 change). The clones are the
+// rebuilt template's; only what configure assumes of them is stale.
 //
 // The configs it returns are shared: read them, never change them.
 type templateCache struct {
