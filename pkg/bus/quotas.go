@@ -43,6 +43,9 @@ type Quotas struct {
 	mu     sync.RWMutex
 	of     map[string]api.TenantQuotas
 	lists  map[string]int64 // lists of each tenant admitted and not yet answered
+	// listTurn is, per tenant, the latest retry time a refused list was
+	// given (AdmitList): the next refused caller is sent after it.
+	listTurn map[string]time.Time
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -61,7 +64,8 @@ func WatchQuotas(kv jetstream.KeyValue, log zerolog.Logger) (*Quotas, error) {
 		cancel()
 		return nil, fmt.Errorf("watch tenant quotas: %w", err)
 	}
-	q := &Quotas{of: map[string]api.TenantQuotas{}, lists: map[string]int64{}, cancel: cancel, done: make(chan struct{})}
+	q := &Quotas{of: map[string]api.TenantQuotas{}, lists: map[string]int64{}, listTurn: map[string]time.Time{},
+		cancel: cancel, done: make(chan struct{})}
 	ready := make(chan struct{})
 	go q.follow(w, ready, log)
 	select {
@@ -128,14 +132,19 @@ func (q *Quotas) Stop() {
 // AdmitList counts one list of tenant in, unless the tenant's
 // quotas.concurrentLists lists are in flight on this replica already:
 // then it answers RATE_LIMITED (details.limit quotas.concurrentLists,
-// details.quota its value, details.retryAfterMs retryAfter). done counts
+// details.quota its value, details.retryAfterMs the caller's turn). A list
+// takes about answer, so a slot comes free every answer / quota: the
+// refused callers are given turns that far apart, each after the turn
+// given last (at least answer / quota from now), so that the callers
+// refused together come back one after the other as slots free up,
+// instead of all at once to be refused again. done counts
 // the list out; call it once the list is answered. A nil q, a tenant ""
 // (an internal or admin subject) and a tenant without the quota are
 // always admitted. The count is per replica: with n replicas a tenant may
 // run up to n × its quota at once (each replica's share of the work is
 // bounded by it, which is what keeps one tenant from taking a replica's
 // workers).
-func (q *Quotas) AdmitList(tenant string, retryAfter time.Duration) (done func(), err error) {
+func (q *Quotas) AdmitList(tenant string, answer time.Duration) (done func(), err error) {
 	if q == nil || tenant == "" {
 		return func() {}, nil
 	}
@@ -146,8 +155,19 @@ func (q *Quotas) AdmitList(tenant string, retryAfter time.Duration) (done func()
 		return func() {}, nil
 	}
 	if q.lists[tenant] >= limit {
-		return nil, api.RateLimited(retryAfter, "tenant %s already runs %d lists at once, its quota (%s)", tenant, limit, LimitConcurrentLists).
+		now := time.Now()
+		gap := answer / time.Duration(limit)
+		turn := q.listTurn[tenant]
+		if turn.Before(now) {
+			turn = now
+		}
+		turn = turn.Add(gap)
+		q.listTurn[tenant] = turn
+		return nil, api.RateLimited(max(turn.Sub(now), gap), "tenant %s already runs %d lists at once, its quota (%s)", tenant, limit, LimitConcurrentLists).
 			WithLimit(LimitConcurrentLists, limit)
+	}
+	if turn, ok := q.listTurn[tenant]; ok && turn.Before(time.Now()) {
+		delete(q.listTurn, tenant) // every refused caller's turn has come
 	}
 	q.lists[tenant]++
 	var once sync.Once
