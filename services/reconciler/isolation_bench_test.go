@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,8 +22,9 @@ import (
 // each, one at a time) alone, then while acme floods the instance API with
 // 5,000 creates (64 at once) or runs 80 lists at once of its inventory of
 // COMPUTE_BENCH_INSTANCES instances (default 10,000) in a loop; each flood
-// once without quotas and once with acme's quotas (createsPerSecond 100,
-// concurrentLists 4; a refused caller waits its retryAfterMs). It prints
+// once without quotas, once with acme's quotas (createsPerSecond 100,
+// concurrentLists 4; a refused caller waits its retryAfterMs) and once with
+// listsPerSecond 20 (pages of 100) added to them. It prints
 // every p99 and its ratio to the one alone. The instance API serves alone
 // (no work consumed). Run it once: go test -run '^$' -bench
 // TenantIsolation -benchtime 1x ./services/reconciler/
@@ -58,9 +60,11 @@ func BenchmarkTenantIsolation(b *testing.B) {
 			h.createAs(otherTenant, other)
 		}
 		floodConn := h.env.Connect(b)
+		var refused, answered atomic.Int64 // acme's calls refused RATE_LIMITED, and all answered
 		call := func(tenantID, verb string, in, out any) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			defer answered.Add(1)
 			return bus.Call(ctx, floodConn, bus.Command(tenantID, bus.ResourceInstances, verb), in, out)
 		}
 		// honour waits a refused call's retryAfterMs; false for another error
@@ -70,6 +74,7 @@ func BenchmarkTenantIsolation(b *testing.B) {
 				return true
 			}
 			if ce.Code == api.CodeRateLimited {
+				refused.Add(1)
 				time.Sleep(ce.RetryAfter())
 				return true
 			}
@@ -142,21 +147,28 @@ func BenchmarkTenantIsolation(b *testing.B) {
 		aloneGet, aloneList := measure()
 		b.Logf("globex alone: get p99 %v, list p99 %v (acme holds %d instances)", aloneGet.Round(time.Microsecond), aloneList.Round(time.Microsecond), n)
 		for _, name := range []string{"5000 creates", "80 lists"} {
-			for _, q := range []api.TenantQuotas{{}, {CreatesPerSecond: 100, ConcurrentLists: 4}} {
+			for _, q := range []api.TenantQuotas{{}, {CreatesPerSecond: 100, ConcurrentLists: 4},
+				{CreatesPerSecond: 100, ConcurrentLists: 4, ListsPerSecond: 20}} {
 				h.setQuotas(quotas, q)
 				stop := make(chan struct{})
 				done := make(chan struct{})
 				go func() { floods[name](stop); close(done) }()
 				time.Sleep(200 * time.Millisecond) // the flood under way
+				refused.Store(0)
+				answered.Store(0)
+				start := time.Now()
 				get, list := measure()
+				during := time.Since(start)
+				nRefused, nAnswered := refused.Load(), answered.Load()
 				close(stop)
 				<-done
 				quota := "no quotas"
 				if q != (api.TenantQuotas{}) {
-					quota = fmt.Sprintf("quotas createsPerSecond %d, concurrentLists %d", q.CreatesPerSecond, q.ConcurrentLists)
+					quota = fmt.Sprintf("quotas createsPerSecond %d, concurrentLists %d, listsPerSecond %d", q.CreatesPerSecond, q.ConcurrentLists, q.ListsPerSecond)
 				}
-				b.Logf("acme's %s (%s): globex get p99 %v (%.2f× alone), list p99 %v (%.2f× alone)", name, quota,
-					get.Round(time.Microsecond), get.Seconds()/aloneGet.Seconds(), list.Round(time.Microsecond), list.Seconds()/aloneList.Seconds())
+				b.Logf("acme's %s (%s): globex get p99 %v (%.2f× alone), list p99 %v (%.2f× alone); acme answered %.0f/s, refused %.0f/s", name, quota,
+					get.Round(time.Microsecond), get.Seconds()/aloneGet.Seconds(), list.Round(time.Microsecond), list.Seconds()/aloneList.Seconds(),
+					float64(nAnswered)/during.Seconds(), float64(nRefused)/during.Seconds())
 			}
 		}
 		_ = svc.Stop()
