@@ -42,17 +42,17 @@ const (
 // holds the replica's count of each tenant's lists in flight (Admit).
 // The zero value is not usable; a nil *Quotas has no quota for anyone.
 type Quotas struct {
-	mu     sync.RWMutex
-	of     map[string]api.TenantQuotas
-	lists  map[string]int64 // lists of each tenant admitted and not yet answered
+	mu    sync.RWMutex
+	of    map[string]api.TenantQuotas
+	lists map[string]int64 // lists of each tenant admitted and not yet answered
 	// listTurn is, per tenant, the latest retry time a refused list was
 	// given (AdmitList): the next refused caller is sent after it.
 	listTurn map[string]time.Time
 	// listRate is each tenant's token bucket of quotas.listsPerSecond
 	// (burst: one second's lists).
 	listRate map[string]*rate.Limiter
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // quotasReadyTimeout bounds WatchQuotas' wait for the records that exist.
@@ -174,7 +174,8 @@ func (q *Quotas) AdmitList(tenant string, answer time.Duration) (done func(), er
 		}
 		turn = turn.Add(gap)
 		q.listTurn[tenant] = turn
-		return nil, api.RateLimited(max(turn.Sub(now), gap), "tenant %s already runs %d lists at once, its quota (%s)", tenant, limit, LimitConcurrentLists).
+		return nil, api.RateLimited(max(turn.Sub(now), gap), "tenant %s already runs %d lists at once, its quota (%s)",
+			tenant, limit, LimitConcurrentLists).
 			WithLimit(LimitConcurrentLists, limit)
 	}
 	if err := q.takeList(tenant, quotas.ListsPerSecond); err != nil {
