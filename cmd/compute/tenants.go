@@ -102,6 +102,8 @@ func tenantsCmd(g *globals) *cobra.Command {
 		"instance creates per second, per reconciler replica (0: none; refused RATE_LIMITED beyond)")
 	f.Int64Var(&quotas.ConcurrentLists, "quota-concurrent-lists", 0,
 		"lists at once, of every resource, per service replica (0: none; refused RATE_LIMITED beyond)")
+	f.Int64Var(&quotas.ListsPerSecond, "quota-lists-per-second", 0,
+		"lists (pages) per second, of every resource, per service replica (0: none; refused RATE_LIMITED beyond)")
 
 	get := &cobra.Command{
 		Use: "get TENANT", Short: "Show a tenant", Args: exactArgs(1),

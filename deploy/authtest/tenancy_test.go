@@ -132,6 +132,8 @@ func TestTenantLimitsRefuseTheExcess(t *testing.T) {
 	}
 	err := s.AdminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "bad", Quotas: &api.TenantQuotas{CreatesPerSecond: -1}}, nil)
 	wantCode(t, "quotas", err, api.CodeInvalidInput, "quotas.createsPerSecond")
+	err = s.AdminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "bad", Quotas: &api.TenantQuotas{ListsPerSecond: -1}}, nil)
+	wantCode(t, "quotas", err, api.CodeInvalidInput, "quotas.listsPerSecond")
 	wantCode(t, "id", s.AdminCall(tenants.Subject("create"), api.TenantCreateRequest{ID: "Bad.Id"}, nil), api.CodeInvalidInput, "id")
 	err = s.AdminCall(tenants.Subject("credentials"), api.TenantCredentialsRequest{ID: "small", Name: "x", Scopes: []string{"compute:root"}}, nil)
 	wantCode(t, "scope", err, api.CodeInvalidInput, "scopes[0]")

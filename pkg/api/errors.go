@@ -67,7 +67,8 @@ type ErrorDetails struct {
 	Instances []string `json:"instances,omitempty"`
 	// Limit names the tenant's quota a request was refused for, as the
 	// tenant record's field ("quotas.instances", "quotas.instancesPerPool",
-	// "quotas.createsPerSecond", "quotas.concurrentLists"): on
+	// "quotas.createsPerSecond", "quotas.concurrentLists",
+	// "quotas.listsPerSecond"): on
 	// CAPACITY_UNAVAILABLE (a count at its quota) and RATE_LIMITED (a rate
 	// or concurrency quota). See QuotaExceeded.
 	Limit string `json:"limit,omitempty"`

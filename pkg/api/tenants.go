@@ -43,6 +43,11 @@ type TenantQuotas struct {
 	// ConcurrentLists running at once, of every resource's list verb, per
 	// service replica (RATE_LIMITED with retryAfterMs).
 	ConcurrentLists int64 `json:"concurrentLists"`
+	// ListsPerSecond of every resource's list verb (pages: each list call
+	// answers one), per service replica (RATE_LIMITED with retryAfterMs).
+	// It bounds what a tenant's lists cost the service's CPU when each
+	// list is quick, which concurrentLists alone does not.
+	ListsPerSecond int64 `json:"listsPerSecond"`
 }
 
 // TenantCredential is one credential of a tenant: a NATS user of its

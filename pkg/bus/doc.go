@@ -29,7 +29,9 @@
 //     records it holds (secrets-put, instances-create). See tables.go.
 //   - Endpoints are named EndpointName(resource, verb) = "<resource>-<verb>".
 //   - Every service's list verbs answer a tenant at its quotas.concurrentLists
-//     RATE_LIMITED before taking a worker (ServiceConfig.Quotas); the
+//     or quotas.listsPerSecond RATE_LIMITED before taking a worker
+//     (ServiceConfig.Quotas), and a service's workers are shared
+//     tenant-fair (fairpool.go); the
 //     tenants' quotas are followed from a watch of compute_tenants
 //     (quotas.go, Stores.Quotas).
 package bus

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,13 @@ type IndexOptions[T any] struct {
 	Facets func(view *T) []string
 	// Logger receives a line when the index's watch restarts.
 	Logger zerolog.Logger
+	// CacheBytes bounds the memory, in bytes of stored JSON (plus
+	// cacheEntryOverhead per record), of the records the index keeps as
+	// the watch delivered them, so that a page's cached records cost no
+	// read of the bucket (0: none kept, every page record is read). When a
+	// record would pass the bound, the records cached longest ago (by
+	// their last write) make room first.
+	CacheBytes int
 }
 
 // Index is an in-memory index of one Table's records, per tenant sorted
@@ -67,6 +75,10 @@ type Index[T any] struct {
 
 	mu      sync.RWMutex
 	tenants map[string]*tenantIndex[T]
+	// cache orders the cached entries (IndexOptions.CacheBytes) by when
+	// they were written, oldest first; cacheBytes is what they cost.
+	cache      *list.List
+	cacheBytes int
 	// applied is the stream sequence of the last message applied.
 	applied uint64
 	// skipped is the lowest sequence of a stretch the watch jumped over
@@ -95,11 +107,20 @@ type tenantIndex[T any] struct {
 	byFacet map[string]*btree.BTreeG[*indexEntry[T]]
 }
 
-// indexEntry is one record in the index: its id and its view.
+// indexEntry is one record in the index: its id, its view and, while
+// cached (IndexOptions.CacheBytes), its stored JSON as the watch
+// delivered it (never modified: a page reads it outside the lock) and
+// its place in the cache's order.
 type indexEntry[T any] struct {
-	id   string
-	view T
+	id     string
+	view   T
+	raw    []byte
+	cached *list.Element
 }
+
+// cacheEntryOverhead is what a cached record costs besides its JSON
+// (the list element, the slice header), counted against CacheBytes.
+const cacheEntryOverhead = 96
 
 // indexDegree is the btree degree of the index's sets.
 const indexDegree = 32
@@ -128,7 +149,7 @@ func NewIndex[T any](t *Table[T], o IndexOptions[T]) (*Index[T], error) {
 		o.View = func(v *T) T { return *v }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ix := &Index[T]{t: t, stream: b.stream, o: o, tenants: map[string]*tenantIndex[T]{},
+	ix := &Index[T]{t: t, stream: b.stream, o: o, tenants: map[string]*tenantIndex[T]{}, cache: list.New(),
 		advanced: make(chan struct{}), kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go ix.run(ctx)
 	return ix, nil
@@ -185,6 +206,7 @@ func (ix *Index[T]) watch(ctx context.Context) error {
 	ix.mu.Lock()
 	if fresh {
 		ix.tenants, ix.applied, ix.skipped, ix.created, ix.reset = map[string]*tenantIndex[T]{}, 0, 0, created, false
+		ix.cache, ix.cacheBytes = list.New(), 0
 	} else {
 		opts = append(opts, jetstream.ResumeFromRevision(ix.applied+1))
 	}
@@ -242,11 +264,13 @@ func (ix *Index[T]) apply(e jetstream.KeyValueEntry) {
 		}
 		if old, had := ti.all.Delete(&indexEntry[T]{id: id}); had {
 			ix.unfacet(ti, old)
+			ix.uncache(old)
 		}
 		if put {
 			entry := &indexEntry[T]{id: id, view: view}
 			ti.all.ReplaceOrInsert(entry)
 			ix.facet(ti, entry)
+			ix.store(entry, e.Value())
 		} else if ti.all.Len() == 0 {
 			delete(ix.tenants, tenant)
 		}
@@ -261,6 +285,31 @@ func (ix *Index[T]) apply(e jetstream.KeyValueEntry) {
 		ix.skipped = 0
 	}
 	ix.notify()
+}
+
+// store caches raw as entry's record when it fits in CacheBytes,
+// dropping the records cached longest ago to make room (ix.mu held).
+func (ix *Index[T]) store(entry *indexEntry[T], raw []byte) {
+	cost := len(raw) + cacheEntryOverhead
+	if cost > ix.o.CacheBytes {
+		return
+	}
+	for ix.cacheBytes+cost > ix.o.CacheBytes {
+		ix.uncache(ix.cache.Front().Value.(*indexEntry[T]))
+	}
+	entry.raw = raw
+	entry.cached = ix.cache.PushBack(entry)
+	ix.cacheBytes += cost
+}
+
+// uncache drops entry's cached record, if any (ix.mu held).
+func (ix *Index[T]) uncache(entry *indexEntry[T]) {
+	if entry.cached == nil {
+		return
+	}
+	ix.cache.Remove(entry.cached)
+	ix.cacheBytes -= len(entry.raw) + cacheEntryOverhead
+	entry.raw, entry.cached = nil, nil
 }
 
 // settle closes every skipped stretch: the watch's consumer started with
@@ -390,8 +439,8 @@ func (ix *Index[T]) List(ctx context.Context, tenant string, limit int, cursor s
 	page := api.List[T]{Items: []T{}}
 	after, lastID, bytes := cursor, "", 0
 	for {
-		ids, more := ix.candidates(tenant, facets, after, limit-len(page.Items), keep)
-		recs, err := ix.fetch(ctx, tenant, ids)
+		ids, raws, more := ix.candidates(tenant, facets, after, limit-len(page.Items), keep)
+		recs, err := ix.fetch(ctx, tenant, ids, raws)
 		if err != nil {
 			return api.List[T]{}, err
 		}
@@ -419,25 +468,27 @@ func (ix *Index[T]) List(ctx context.Context, tenant string, limit int, cursor s
 
 // candidates returns up to n ids of tenant after the id after whose views
 // keep accepts, walking the smallest set of facets (all records with
-// none), and whether the index holds another such id beyond them.
-func (ix *Index[T]) candidates(tenant string, facets []string, after string, n int, keep func(*T) bool) ([]string, bool) {
+// none), their cached records (nil where not cached), and whether the
+// index holds another such id beyond them.
+func (ix *Index[T]) candidates(tenant string, facets []string, after string, n int, keep func(*T) bool) ([]string, [][]byte, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	ti := ix.tenants[tenant]
 	if ti == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	set := ti.all
 	for _, f := range facets {
 		s := ti.byFacet[f]
 		if s == nil {
-			return nil, false
+			return nil, nil, false
 		}
 		if s.Len() < set.Len() {
 			set = s
 		}
 	}
 	var ids []string
+	var raws [][]byte
 	more := false
 	walk := func(e *indexEntry[T]) bool {
 		if !keep(&e.view) {
@@ -447,7 +498,7 @@ func (ix *Index[T]) candidates(tenant string, facets []string, after string, n i
 			more = true
 			return false
 		}
-		ids = append(ids, e.id)
+		ids, raws = append(ids, e.id), append(raws, e.raw)
 		return true
 	}
 	if after == "" {
@@ -455,7 +506,7 @@ func (ix *Index[T]) candidates(tenant string, facets []string, after string, n i
 	} else {
 		set.AscendGreaterOrEqual(&indexEntry[T]{id: after + "\x00"}, walk) // the first id > after
 	}
-	return ids, more
+	return ids, raws, more
 }
 
 // fetched is one record read for a page.
@@ -465,15 +516,24 @@ type fetched[T any] struct {
 	found bool
 }
 
-// fetch reads tenant's records ids, indexFetchers at a time; a record
-// deleted since it was indexed is not found. Errors: UNAVAILABLE,
+// fetch decodes tenant's records ids from their cached JSON raws (the
+// record as of the last message applied, which is at least as new as the
+// list's catch-up asks) and reads the others, indexFetchers at a time; a
+// record deleted since it was indexed is not found. Errors: UNAVAILABLE,
 // INTERNAL.
-func (ix *Index[T]) fetch(ctx context.Context, tenant string, ids []string) ([]fetched[T], error) {
+func (ix *Index[T]) fetch(ctx context.Context, tenant string, ids []string, raws [][]byte) ([]fetched[T], error) {
 	recs := make([]fetched[T], len(ids))
 	errs := make([]error, len(ids))
 	sem := make(chan struct{}, indexFetchers)
 	var wg sync.WaitGroup
 	for i, id := range ids {
+		if raws[i] != nil {
+			if err := json.Unmarshal(raws[i], &recs[i].v); err != nil {
+				return nil, api.Errorf(api.CodeInternal, "record %s/%s is corrupt: %v", ix.t.kv.Bucket(), RecordKey(tenant, id), err)
+			}
+			recs[i].size, recs[i].found = len(raws[i]), true
+			continue
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -517,8 +577,8 @@ func (ix *Index[T]) Each(ctx context.Context, fn func(tenant, id string, v T) er
 	for _, tenant := range tenants {
 		after := ""
 		for {
-			ids, more := ix.candidates(tenant, nil, after, eachBatch, func(*T) bool { return true })
-			recs, err := ix.fetch(ctx, tenant, ids)
+			ids, raws, more := ix.candidates(tenant, nil, after, eachBatch, func(*T) bool { return true })
+			recs, err := ix.fetch(ctx, tenant, ids, raws)
 			if err != nil {
 				return err
 			}

@@ -333,3 +333,75 @@ func TestReplicatedIndexListUnderConcurrentCreates(t *testing.T) {
 	c := startCluster(t)
 	concurrentCreatesThenLists(t, openReplicated(t, c.url(0)), startIndex(t, openReplicated(t, c.url(1))), 6, 15)
 }
+
+// With IndexOptions.CacheBytes, a page of cached records reads nothing from
+// the bucket (no message get reaches the server), and holds each record as last written;
+// records beyond the bound are read from the bucket, those written longest
+// ago having made room.
+func TestIndexCacheServesPagesWithoutReads(t *testing.T) {
+	env := bustest.Start(t)
+	ctx := testCtx(t)
+	table := bus.NewTable[rec](env.Stores.Instances, "rec")
+	start := func(cacheBytes int) *bus.Index[rec] {
+		ix, err := bus.NewIndex(table, bus.IndexOptions[rec]{Facets: kindOf, CacheBytes: cacheBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ix.Stop)
+		return ix
+	}
+	for i := range 50 {
+		if _, err := table.Create(ctx, "acme", fmt.Sprintf("inst_%04d", i), rec{N: i * 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the message gets of the bucket's stream, as the server receives them
+	counter := env.Connect(t)
+	sub, err := counter.SubscribeSync("$JS.API.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	gets := func() int64 { // those received since the last call
+		if err := counter.Flush(); err != nil { // every request sent before is in sub's queue
+			t.Fatal(err)
+		}
+		n := int64(0)
+		for {
+			if pending, _, _ := sub.Pending(); pending == 0 {
+				return n
+			}
+			m, err := sub.NextMsg(time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(m.Subject, "$JS.API.STREAM.MSG.GET.") || strings.HasPrefix(m.Subject, "$JS.API.DIRECT.GET.") {
+				n++
+			}
+		}
+	}
+	if err := counter.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	apiCalls := func(ix *bus.Index[rec]) (int64, map[string]rec) {
+		listAll(t, ix, 1000, nil, nil) // loaded and caught up
+		gets()
+		_, recs := listAll(t, ix, 1000, nil, nil)
+		return gets(), recs
+	}
+	cached := start(1 << 20)
+	if _, _, err := table.MutateAt(ctx, "acme", "inst_0007", rec{N: 70}, 1+7, func(r *rec) error { r.N = 71; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	calls, recs := apiCalls(cached)
+	if calls != 0 || len(recs) != 50 || recs["inst_0007"].N != 71 {
+		t.Fatalf("a list of 50 cached records: %d message gets (want none), %d records, inst_0007 %+v (want N 71)",
+			calls, len(recs), recs["inst_0007"])
+	}
+	small := start(10 * 200) // room for a few records of about 100 bytes (each counted with its overhead)
+	calls, recs = apiCalls(small)
+	if calls < 30 || len(recs) != 50 || recs["inst_0007"].N != 71 {
+		t.Fatalf("a list of 50 records, a few cached: %d message gets (want one per record not cached), %d records, inst_0007 %+v",
+			calls, len(recs), recs["inst_0007"])
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"better-compute.io/compute/pkg/api"
 )
@@ -30,6 +31,7 @@ const (
 	LimitInstancesPerPool = "quotas.instancesPerPool"
 	LimitCreatesPerSecond = "quotas.createsPerSecond"
 	LimitConcurrentLists  = "quotas.concurrentLists"
+	LimitListsPerSecond   = "quotas.listsPerSecond"
 )
 
 // Quotas is one replica's view of every tenant's application quotas
@@ -40,11 +42,17 @@ const (
 // holds the replica's count of each tenant's lists in flight (Admit).
 // The zero value is not usable; a nil *Quotas has no quota for anyone.
 type Quotas struct {
-	mu     sync.RWMutex
-	of     map[string]api.TenantQuotas
-	lists  map[string]int64 // lists of each tenant admitted and not yet answered
-	cancel context.CancelFunc
-	done   chan struct{}
+	mu    sync.RWMutex
+	of    map[string]api.TenantQuotas
+	lists map[string]int64 // lists of each tenant admitted and not yet answered
+	// listTurn is, per tenant, the latest retry time a refused list was
+	// given (AdmitList): the next refused caller is sent after it.
+	listTurn map[string]time.Time
+	// listRate is each tenant's token bucket of quotas.listsPerSecond
+	// (burst: one second's lists).
+	listRate map[string]*rate.Limiter
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // quotasReadyTimeout bounds WatchQuotas' wait for the records that exist.
@@ -61,7 +69,8 @@ func WatchQuotas(kv jetstream.KeyValue, log zerolog.Logger) (*Quotas, error) {
 		cancel()
 		return nil, fmt.Errorf("watch tenant quotas: %w", err)
 	}
-	q := &Quotas{of: map[string]api.TenantQuotas{}, lists: map[string]int64{}, cancel: cancel, done: make(chan struct{})}
+	q := &Quotas{of: map[string]api.TenantQuotas{}, lists: map[string]int64{}, listTurn: map[string]time.Time{},
+		listRate: map[string]*rate.Limiter{}, cancel: cancel, done: make(chan struct{})}
 	ready := make(chan struct{})
 	go q.follow(w, ready, log)
 	select {
@@ -128,26 +137,55 @@ func (q *Quotas) Stop() {
 // AdmitList counts one list of tenant in, unless the tenant's
 // quotas.concurrentLists lists are in flight on this replica already:
 // then it answers RATE_LIMITED (details.limit quotas.concurrentLists,
-// details.quota its value, details.retryAfterMs retryAfter). done counts
+// details.quota its value, details.retryAfterMs the caller's turn). A list
+// takes about answer, so a slot comes free every answer / quota: the
+// refused callers are given turns that far apart, each after the turn
+// given last (at least answer / quota from now), so that the callers
+// refused together come back one after the other as slots free up,
+// instead of all at once to be refused again. A list beyond the tenant's
+// quotas.listsPerSecond (a token bucket per tenant and replica, burst one
+// second's lists) is answered RATE_LIMITED too (details.limit
+// quotas.listsPerSecond), its turn the bucket's next token for the first
+// caller refused and one token after the turn given last for the next
+// ones; a list refused for either quota takes nothing of the other. done counts
 // the list out; call it once the list is answered. A nil q, a tenant ""
 // (an internal or admin subject) and a tenant without the quota are
 // always admitted. The count is per replica: with n replicas a tenant may
 // run up to n × its quota at once (each replica's share of the work is
 // bounded by it, which is what keeps one tenant from taking a replica's
 // workers).
-func (q *Quotas) AdmitList(tenant string, retryAfter time.Duration) (done func(), err error) {
+func (q *Quotas) AdmitList(tenant string, answer time.Duration) (done func(), err error) {
 	if q == nil || tenant == "" {
 		return func() {}, nil
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	limit := q.of[tenant].ConcurrentLists
-	if limit <= 0 {
+	quotas := q.of[tenant]
+	limit := quotas.ConcurrentLists
+	if limit <= 0 && quotas.ListsPerSecond <= 0 {
 		return func() {}, nil
 	}
-	if q.lists[tenant] >= limit {
-		return nil, api.RateLimited(retryAfter, "tenant %s already runs %d lists at once, its quota (%s)", tenant, limit, LimitConcurrentLists).
+	if limit > 0 && q.lists[tenant] >= limit {
+		now := time.Now()
+		gap := answer / time.Duration(limit)
+		turn := q.listTurn[tenant]
+		if turn.Before(now) {
+			turn = now
+		}
+		turn = turn.Add(gap)
+		q.listTurn[tenant] = turn
+		return nil, api.RateLimited(max(turn.Sub(now), gap), "tenant %s already runs %d lists at once, its quota (%s)",
+			tenant, limit, LimitConcurrentLists).
 			WithLimit(LimitConcurrentLists, limit)
+	}
+	if err := q.takeList(tenant, quotas.ListsPerSecond); err != nil {
+		return nil, err
+	}
+	if turn, ok := q.listTurn[tenant]; ok && turn.Before(time.Now()) {
+		delete(q.listTurn, tenant) // every refused caller's turn has come
+	}
+	if limit <= 0 {
+		return func() {}, nil
 	}
 	q.lists[tenant]++
 	var once sync.Once
@@ -160,6 +198,35 @@ func (q *Quotas) AdmitList(tenant string, retryAfter time.Duration) (done func()
 			}
 		})
 	}, nil
+}
+
+// takeList takes one of tenant's lists of this second from its bucket of
+// perSecond (none: always; q.mu held). Errors: RATE_LIMITED naming
+// quotas.listsPerSecond with the caller's turn (AdmitList).
+func (q *Quotas) takeList(tenant string, perSecond int64) error {
+	if perSecond <= 0 {
+		delete(q.listRate, tenant)
+		return nil
+	}
+	lim := q.listRate[tenant]
+	if lim == nil || lim.Limit() != rate.Limit(perSecond) {
+		lim = rate.NewLimiter(rate.Limit(perSecond), int(perSecond))
+		q.listRate[tenant] = lim
+	}
+	now := time.Now()
+	res := lim.ReserveN(now, 1)
+	wait := res.DelayFrom(now)
+	if wait <= 0 {
+		return nil
+	}
+	res.CancelAt(now)
+	turn := now.Add(wait)
+	if next := q.listTurn[tenant].Add(time.Second / time.Duration(perSecond)); next.After(turn) {
+		turn = next
+	}
+	q.listTurn[tenant] = turn
+	return api.RateLimited(turn.Sub(now), "tenant %s lists at most %d pages per second (%s)", tenant, perSecond, LimitListsPerSecond).
+		WithLimit(LimitListsPerSecond, perSecond)
 }
 
 // sharedQuotas is the one Quotas of a Stores, started by its first use.

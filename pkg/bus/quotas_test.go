@@ -118,3 +118,57 @@ func detailsOf(ce *api.ComputeError) any {
 	}
 	return ce.Details
 }
+
+// TestListsPerSecondQuota: a tenant past its quotas.listsPerSecond (burst:
+// one second's lists) gets RATE_LIMITED naming the quota (details.limit,
+// details.quota) with retryAfterMs, each further refused caller a turn one
+// token (1 / quota) later than the one before instead of the same next
+// token; other verbs and other tenants are unaffected.
+func TestListsPerSecondQuota(t *testing.T) {
+	env := bustest.Start(t)
+	putTenant(t, env, "acme", api.TenantQuotas{ListsPerSecond: 2})
+	quotas, err := bus.WatchQuotas(env.Stores.Tenants, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(quotas.Stop)
+	answer := func(context.Context, *bus.Request) (any, error) { return api.Empty{}, nil }
+	svc, err := bus.StartService(env.NC, bus.ServiceConfig{Name: "test", Version: "1.0.0", Logger: zerolog.Nop(), Quotas: quotas,
+		Endpoints: []bus.Endpoint{bus.CommandEndpoint("things", "list", answer), bus.CommandEndpoint("things", "get", answer)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	nc := env.Connect(t)
+	call := func(tenant, verb string) error {
+		return bus.Call(testCtx(t), nc, bus.Command(tenant, "things", verb), api.Empty{}, nil)
+	}
+	for i := range 2 {
+		if err := call("acme", "list"); err != nil {
+			t.Fatalf("list %d of acme within its burst: %v", i+1, err)
+		}
+	}
+	var turns []int64
+	for range 3 {
+		ce := api.AsComputeError(call("acme", "list"))
+		if ce == nil || ce.Code != api.CodeRateLimited || ce.Details.Limit != bus.LimitListsPerSecond || ce.Details.Quota != 2 ||
+			ce.Details.RetryAfterMs == nil || *ce.Details.RetryAfterMs <= 0 {
+			t.Fatalf("a list of acme past its rate: %v (details %v), want RATE_LIMITED naming %s = 2 with retryAfterMs", ce, detailsOf(ce), bus.LimitListsPerSecond)
+		}
+		turns = append(turns, *ce.Details.RetryAfterMs)
+	}
+	// a token every 500 ms: the refused callers' turns are about 500 ms apart
+	for i := 1; i < len(turns); i++ {
+		if gap := turns[i] - turns[i-1]; gap < 400 {
+			t.Fatalf("retryAfterMs of the refused lists %v: turn %d only %d ms after the one before, want about 500", turns, i+1, gap)
+		}
+	}
+	if err := call("acme", "get"); err != nil {
+		t.Fatalf("a get of acme past its list rate: %v", err)
+	}
+	for i := range 5 {
+		if err := call("globex", "list"); err != nil {
+			t.Fatalf("list %d of globex (no quota): %v", i+1, err)
+		}
+	}
+}

@@ -91,8 +91,12 @@ type ServiceConfig struct {
 	Name, Version, Description string
 	// Endpoints served, all in the default queue group so replicas share load.
 	Endpoints []Endpoint
-	// Workers bounds the handlers running at once (default 64). When all are
-	// busy, delivery waits: back-pressure instead of unbounded goroutines.
+	// Workers bounds the handlers running at once (default 64). They are
+	// shared tenant-fair: each tenant's requests queue apart, a worker that
+	// comes free takes the tenants' requests in turn, and one tenant holds
+	// at most Workers less an eighth of them (fairPool). When 16 requests
+	// per worker are queued, delivery waits: back-pressure instead of
+	// unbounded goroutines.
 	Workers int
 	// Logger receives one line per failed request (and one per success at debug).
 	Logger zerolog.Logger
@@ -122,7 +126,7 @@ type Service struct {
 	started   time.Time
 	endpoints []*endpoint
 	subs      []*nats.Subscription // endpoints' first, then the $SRV verbs'
-	sem       chan struct{}
+	pool      *fairPool
 	log       zerolog.Logger
 	// mu orders wg.Add against Stop's wg.Wait: a drained subscription keeps
 	// delivering its pending requests after Drain returns.
@@ -159,7 +163,7 @@ func StartService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	if !serviceName.MatchString(cfg.Name) {
 		return nil, fmt.Errorf("start service %q: a name is letters, digits, - and _", cfg.Name)
 	}
-	s := &Service{nc: nc, cfg: cfg, id: api.NewID("svc_"), started: time.Now().UTC(), sem: make(chan struct{}, cfg.Workers),
+	s := &Service{nc: nc, cfg: cfg, id: api.NewID("svc_"), started: time.Now().UTC(), pool: newFairPool(cfg.Workers),
 		log: cfg.Logger.With().Str("service", cfg.Name).Logger()}
 	if err := s.subscribe(); err != nil {
 		_ = s.unsubscribe()
@@ -342,18 +346,21 @@ func (s *Service) dispatch(ep *endpoint) nats.MsgHandler {
 			}
 			return
 		}
-		s.sem <- struct{}{}
-		go func() {
-			defer func() { <-s.sem; admitted(); s.wg.Done(); cancel() }()
+		s.pool.submit(TenantOf(m.Subject), func() {
+			defer func() { admitted(); s.wg.Done(); cancel() }()
+			if ctx.Err() != nil { // the caller's deadline passed while it was queued
+				ep.record(time.Since(delivered), metrics.CodeDropped, "dropped: the caller's deadline had passed")
+				return
+			}
 			s.serve(ctx, ep, m, delivered)
-		}()
+		})
 	}
 }
 
 // admit counts a request of a list endpoint in with its tenant's
 // concurrent-list quota (ServiceConfig.Quotas); admitted counts it out. A
-// refusal asks the caller to retry after the endpoint's mean time to answer
-// (listRetryAfter).
+// refusal gives the caller its turn (Quotas.AdmitList) from the endpoint's
+// mean time to answer, within minListRetryAfter and maxListRetryAfter.
 func (s *Service) admit(ep *endpoint, subject string) (admitted func(), ce *api.ComputeError) {
 	if !strings.HasSuffix(ep.Name, "-list") {
 		return func() {}, nil
@@ -368,8 +375,8 @@ func (s *Service) admit(ep *endpoint, subject string) (admitted func(), ce *api.
 	return admitted, nil
 }
 
-// The bounds of the retryAfterMs of a list refused for the tenant's
-// concurrent-list quota: the endpoint's mean time to answer, within them.
+// The bounds of the mean time to answer a list from which a refused list's
+// turn is reckoned (Quotas.AdmitList).
 const (
 	minListRetryAfter = 50 * time.Millisecond
 	maxListRetryAfter = 5 * time.Second

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,13 +22,21 @@ import (
 // each, one at a time) alone, then while acme floods the instance API with
 // 5,000 creates (64 at once) or runs 80 lists at once of its inventory of
 // COMPUTE_BENCH_INSTANCES instances (default 10,000) in a loop; each flood
-// once without quotas and once with acme's quotas (createsPerSecond 100,
-// concurrentLists 4; a refused caller waits its retryAfterMs). It prints
-// every p99 and its ratio to the one alone. The instance API serves alone
+// once without quotas, once with acme's quotas (createsPerSecond 100,
+// concurrentLists 4; a refused caller waits its retryAfterMs) and once with
+// listsPerSecond 20 (pages of 100) added to them. The phases run in
+// COMPUTE_BENCH_ROUNDS rounds (default 3), each round globex alone first
+// then every flood; it prints each phase's median p99 of the rounds, its
+// ratio to the median alone, every round's p99 and acme's calls answered
+// and refused per second. The instance API serves alone
 // (no work consumed). Run it once: go test -run '^$' -bench
 // TenantIsolation -benchtime 1x ./services/reconciler/
 func BenchmarkTenantIsolation(b *testing.B) {
 	n := envInt("COMPUTE_BENCH_INSTANCES", 10_000)
+	rounds := envInt("COMPUTE_BENCH_ROUNDS", 3)
+	// acme's quotas of each flood's phases: none, those of the goal, and a list rate added
+	quotaSets := []api.TenantQuotas{{}, {CreatesPerSecond: 100, ConcurrentLists: 4},
+		{CreatesPerSecond: 100, ConcurrentLists: 4, ListsPerSecond: 20}}
 	for b.Loop() {
 		h := newHarness(b, Options{Logger: zerolog.Nop(), ResyncInterval: -1}, startAPI)
 		quotas := h.withQuotas(api.TenantQuotas{})
@@ -58,9 +67,11 @@ func BenchmarkTenantIsolation(b *testing.B) {
 			h.createAs(otherTenant, other)
 		}
 		floodConn := h.env.Connect(b)
+		var refused, answered atomic.Int64 // acme's calls refused RATE_LIMITED, and all answered
 		call := func(tenantID, verb string, in, out any) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			defer answered.Add(1)
 			return bus.Call(ctx, floodConn, bus.Command(tenantID, bus.ResourceInstances, verb), in, out)
 		}
 		// honour waits a refused call's retryAfterMs; false for another error
@@ -70,6 +81,7 @@ func BenchmarkTenantIsolation(b *testing.B) {
 				return true
 			}
 			if ce.Code == api.CodeRateLimited {
+				refused.Add(1)
 				time.Sleep(ce.RetryAfter())
 				return true
 			}
@@ -139,25 +151,55 @@ func BenchmarkTenantIsolation(b *testing.B) {
 			}
 			return p99(gets), p99(lists)
 		}
-		aloneGet, aloneList := measure()
-		b.Logf("globex alone: get p99 %v, list p99 %v (acme holds %d instances)", aloneGet.Round(time.Microsecond), aloneList.Round(time.Microsecond), n)
+		type phase struct {
+			name  string
+			q     api.TenantQuotas
+			gets  []time.Duration // p99 of each round
+			lists []time.Duration
+			rates []string // acme's answered and refused calls per second, per round
+		}
+		phases := []*phase{{name: "alone"}}
 		for _, name := range []string{"5000 creates", "80 lists"} {
-			for _, q := range []api.TenantQuotas{{}, {CreatesPerSecond: 100, ConcurrentLists: 4}} {
-				h.setQuotas(quotas, q)
+			for _, q := range quotaSets {
+				phases = append(phases, &phase{name: name, q: q})
+			}
+		}
+		for range rounds {
+			for _, ph := range phases {
+				if ph.name == "alone" {
+					get, list := measure()
+					ph.gets, ph.lists = append(ph.gets, get), append(ph.lists, list)
+					continue
+				}
+				h.setQuotas(quotas, ph.q)
 				stop := make(chan struct{})
 				done := make(chan struct{})
-				go func() { floods[name](stop); close(done) }()
+				go func() { floods[ph.name](stop); close(done) }()
 				time.Sleep(200 * time.Millisecond) // the flood under way
+				refused.Store(0)
+				answered.Store(0)
+				start := time.Now()
 				get, list := measure()
+				during := time.Since(start)
+				nRefused, nAnswered := refused.Load(), answered.Load()
 				close(stop)
 				<-done
-				quota := "no quotas"
-				if q != (api.TenantQuotas{}) {
-					quota = fmt.Sprintf("quotas createsPerSecond %d, concurrentLists %d", q.CreatesPerSecond, q.ConcurrentLists)
-				}
-				b.Logf("acme's %s (%s): globex get p99 %v (%.2f× alone), list p99 %v (%.2f× alone)", name, quota,
-					get.Round(time.Microsecond), get.Seconds()/aloneGet.Seconds(), list.Round(time.Microsecond), list.Seconds()/aloneList.Seconds())
+				ph.gets, ph.lists = append(ph.gets, get), append(ph.lists, list)
+				ph.rates = append(ph.rates, fmt.Sprintf("%.0f/%.0f", float64(nAnswered)/during.Seconds(), float64(nRefused)/during.Seconds()))
 			}
+		}
+		aloneGet, aloneList := median(phases[0].gets), median(phases[0].lists)
+		b.Logf("globex alone: get p99 %v, list p99 %v (median of %d rounds: %v, %v; acme holds %d instances)", aloneGet.Round(time.Microsecond),
+			aloneList.Round(time.Microsecond), rounds, rounded(phases[0].gets), rounded(phases[0].lists), n)
+		for _, ph := range phases[1:] {
+			quota := "no quotas"
+			if ph.q != (api.TenantQuotas{}) {
+				quota = fmt.Sprintf("quotas createsPerSecond %d, concurrentLists %d, listsPerSecond %d", ph.q.CreatesPerSecond, ph.q.ConcurrentLists, ph.q.ListsPerSecond)
+			}
+			get, list := median(ph.gets), median(ph.lists)
+			b.Logf("acme's %s (%s): globex get p99 %v (%.2f× alone), list p99 %v (%.2f× alone); rounds %v, %v; acme answered/refused per second %v", ph.name, quota,
+				get.Round(time.Microsecond), get.Seconds()/aloneGet.Seconds(), list.Round(time.Microsecond), list.Seconds()/aloneList.Seconds(),
+				rounded(ph.gets), rounded(ph.lists), ph.rates)
 		}
 		_ = svc.Stop()
 		index.Stop()
@@ -185,6 +227,22 @@ func (h *harness) callAs(tenantID, verb string, in, out any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return bus.Call(ctx, h.env.NC, bus.Command(tenantID, bus.ResourceInstances, verb), in, out)
+}
+
+// median is the middle of ds (the upper one of an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// rounded is ds rounded to 0.1 ms, for a log line.
+func rounded(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(100 * time.Microsecond)
+	}
+	return out
 }
 
 // p99 is the 99th percentile of ds.

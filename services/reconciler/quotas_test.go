@@ -3,6 +3,8 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -182,6 +184,36 @@ func TestCreateRateQuota(t *testing.T) {
 	fake.Advance(wait)
 	if _, ce := h.tryCreate(h.pool.ID); ce != nil {
 		t.Fatalf("a create after retryAfterMs: %v", ce)
+	}
+}
+
+// TestCreateRateQuotaSpacesRefusedCallers: with quotas.createsPerSecond 2
+// (on a stopped clock), the creates refused in a row are given turns one
+// token (500 ms) apart, not all the next token's: 500 ms, 1 s, 1.5 s; at
+// the first turn a create passes.
+func TestCreateRateQuotaSpacesRefusedCallers(t *testing.T) {
+	opts := fastOptions()
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts.Clock = fake
+	h := newHarness(t, opts, startAPI)
+	h.withQuotas(api.TenantQuotas{CreatesPerSecond: 2})
+	for i := range 2 {
+		if _, ce := h.tryCreate(h.pool.ID); ce != nil {
+			t.Fatalf("create %d: %v", i, ce)
+		}
+	}
+	var turns []time.Duration
+	for i := range 3 {
+		_, ce := h.tryCreate(h.pool.ID)
+		wantQuotaRefusal(t, fmt.Sprintf("refused create %d", i+1), ce, api.CodeRateLimited, bus.LimitCreatesPerSecond, 2)
+		turns = append(turns, ce.RetryAfter())
+	}
+	if want := []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond}; !slices.Equal(turns, want) {
+		t.Fatalf("retryAfterMs of three creates refused in a row: %v, want %v", turns, want)
+	}
+	fake.Advance(turns[0])
+	if _, ce := h.tryCreate(h.pool.ID); ce != nil {
+		t.Fatalf("a create at the first turn: %v", ce)
 	}
 }
 

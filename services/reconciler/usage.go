@@ -92,6 +92,9 @@ type tenantUsage struct {
 	rec   usageRecord
 	rev   uint64
 	rate  *rate.Limiter
+	// turn is the latest retry time a refused create was given
+	// (admitCreate).
+	turn time.Time
 }
 
 func newUsage(st *bus.Stores) *usage {
@@ -111,7 +114,11 @@ func (u *usage) tenant(t string) *tenantUsage {
 
 // admitCreate takes one of the tenant's creates of this second
 // (quotas.createsPerSecond; none: always). Errors: RATE_LIMITED naming
-// the quota, with the wait for the next create in retryAfterMs.
+// the quota, with the caller's turn in retryAfterMs: the bucket's next
+// token for the first caller refused, and for each caller refused while
+// others wait for theirs one token (1 / createsPerSecond) after the turn
+// given last, so that the callers refused together come back one token
+// apart instead of all at the next token, to be refused again.
 func (r *Reconciler) admitCreate(tenant string, now time.Time) error {
 	perSecond := r.o.Quotas.Of(tenant).CreatesPerSecond
 	if perSecond <= 0 {
@@ -123,9 +130,18 @@ func (r *Reconciler) admitCreate(tenant string, now time.Time) error {
 		tu.rate = rate.NewLimiter(rate.Limit(perSecond), int(perSecond))
 	}
 	res := tu.rate.ReserveN(now, 1)
-	tu.mu.Unlock()
-	if wait := res.DelayFrom(now); wait > 0 {
+	wait := res.DelayFrom(now)
+	if wait > 0 {
 		res.CancelAt(now)
+		turn := now.Add(wait)
+		if next := tu.turn.Add(time.Second / time.Duration(perSecond)); next.After(turn) {
+			turn = next
+		}
+		tu.turn = turn
+		wait = turn.Sub(now)
+	}
+	tu.mu.Unlock()
+	if wait > 0 {
 		return api.RateLimited(wait, "tenant %s creates at most %d instances per second (%s)", tenant, perSecond, bus.LimitCreatesPerSecond).
 			WithLimit(bus.LimitCreatesPerSecond, perSecond)
 	}

@@ -189,7 +189,8 @@ func checkQuotas(q api.TenantQuotas) error {
 		path string
 		v    int64
 	}{{"quotas.instances", q.Instances}, {"quotas.instancesPerPool", q.InstancesPerPool},
-		{"quotas.createsPerSecond", q.CreatesPerSecond}, {"quotas.concurrentLists", q.ConcurrentLists}} {
+		{"quotas.createsPerSecond", q.CreatesPerSecond}, {"quotas.concurrentLists", q.ConcurrentLists},
+		{"quotas.listsPerSecond", q.ListsPerSecond}} {
 		if f.v < 0 {
 			return api.InvalidInput(f.path, "%s must be 0 (none) or positive, not %d", f.path, f.v)
 		}
