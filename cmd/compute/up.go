@@ -365,7 +365,8 @@ func upCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.dataDir, "data", "./data", "data directory (JetStream store, seal key, Proxmox emulator CA)")
-	cmd.Flags().StringVar(&o.natsHost, "nats-host", "127.0.0.1", "loopback address the embedded NATS listens on (no TLS: other addresses are refused)")
+	cmd.Flags().StringVar(&o.natsHost, "nats-host", "127.0.0.1",
+		"loopback address the embedded NATS listens on (no TLS: other addresses are refused)")
 	cmd.Flags().IntVar(&o.natsPort, "nats-port", 4222, "port the embedded NATS listens on (0: random)")
 	cmd.Flags().StringVar(&o.hetznerAddr, "hetzner-addr", "127.0.0.1:4680", "address of the Hetzner Cloud API emulator")
 	cmd.Flags().StringVar(&o.proxmoxAddr, "proxmox-addr", "127.0.0.1:8006", "address of the Proxmox VE API emulator")

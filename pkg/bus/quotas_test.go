@@ -29,11 +29,6 @@ func putTenant(t *testing.T, env *bustest.Env, id string, q api.TenantQuotas) {
 func TestConcurrentListQuota(t *testing.T) {
 	env := bustest.Start(t)
 	putTenant(t, env, "acme", api.TenantQuotas{ConcurrentLists: 1})
-	quotas, err := bus.WatchQuotas(env.Stores.Tenants, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(quotas.Stop)
 	release := make(chan struct{})
 	entered := make(chan struct{}, 10)
 	slowList := func(ctx context.Context, _ *bus.Request) (any, error) {
@@ -44,22 +39,12 @@ func TestConcurrentListQuota(t *testing.T) {
 		}
 		return api.Empty{}, nil
 	}
-	get := func(context.Context, *bus.Request) (any, error) { return api.Empty{}, nil }
-	svc, err := bus.StartService(env.NC, bus.ServiceConfig{Name: "test", Version: "1.0.0", Logger: zerolog.Nop(), Quotas: quotas,
-		Endpoints: []bus.Endpoint{bus.CommandEndpoint("things", "list", slowList), bus.CommandEndpoint("things", "get", get)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
-	nc := env.Connect(t)
-	call := func(tenant, verb string) error {
-		return bus.Call(testCtx(t), nc, bus.Command(tenant, "things", verb), api.Empty{}, nil)
-	}
+	call, quotas := startThings(t, env, slowList)
 
 	first := make(chan error, 1)
 	go func() { first <- call("acme", "list") }()
 	<-entered
-	err = call("acme", "list")
+	err := call("acme", "list")
 	ce := api.AsComputeError(err)
 	if ce == nil || ce.Code != api.CodeRateLimited || ce.Details.Limit != bus.LimitConcurrentLists || ce.Details.Quota != 1 ||
 		ce.Details.RetryAfterMs == nil || *ce.Details.RetryAfterMs <= 0 {
@@ -100,6 +85,7 @@ func TestConcurrentListQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc2.Stop() })
+	nc := env.Connect(t)
 	for range 2 {
 		go func() { slowDone <- bus.Call(testCtx(t), nc, bus.Command("acme", "widgets", "list"), api.Empty{}, nil) }()
 		<-entered
@@ -127,22 +113,7 @@ func detailsOf(ce *api.ComputeError) any {
 func TestListsPerSecondQuota(t *testing.T) {
 	env := bustest.Start(t)
 	putTenant(t, env, "acme", api.TenantQuotas{ListsPerSecond: 2})
-	quotas, err := bus.WatchQuotas(env.Stores.Tenants, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(quotas.Stop)
-	answer := func(context.Context, *bus.Request) (any, error) { return api.Empty{}, nil }
-	svc, err := bus.StartService(env.NC, bus.ServiceConfig{Name: "test", Version: "1.0.0", Logger: zerolog.Nop(), Quotas: quotas,
-		Endpoints: []bus.Endpoint{bus.CommandEndpoint("things", "list", answer), bus.CommandEndpoint("things", "get", answer)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
-	nc := env.Connect(t)
-	call := func(tenant, verb string) error {
-		return bus.Call(testCtx(t), nc, bus.Command(tenant, "things", verb), api.Empty{}, nil)
-	}
+	call, _ := startThings(t, env, answerEmpty)
 	for i := range 2 {
 		if err := call("acme", "list"); err != nil {
 			t.Fatalf("list %d of acme within its burst: %v", i+1, err)
@@ -171,4 +142,29 @@ func TestListsPerSecondQuota(t *testing.T) {
 			t.Fatalf("list %d of globex (no quota): %v", i+1, err)
 		}
 	}
+}
+
+// answerEmpty is a handler that answers {} at once.
+func answerEmpty(context.Context, *bus.Request) (any, error) { return api.Empty{}, nil }
+
+// startThings serves things.list (list) and things.get (answerEmpty)
+// under the tenants' quotas of env's tenant records, and returns a call of
+// one of them for a tenant, and the quotas' watch.
+func startThings(t *testing.T, env *bustest.Env, list bus.Handler) (func(tenant, verb string) error, *bus.Quotas) {
+	t.Helper()
+	quotas, err := bus.WatchQuotas(env.Stores.Tenants, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(quotas.Stop)
+	svc, err := bus.StartService(env.NC, bus.ServiceConfig{Name: "test", Version: "1.0.0", Logger: zerolog.Nop(), Quotas: quotas,
+		Endpoints: []bus.Endpoint{bus.CommandEndpoint("things", "list", list), bus.CommandEndpoint("things", "get", answerEmpty)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	nc := env.Connect(t)
+	return func(tenant, verb string) error {
+		return bus.Call(testCtx(t), nc, bus.Command(tenant, "things", verb), api.Empty{}, nil)
+	}, quotas
 }

@@ -161,10 +161,11 @@ func TestInstanceQuotaConcurrentCreates(t *testing.T) {
 	}
 }
 
-// TestCreateRateQuota: with quotas.createsPerSecond 2 (on a stopped
-// clock) the third create of the second is refused RATE_LIMITED naming
-// the quota with a wait, and passes once the wait is over.
-func TestCreateRateQuota(t *testing.T) {
+// createRateHarness is an API-only harness on a stopped clock whose tenant
+// has quotas.createsPerSecond 2 and has just spent them: two creates
+// accepted.
+func createRateHarness(t *testing.T) (*harness, *clock.Fake) {
+	t.Helper()
 	opts := fastOptions()
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	opts.Clock = fake
@@ -175,6 +176,14 @@ func TestCreateRateQuota(t *testing.T) {
 			t.Fatalf("create %d: %v", i, ce)
 		}
 	}
+	return h, fake
+}
+
+// TestCreateRateQuota: with quotas.createsPerSecond 2 (on a stopped
+// clock) the third create of the second is refused RATE_LIMITED naming
+// the quota with a wait, and passes once the wait is over.
+func TestCreateRateQuota(t *testing.T) {
+	h, fake := createRateHarness(t)
 	_, ce := h.tryCreate(h.pool.ID)
 	wantQuotaRefusal(t, "a third create in one second", ce, api.CodeRateLimited, bus.LimitCreatesPerSecond, 2)
 	wait := ce.RetryAfter()
@@ -192,16 +201,7 @@ func TestCreateRateQuota(t *testing.T) {
 // token (500 ms) apart, not all the next token's: 500 ms, 1 s, 1.5 s; at
 // the first turn a create passes.
 func TestCreateRateQuotaSpacesRefusedCallers(t *testing.T) {
-	opts := fastOptions()
-	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	opts.Clock = fake
-	h := newHarness(t, opts, startAPI)
-	h.withQuotas(api.TenantQuotas{CreatesPerSecond: 2})
-	for i := range 2 {
-		if _, ce := h.tryCreate(h.pool.ID); ce != nil {
-			t.Fatalf("create %d: %v", i, ce)
-		}
-	}
+	h, fake := createRateHarness(t)
 	var turns []time.Duration
 	for i := range 3 {
 		_, ce := h.tryCreate(h.pool.ID)
