@@ -39,7 +39,8 @@ const (
 // compute_tenants: a quota set or changed with the tenants service applies
 // within the watch's delivery (milliseconds), without a restart; a tenant
 // without a record (or before its record arrived) has no quota. It also
-// holds the replica's count of each tenant's lists in flight (Admit).
+// holds the replica's count of each tenant's lists in flight and its
+// lists' turns (AdmitList).
 // The zero value is not usable; a nil *Quotas has no quota for anyone.
 type Quotas struct {
 	mu    sync.RWMutex
