@@ -153,8 +153,8 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 // acknowledgement, and a create stores two synced messages instead of
 // four (docs/benchmarks.md, create acceptance). A server crash can then
 // lose the last work messages it acknowledged; their instances are
-// still recorded, and the reconciler resyncs after it reconnects to
-// queue them again (and the events lost: events are a feed for
+// still recorded, and the reconciler queues every unsettled instance
+// again after it reconnects (and the events lost: events are a feed for
 // watchers, published without waiting, never the record). Replicated
 // streams (Replicas 3) are never async: nats-server refuses it, and
 // their raft log keeps what a quorum acknowledged.

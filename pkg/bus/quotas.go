@@ -209,25 +209,47 @@ func (q *Quotas) takeList(tenant string, perSecond int64) error {
 		delete(q.listRate, tenant)
 		return nil
 	}
-	lim := q.listRate[tenant]
-	if lim == nil || lim.Limit() != rate.Limit(perSecond) {
-		lim = rate.NewLimiter(rate.Limit(perSecond), int(perSecond))
-		q.listRate[tenant] = lim
-	}
+	lim := PerSecondLimiter(q.listRate[tenant], perSecond)
+	q.listRate[tenant] = lim
 	now := time.Now()
-	res := lim.ReserveN(now, 1)
-	wait := res.DelayFrom(now)
-	if wait <= 0 {
+	turn, ok := TakeTurn(lim, perSecond, now, q.listTurn[tenant])
+	if ok {
 		return nil
-	}
-	res.CancelAt(now)
-	turn := now.Add(wait)
-	if next := q.listTurn[tenant].Add(time.Second / time.Duration(perSecond)); next.After(turn) {
-		turn = next
 	}
 	q.listTurn[tenant] = turn
 	return api.RateLimited(turn.Sub(now), "tenant %s lists at most %d pages per second (%s)", tenant, perSecond, LimitListsPerSecond).
 		WithLimit(LimitListsPerSecond, perSecond)
+}
+
+// PerSecondLimiter is lim when it allows perSecond tokens a second, else
+// a new token bucket of perSecond a second with one second's burst (the
+// quota changed, or there was none yet). perSecond > 0.
+func PerSecondLimiter(lim *rate.Limiter, perSecond int64) *rate.Limiter {
+	if lim != nil && lim.Limit() == rate.Limit(perSecond) {
+		return lim
+	}
+	return rate.NewLimiter(rate.Limit(perSecond), int(perSecond))
+}
+
+// TakeTurn takes one token of lim (a bucket of perSecond a second) at
+// now: ok when there was one. When there was none it takes nothing and
+// returns the refused caller's turn: the bucket's next token, or one
+// token (1 / perSecond) after last, the turn given the caller refused
+// before it, whichever is later, so that callers refused together come
+// back one token apart instead of all at the next token, to be refused
+// again. The caller keeps the turn as the next one's last.
+func TakeTurn(lim *rate.Limiter, perSecond int64, now, last time.Time) (turn time.Time, ok bool) {
+	res := lim.ReserveN(now, 1)
+	wait := res.DelayFrom(now)
+	if wait <= 0 {
+		return now, true
+	}
+	res.CancelAt(now)
+	turn = now.Add(wait)
+	if next := last.Add(time.Second / time.Duration(perSecond)); next.After(turn) {
+		turn = next
+	}
+	return turn, false
 }
 
 // sharedQuotas is the one Quotas of a Stores, started by its first use.

@@ -28,18 +28,11 @@ type agentInterfaces struct {
 // one that reports no such address yet (Guess: the agent may start before
 // the guest's DHCP lease), gives no addresses and pending, not an error.
 func (s *session) addresses(ctx context.Context, vm *located) (addrs []string, pending bool, err error) {
-	addrs, pending, _, err = s.agentAddresses(ctx, vm)
-	return addrs, pending, err
-}
-
-// agentAddresses is addresses with the emulator's SSH endpoint of the VM
-// when the agent's reply carries one (emulator-only: "" on real PVE).
-func (s *session) agentAddresses(ctx context.Context, vm *located) (addrs []string, pending bool, sshEndpoint string, err error) {
-	addrs, pending, sshEndpoint, err = s.askAgent(ctx, vm)
+	addrs, pending, _, err = s.askAgent(ctx, vm)
 	if isKind(err, kindNoAgent) {
-		return []string{}, true, "", nil
+		return []string{}, true, nil
 	}
-	return addrs, pending, sshEndpoint, err
+	return addrs, pending, err
 }
 
 // noAgentConfigured is how PVE says that a VM has no guest agent
@@ -53,8 +46,9 @@ func agentNotConfigured(err error) bool {
 	return errors.As(err, &pe) && pe.kind == kindNoAgent && noAgentConfigured.MatchString(pe.message)
 }
 
-// askAgent is agentAddresses with a kindNoAgent failure returned as the
-// error.
+// askAgent is addresses with a kindNoAgent failure returned as the
+// error, and with the emulator's SSH endpoint of the VM when the agent's
+// reply carries one (emulator-only: "" on real PVE).
 func (s *session) askAgent(ctx context.Context, vm *located) (addrs []string, pending bool, sshEndpoint string, err error) {
 	var reply agentInterfaces
 	err = s.get(ctx, qemuPath(vm.node, vm.vmid)+"/agent/network-get-interfaces", nil, &reply)

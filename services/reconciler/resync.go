@@ -23,7 +23,14 @@ func (r *Reconciler) resyncLoop(ctx context.Context) {
 	wait := time.Duration(rand.Int64N(int64(min(startupResyncDelay, r.o.ResyncInterval))))
 	for r.waitFor(ctx, time.After(wait)) {
 		wait = r.o.ResyncInterval + time.Duration((rand.Float64()*0.4-0.2)*float64(r.o.ResyncInterval))
-		r.resyncLogged(ctx, r.resyncTag(), "resync")
+		start := time.Now()
+		n, err := r.Resync(ctx)
+		observeResync(start, err)
+		if err != nil {
+			r.log.Warn().Err(err).Msg("resync incomplete")
+		} else {
+			r.log.Info().Int("queued", n).Msg("resync done")
+		}
 	}
 }
 
@@ -36,19 +43,6 @@ func (r *Reconciler) waitFor(ctx context.Context, c <-chan time.Time) bool {
 		return false
 	case <-c:
 		return true
-	}
-}
-
-// resyncLogged runs resync(ctx, tag), observes it (metrics) and logs its
-// outcome as what ("resync done", "resync incomplete").
-func (r *Reconciler) resyncLogged(ctx context.Context, tag, what string) {
-	start := time.Now()
-	n, err := r.resync(ctx, tag)
-	observeResync(start, err)
-	if err != nil {
-		r.log.Warn().Err(err).Str("resync", what).Msg(what + " incomplete")
-	} else {
-		r.log.Info().Int("queued", n).Str("resync", what).Msg(what + " done")
 	}
 }
 
@@ -79,11 +73,12 @@ func (r *Reconciler) queueUnsettledOnReconnect(ctx context.Context) {
 	tick := time.NewTicker(reconnectPoll)
 	defer tick.Stop()
 	for r.waitFor(ctx, tick.C) {
-		if r.nc.Stats().Reconnects == seen || !r.nc.IsConnected() || time.Since(last) < reconnectQueueGap {
+		reconnects := r.nc.Stats().Reconnects
+		if reconnects == seen || !r.nc.IsConnected() || time.Since(last) < reconnectQueueGap {
 			continue
 		}
-		seen, last = r.nc.Stats().Reconnects, time.Now()
-		n, err := r.resyncOf(ctx, fmt.Sprintf("reconnect-%d", last.UnixNano()), false)
+		seen, last = reconnects, time.Now()
+		n, err := r.resync(ctx, fmt.Sprintf("reconnect-%d", last.UnixNano()), false)
 		if err != nil {
 			r.log.Warn().Err(err).Msg("queueing the unsettled instances after reconnecting incomplete")
 		} else {
@@ -112,26 +107,18 @@ const resyncPageSize = provider.MaxListLimit
 // (every one written before the resync started), read from the bucket in
 // parallel batches (bus.Index.Each). Errors: UNAVAILABLE (state store).
 func (r *Reconciler) Resync(ctx context.Context) (int, error) {
-	return r.resync(ctx, r.resyncTag())
+	// Tagged by the ResyncInterval window: replicas resyncing in one
+	// window queue an instance once. With the periodic resync off (tests)
+	// every call queues anew.
+	window := time.Now().UnixNano() / int64(max(r.o.ResyncInterval, 1))
+	return r.resync(ctx, fmt.Sprintf("resync-%d", window), true)
 }
 
-// resyncTag tags the work messages of a periodic resync by its
-// ResyncInterval window, so replicas resyncing in one window queue an
-// instance once. With the periodic resync off (tests) every call queues
-// anew.
-func (r *Reconciler) resyncTag() string {
-	return fmt.Sprintf("resync-%d", time.Now().UnixNano()/int64(max(r.o.ResyncInterval, 1)))
-}
-
-// resync is Resync, its work messages' ids "<instance id>-<tag>".
-func (r *Reconciler) resync(ctx context.Context, tag string) (int, error) {
-	return r.resyncOf(ctx, tag, true)
-}
-
-// resyncOf is resync; with lookAtSettled false it queues the instances
-// that are not settled and nothing else: no provider list, no usage
-// repair (queueUnsettled).
-func (r *Reconciler) resyncOf(ctx context.Context, tag string, lookAtSettled bool) (int, error) {
+// resync is Resync, its work messages' ids "<instance id>-<tag>"; with
+// lookAtSettled false it queues the instances that are not settled and
+// nothing else: no provider list, no usage repair
+// (queueUnsettledOnReconnect).
+func (r *Reconciler) resync(ctx context.Context, tag string, lookAtSettled bool) (int, error) {
 	queued := 0
 	queue := func(tenant, pool, id string) {
 		pctx, cancel := context.WithTimeout(ctx, enqueueTimeout)

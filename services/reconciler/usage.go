@@ -114,11 +114,8 @@ func (u *usage) tenant(t string) *tenantUsage {
 
 // admitCreate takes one of the tenant's creates of this second
 // (quotas.createsPerSecond; none: always). Errors: RATE_LIMITED naming
-// the quota, with the caller's turn in retryAfterMs: the bucket's next
-// token for the first caller refused, and for each caller refused while
-// others wait for theirs one token (1 / createsPerSecond) after the turn
-// given last, so that the callers refused together come back one token
-// apart instead of all at the next token, to be refused again.
+// the quota, with the caller's turn in retryAfterMs (bus.TakeTurn: the
+// callers refused together come back one token apart).
 func (r *Reconciler) admitCreate(tenant string, now time.Time) error {
 	perSecond := r.o.Quotas.Of(tenant).CreatesPerSecond
 	if perSecond <= 0 {
@@ -126,24 +123,15 @@ func (r *Reconciler) admitCreate(tenant string, now time.Time) error {
 	}
 	tu := r.usage.tenant(tenant)
 	tu.mu.Lock()
-	if tu.rate == nil || tu.rate.Limit() != rate.Limit(perSecond) {
-		tu.rate = rate.NewLimiter(rate.Limit(perSecond), int(perSecond))
-	}
-	res := tu.rate.ReserveN(now, 1)
-	wait := res.DelayFrom(now)
-	if wait > 0 {
-		res.CancelAt(now)
-		turn := now.Add(wait)
-		if next := tu.turn.Add(time.Second / time.Duration(perSecond)); next.After(turn) {
-			turn = next
-		}
+	tu.rate = bus.PerSecondLimiter(tu.rate, perSecond)
+	turn, ok := bus.TakeTurn(tu.rate, perSecond, now, tu.turn)
+	if !ok {
 		tu.turn = turn
-		wait = turn.Sub(now)
 	}
 	tu.mu.Unlock()
-	if wait > 0 {
-		return api.RateLimited(wait, "tenant %s creates at most %d instances per second (%s)", tenant, perSecond, bus.LimitCreatesPerSecond).
-			WithLimit(bus.LimitCreatesPerSecond, perSecond)
+	if !ok {
+		return api.RateLimited(turn.Sub(now), "tenant %s creates at most %d instances per second (%s)",
+			tenant, perSecond, bus.LimitCreatesPerSecond).WithLimit(bus.LimitCreatesPerSecond, perSecond)
 	}
 	return nil
 }
