@@ -12,10 +12,24 @@ import (
 )
 
 // bucket is a KeyValue bound to its stream, so that listKeys can check what a
-// replica lists against the stream's leader.
+// replica lists against the stream's leader, and, when the stream allows
+// atomic batches, to its group commit.
 type bucket struct {
 	jetstream.KeyValue
 	stream jetstream.Stream
+	// group commits the creates (groupcommit.go); nil: each alone.
+	group *groupCommit
+}
+
+// Create is KeyValue.Create, through the bucket's group commit when it has
+// one (and no option is given): it returns the key's new revision.
+// Errors: those of KeyValue.Create (jetstream.ErrKeyExists for a key that
+// exists), ctx's, and a batch commit left unanswered (groupCommit.create).
+func (b *bucket) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if b.group == nil || len(opts) > 0 {
+		return b.KeyValue.Create(ctx, key, value, opts...)
+	}
+	return b.group.create(ctx, key, value)
 }
 
 // listKeys retries a listing that missed keys every listRetry, for listWait.

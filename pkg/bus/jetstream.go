@@ -73,6 +73,19 @@ type Stores struct {
 	quotas sharedQuotas
 	// workAsync: COMPUTE_WORK has persist_mode async (WorkFlushedAsync).
 	workAsync bool
+	// groups are the buckets' group commits (CreateBatches).
+	groups []*groupCommit
+}
+
+// CreateBatches is how many atomic batches of creates the buckets of st
+// committed (groupcommit.go), for tests and benchmarks: 0 on a
+// replicated store, where each create goes alone.
+func (st *Stores) CreateBatches() int64 {
+	var n int64
+	for _, g := range st.groups {
+		n += g.batches.Load()
+	}
+	return n
 }
 
 // OpenStores creates (or updates to this configuration) every bucket and
@@ -113,6 +126,9 @@ func OpenStores(ctx context.Context, nc *nats.Conn, opts StoreOptions) (*Stores,
 			return nil, fmt.Errorf("bucket %s: %w", b.cfg.Bucket, err)
 		}
 		*b.kv = kv
+		if g := kv.(*bucket).group; g != nil {
+			st.groups = append(st.groups, g)
+		}
 	}
 	streams := []jetstream.StreamConfig{
 		// One pending message per instance: a newer one replaces it. The
@@ -199,7 +215,10 @@ func keepPersistMode(ctx context.Context, js jetstream.JetStream, cfg jetstream.
 // record just written may read as missing or old (a reconcile would drop
 // the work of an instance just created). Without them the stream leader
 // answers every read: a read sees every write acknowledged before it. The
-// handle keeps the stream, for listKeys.
+// handle keeps the stream, for listKeys. On a single server (Replicas 1)
+// the stream allows atomic batches and the handle commits concurrent
+// creates in groups (groupcommit.go); replicated streams write each create
+// alone, as before (group commit was measured on a single server only).
 func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	duplicates := 2 * time.Minute
 	if cfg.TTL > 0 && cfg.TTL < duplicates {
@@ -209,7 +228,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 		Name: "KV_" + cfg.Bucket, Description: cfg.Description, Subjects: []string{"$KV." + cfg.Bucket + ".>"},
 		MaxMsgsPerSubject: int64(cfg.History), MaxAge: cfg.TTL, MaxBytes: -1, MaxMsgSize: -1, MaxMsgs: -1, MaxConsumers: -1,
 		Storage: cfg.Storage, Replicas: cfg.Replicas, Duplicates: duplicates, Discard: jetstream.DiscardNew,
-		AllowRollup: true, DenyDelete: true, AllowDirect: false,
+		AllowRollup: true, DenyDelete: true, AllowDirect: false, AllowAtomicPublish: cfg.Replicas == 1,
 	})
 	if err != nil {
 		return nil, err
@@ -221,7 +240,11 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	}); err != nil {
 		return nil, err
 	}
-	return &bucket{KeyValue: kv, stream: stream}, nil
+	b := &bucket{KeyValue: kv, stream: stream}
+	if stream.CachedInfo().Config.AllowAtomicPublish { // a server before 2.12 does not echo it
+		b.group = newGroupCommit(js.Conn(), kv)
+	}
+	return b, nil
 }
 
 // errCodeStreamInvalidConfig is nats-server's JSStreamInvalidConfigF

@@ -127,8 +127,8 @@ func BenchmarkCreateAcceptance(b *testing.B) {
 			bareRate/createRate, ratios)
 		b.Logf("the create's four writes alone (2 KV creates and 1 async publish waited for, 1 async publish not): %v: %.0f/s; that over creates %.2f",
 			fourTime.Round(time.Millisecond), fourRate, fourRate/createRate)
-		b.Logf("per create: %.2f messages stored (instances and idempotency synced, work and events async; the bare loop: 1, synced)",
-			float64(writes)/float64(total))
+		b.Logf("per create: %.2f messages stored (instances and idempotency synced, work and events async; the bare loop: 1, synced); %d atomic batches of creates committed (group commit)",
+			float64(writes)/float64(total), h.env.Stores.CreateBatches())
 		b.Logf("creates without an idempotency key (one synced write, the instance): %v: %.0f/s; bare/keyless %.2f",
 			keylessTime.Round(time.Millisecond), keylessRate, bareRate/keylessRate)
 		if h.api == nil {
