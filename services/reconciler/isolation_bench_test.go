@@ -27,7 +27,7 @@ import (
 // once without quotas, once with acme's quotas (createsPerSecond 100,
 // concurrentLists 4; a refused caller waits its retryAfterMs) and once with
 // listsPerSecond 20 (pages of 100) added to them. The phases run in
-// COMPUTE_BENCH_ROUNDS rounds (default 3), each round globex alone first
+// COMPUTE_BENCH_ROUNDS rounds (default 5), each round globex alone first
 // then every flood; it prints each phase's median p99 and p50 of the
 // rounds, their ratios to the median alone, every round's p99 and sample
 // count and acme's calls answered and refused per second. The instance API
@@ -35,7 +35,7 @@ import (
 // TenantIsolation -benchtime 1x ./services/reconciler/
 func BenchmarkTenantIsolation(b *testing.B) {
 	n := envInt("COMPUTE_BENCH_INSTANCES", 10_000)
-	rounds := envInt("COMPUTE_BENCH_ROUNDS", 3)
+	rounds := envInt("COMPUTE_BENCH_ROUNDS", 5)
 	samples := envInt("COMPUTE_BENCH_SAMPLES", 1000)
 	// acme's quotas of each flood's phases: none, those of the goal, and a list rate added
 	quotaSets := []api.TenantQuotas{{}, {CreatesPerSecond: 100, ConcurrentLists: 4},
