@@ -424,44 +424,95 @@ func (ix *Index[T]) kickWatch() {
 // Errors: INVALID_INPUT (path limit), UNAVAILABLE, INTERNAL.
 func (ix *Index[T]) List(ctx context.Context, tenant string, limit int, cursor string, facets []string,
 	keep func(*T) bool) (api.List[T], error) {
-	limit, err := pageLimit(limit)
+	page := api.List[T]{Items: []T{}}
+	next, err := ix.page(ctx, tenant, limit, cursor, facets, keep, true, func(rec *fetched[T]) {
+		page.Items = append(page.Items, rec.v)
+	})
 	if err != nil {
 		return api.List[T]{}, err
+	}
+	page.NextCursor = next
+	return page, nil
+}
+
+// ListJSON is List answered as api.List[T]'s JSON built from the records
+// as stored: a cached record (IndexOptions.CacheBytes) is copied into the
+// page, neither decoded nor encoded again, and keep is not applied to it
+// again (its view, which keep accepted, is of the same message, and keep
+// reads only the view's fields); a record read from the bucket is decoded
+// for keep. The bytes are those json.Marshal makes of List's page when the
+// stored records are json.Marshal's of T. Only for a table whose stored
+// record is what a reply shows: a field T does not have goes out as
+// stored (a type that hides stored fields by leaving them out, as
+// api.Secret does the value, must use List).
+// Errors: those of List.
+func (ix *Index[T]) ListJSON(ctx context.Context, tenant string, limit int, cursor string, facets []string,
+	keep func(*T) bool) (RawJSON, error) {
+	buf := append(make([]byte, 0, 512), `{"items":[`...)
+	n := 0
+	next, err := ix.page(ctx, tenant, limit, cursor, facets, keep, false, func(rec *fetched[T]) {
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, rec.raw...)
+		n++
+	})
+	if err != nil {
+		return nil, err
+	}
+	buf = append(buf, ']')
+	if next != "" {
+		quoted, err := json.Marshal(next)
+		if err != nil {
+			return nil, api.Errorf(api.CodeInternal, "cursor %q could not be encoded", next)
+		}
+		buf = append(append(buf, `,"nextCursor":`...), quoted...)
+	}
+	return append(buf, '}'), nil
+}
+
+// page walks one page of List (or ListJSON), calling add with each record
+// the page holds in order, and returns the page's next cursor ("" after
+// the last page). decodeCached decodes cached records too (List's items);
+// a record read from the bucket is always decoded, for keep.
+func (ix *Index[T]) page(ctx context.Context, tenant string, limit int, cursor string, facets []string,
+	keep func(*T) bool, decodeCached bool, add func(*fetched[T])) (string, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return "", err
 	}
 	ctx, cancel := withDefaultDeadline(ctx)
 	defer cancel()
 	if err := ix.catchUp(ctx); err != nil {
-		return api.List[T]{}, err
+		return "", err
 	}
 	if keep == nil {
 		keep = func(*T) bool { return true }
 	}
-	page := api.List[T]{Items: []T{}}
-	after, lastID, bytes := cursor, "", 0
+	after, lastID, bytes, n := cursor, "", 0, 0
 	for {
-		ids, raws, more := ix.candidates(tenant, facets, after, limit-len(page.Items), keep)
-		recs, err := ix.fetch(ctx, tenant, ids, raws)
+		ids, raws, more := ix.candidates(tenant, facets, after, limit-n, keep)
+		recs, err := ix.fetch(ctx, tenant, ids, raws, decodeCached)
 		if err != nil {
-			return api.List[T]{}, err
+			return "", err
 		}
-		for i, rec := range recs {
+		for i := range recs {
+			rec := &recs[i]
 			after = ids[i]
-			if !rec.found || !keep(&rec.v) {
+			if !rec.found || (rec.decoded && !keep(&rec.v)) {
 				continue
 			}
-			if len(page.Items) > 0 && bytes+rec.size > MaxPageBytes {
-				page.NextCursor = lastID
-				return page, nil
+			if n > 0 && bytes+len(rec.raw) > MaxPageBytes {
+				return lastID, nil
 			}
-			page.Items = append(page.Items, rec.v)
-			lastID, bytes = ids[i], bytes+rec.size
+			add(rec)
+			n, lastID, bytes = n+1, ids[i], bytes+len(rec.raw)
 		}
 		if !more {
-			return page, nil
+			return "", nil
 		}
-		if len(page.Items) == limit {
-			page.NextCursor = lastID
-			return page, nil
+		if n == limit {
+			return lastID, nil
 		}
 	}
 }
@@ -509,38 +560,42 @@ func (ix *Index[T]) candidates(tenant string, facets []string, after string, n i
 	return ids, raws, more
 }
 
-// fetched is one record read for a page.
+// fetched is one record of a page: its JSON as stored and, when decoded,
+// its value.
 type fetched[T any] struct {
-	v     T
-	size  int
-	found bool
+	v       T
+	raw     []byte
+	decoded bool
+	found   bool
 }
 
-// fetch decodes tenant's records ids from their cached JSON raws (the
+// fetch takes tenant's records ids from their cached JSON raws (the
 // record as of the last message applied, which is at least as new as the
-// list's catch-up asks) and reads the others, indexFetchers at a time; a
-// record deleted since it was indexed is not found. Errors: UNAVAILABLE,
-// INTERNAL.
-func (ix *Index[T]) fetch(ctx context.Context, tenant string, ids []string, raws [][]byte) ([]fetched[T], error) {
+// list's catch-up asks), decoded only with decodeCached, and reads and
+// decodes the others, indexFetchers at a time; a record deleted since it
+// was indexed is not found. Errors: UNAVAILABLE, INTERNAL.
+func (ix *Index[T]) fetch(ctx context.Context, tenant string, ids []string, raws [][]byte, decodeCached bool) ([]fetched[T], error) {
 	recs := make([]fetched[T], len(ids))
 	errs := make([]error, len(ids))
 	sem := make(chan struct{}, indexFetchers)
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		if raws[i] != nil {
-			if err := json.Unmarshal(raws[i], &recs[i].v); err != nil {
-				return nil, api.Errorf(api.CodeInternal, "record %s/%s is corrupt: %v", ix.t.kv.Bucket(), RecordKey(tenant, id), err)
+			recs[i].raw, recs[i].found, recs[i].decoded = raws[i], true, decodeCached
+			if decodeCached {
+				if err := json.Unmarshal(raws[i], &recs[i].v); err != nil {
+					return nil, api.Errorf(api.CodeInternal, "record %s/%s is corrupt: %v", ix.t.kv.Bucket(), RecordKey(tenant, id), err)
+				}
 			}
-			recs[i].size, recs[i].found = len(raws[i]), true
 			continue
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			_, size, err := getJSON(ctx, ix.t.kv, RecordKey(tenant, id), &recs[i].v)
+			raw, _, err := getRaw(ctx, ix.t.kv, RecordKey(tenant, id), &recs[i].v)
 			switch {
 			case err == nil:
-				recs[i].size, recs[i].found = size, true
+				recs[i].raw, recs[i].found, recs[i].decoded = raw, true, true
 			case !errors.Is(err, errNotFound):
 				errs[i] = err
 			}
@@ -578,7 +633,7 @@ func (ix *Index[T]) Each(ctx context.Context, fn func(tenant, id string, v T) er
 		after := ""
 		for {
 			ids, raws, more := ix.candidates(tenant, nil, after, eachBatch, func(*T) bool { return true })
-			recs, err := ix.fetch(ctx, tenant, ids, raws)
+			recs, err := ix.fetch(ctx, tenant, ids, raws, true)
 			if err != nil {
 				return err
 			}

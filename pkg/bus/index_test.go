@@ -1,11 +1,13 @@
 package bus_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -403,5 +405,82 @@ func TestIndexCacheServesPagesWithoutReads(t *testing.T) {
 	if calls < 30 || len(recs) != 50 || recs["inst_0007"].N != 71 {
 		t.Fatalf("a list of 50 records, a few cached: %d message gets (want one per record not cached), %d records, inst_0007 %+v",
 			calls, len(recs), recs["inst_0007"])
+	}
+}
+
+// counted is a record whose decodes are counted (decodes), to tell a page
+// built from the cached JSON from one decoded again.
+type counted struct {
+	N int `json:"n"`
+}
+
+// decodes counts counted's decodes.
+var decodes atomic.Int64
+
+func (c *counted) UnmarshalJSON(b []byte) error {
+	decodes.Add(1)
+	type plain counted
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// ListJSON's pages are json.Marshal's of List's, page by page with the
+// same cursors, facets and filter, from cached records and from records
+// read from the bucket; a page of cached records decodes none of them
+// (List decodes each).
+func TestIndexListJSONIsListEncodedWithoutDecodingCachedRecords(t *testing.T) {
+	env := bustest.Start(t)
+	ctx := testCtx(t)
+	table := bus.NewTable[counted](env.Stores.Instances, "rec")
+	for i := range 50 {
+		if _, err := table.Create(ctx, "acme", fmt.Sprintf("inst_%04d", i), counted{N: i*10 + i%2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	odd := func(c *counted) bool { return c.N%2 == 1 }
+	oddFacet := func(c *counted) []string { return []string{fmt.Sprintf("odd=%v", c.N%2 == 1)} }
+	for _, cacheBytes := range []int{1 << 20, 10 * 200, 0} { // all, a few, no records cached
+		ix, err := bus.NewIndex(table, bus.IndexOptions[counted]{Facets: oddFacet, CacheBytes: cacheBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ix.Stop)
+		for _, c := range []struct {
+			limit  int
+			facets []string
+			keep   func(*counted) bool
+		}{{7, nil, nil}, {1000, nil, nil}, {4, []string{"odd=true"}, odd}, {3, nil, odd}, {5, []string{"odd=false"}, odd}} {
+			cursor, pages := "", 0
+			for {
+				page, err := ix.List(ctx, "acme", c.limit, cursor, c.facets, c.keep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, err := ix.ListJSON(ctx, "acme", c.limit, cursor, c.facets, c.keep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := json.Marshal(page)
+				if string(raw) != string(want) {
+					t.Fatalf("cache %d, limit %d, facets %v, after %q: ListJSON\n%s\nList encoded\n%s", cacheBytes, c.limit, c.facets, cursor, raw, want)
+				}
+				if pages++; page.NextCursor == "" || pages > 100 {
+					break
+				}
+				cursor = page.NextCursor
+			}
+		}
+		if cacheBytes == 1<<20 {
+			before := decodes.Load()
+			if _, err := ix.ListJSON(ctx, "acme", 1000, "", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			afterJSON := decodes.Load()
+			if _, err := ix.List(ctx, "acme", 1000, "", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if byJSON, byList := afterJSON-before, decodes.Load()-afterJSON; byJSON != 0 || byList != 50 {
+				t.Fatalf("a page of 50 cached records decoded %d records for ListJSON (want none), %d for List (want 50)", byJSON, byList)
+			}
+		}
 	}
 }

@@ -20,17 +20,23 @@ var errNotFound = jetstream.ErrKeyNotFound
 // as stored (encoded). Errors: errNotFound (missing or deleted key),
 // UNAVAILABLE, INTERNAL (undecodable value).
 func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (rev uint64, size int, err error) {
+	raw, rev, err := getRaw(ctx, kv, key, v)
+	return rev, len(raw), err
+}
+
+// getRaw is getJSON returning the stored JSON itself instead of its size.
+func getRaw(ctx context.Context, kv jetstream.KeyValue, key string, v any) (raw []byte, rev uint64, err error) {
 	e, err := kv.Get(ctx, key)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, 0, errNotFound
+			return nil, 0, errNotFound
 		}
-		return 0, 0, kvError("read", key, err)
+		return nil, 0, kvError("read", key, err)
 	}
 	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, 0, api.Errorf(api.CodeInternal, "record %s/%s is corrupt: %v", kv.Bucket(), key, err)
+		return nil, 0, api.Errorf(api.CodeInternal, "record %s/%s is corrupt: %v", kv.Bucket(), key, err)
 	}
-	return e.Revision(), len(e.Value()), nil
+	return e.Value(), e.Revision(), nil
 }
 
 // writeJSON writes v under key: with create (prev nil), only if the key

@@ -441,7 +441,9 @@ func (s *Service) serve(ctx context.Context, ep *endpoint, m *nats.Msg, delivere
 func (s *Service) reply(ep *endpoint, m *nats.Msg, delivered time.Time, hdr nats.Header, out any, ce *api.ComputeError) error {
 	msg := &nats.Msg{Header: nats.Header{}}
 	maps.Copy(msg.Header, hdr)
-	if ce == nil {
+	if raw, ok := out.(RawJSON); ok && ce == nil {
+		msg.Data = raw // encoded already (Index.ListJSON)
+	} else if ce == nil {
 		body, err := json.Marshal(out)
 		if err != nil {
 			ce = api.Errorf(api.CodeInternal, "reply of %s could not be encoded", ep.Name)
@@ -456,6 +458,20 @@ func (s *Service) reply(ep *endpoint, m *nats.Msg, delivered time.Time, hdr nats
 	}
 	ep.record(time.Since(delivered), code, failure)
 	return m.RespondMsg(msg)
+}
+
+// RawJSON is a handler's reply encoded already (Index.ListJSON): the
+// service sends its bytes as they are, neither checked nor encoded again,
+// so they must be valid JSON of the reply's wire type.
+type RawJSON []byte
+
+// MarshalJSON returns r itself ("null" when empty), so that encoding a
+// RawJSON anywhere else gives its JSON, not base64.
+func (r RawJSON) MarshalJSON() ([]byte, error) {
+	if len(r) == 0 {
+		return []byte("null"), nil
+	}
+	return r, nil
 }
 
 // handlerError is the ComputeError a handler's error answers: a foreign

@@ -316,3 +316,22 @@ func TestServiceVerbsAnswerOnlyInboxes(t *testing.T) {
 		t.Fatalf("a PING with a forged reply subject was answered there: %s", m.Data)
 	}
 }
+
+// A handler's RawJSON reply goes out as its bytes (not base64, not
+// re-encoded: the spaces stay), and encodes as itself elsewhere too.
+func TestRawJSONReplyIsSentAsItIs(t *testing.T) {
+	env := bustest.Start(t)
+	const body = `{"items": [{"n": 1}]}`
+	startService(t, env.Connect(t), 2, bus.Endpoint{Name: "raw", Subject: "test.raw",
+		Handler: func(context.Context, *bus.Request) (any, error) { return bus.RawJSON(body), nil }})
+	msg, err := env.NC.Request("test.raw", []byte(`{}`), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(msg.Data) != body {
+		t.Fatalf("reply %s, want %s", msg.Data, body)
+	}
+	if enc, err := json.Marshal(map[string]any{"page": bus.RawJSON(body)}); err != nil || string(enc) != `{"page":{"items":[{"n":1}]}}` {
+		t.Fatalf("RawJSON encoded as %s (%v)", enc, err)
+	}
+}

@@ -287,8 +287,9 @@ func decodeID(req *bus.Request) (string, error) {
 // order, optionally of one pool and one phase, and matching a label
 // selector (instanceFilter), answered from the replica's instance index
 // (list.go): a page costs its own records at any inventory and holds
-// every instance written before the list. Errors: INVALID_INPUT,
-// UNAVAILABLE.
+// every instance written before the list. The page is the records' JSON
+// as stored (bus.Index.ListJSON: an instance record is its wire form), not
+// decoded and encoded again. Errors: INVALID_INPUT, UNAVAILABLE, INTERNAL.
 func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
 	var in api.InstanceListRequest
 	if err := req.Decode(&in); err != nil {
@@ -298,7 +299,7 @@ func (r *Reconciler) list(ctx context.Context, req *bus.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.index.List(ctx, req.Tenant, in.Limit, in.Cursor, requiredFacets(in), match)
+	return r.index.ListJSON(ctx, req.Tenant, in.Limit, in.Cursor, requiredFacets(in), match)
 }
 
 // delete answers instances.delete: marks the instance for deletion (phase

@@ -18,22 +18,25 @@ import (
 )
 
 // BenchmarkTenantIsolation measures what one tenant's flood costs another
-// tenant's reads: globex's instances.get and instances.list p99 (200 of
-// each, one at a time) alone, then while acme floods the instance API with
-// 5,000 creates (64 at once) or runs 80 lists at once of its inventory of
+// tenant's reads: globex's instances.get and instances.list latency (one
+// get then one list, one at a time, COMPUTE_BENCH_SAMPLES pairs per phase,
+// default 1,000, or as many as isolationPhaseBudget and the flood allow)
+// alone, then while acme floods the instance API with 5,000 creates (64 at
+// once) or runs 80 lists at once of its inventory of
 // COMPUTE_BENCH_INSTANCES instances (default 10,000) in a loop; each flood
 // once without quotas, once with acme's quotas (createsPerSecond 100,
 // concurrentLists 4; a refused caller waits its retryAfterMs) and once with
 // listsPerSecond 20 (pages of 100) added to them. The phases run in
-// COMPUTE_BENCH_ROUNDS rounds (default 3), each round globex alone first
-// then every flood; it prints each phase's median p99 of the rounds, its
-// ratio to the median alone, every round's p99 and acme's calls answered
-// and refused per second. The instance API serves alone
-// (no work consumed). Run it once: go test -run '^$' -bench
+// COMPUTE_BENCH_ROUNDS rounds (default 5), each round globex alone first
+// then every flood; it prints each phase's median p99 and p50 of the
+// rounds, their ratios to the median alone, every round's p99 and sample
+// count and acme's calls answered and refused per second. The instance API
+// serves alone (no work consumed). Run it once: go test -run '^$' -bench
 // TenantIsolation -benchtime 1x ./services/reconciler/
 func BenchmarkTenantIsolation(b *testing.B) {
 	n := envInt("COMPUTE_BENCH_INSTANCES", 10_000)
-	rounds := envInt("COMPUTE_BENCH_ROUNDS", 3)
+	rounds := envInt("COMPUTE_BENCH_ROUNDS", 5)
+	samples := envInt("COMPUTE_BENCH_SAMPLES", 1000)
 	// acme's quotas of each flood's phases: none, those of the goal, and a list rate added
 	quotaSets := []api.TenantQuotas{{}, {CreatesPerSecond: 100, ConcurrentLists: 4},
 		{CreatesPerSecond: 100, ConcurrentLists: 4, ListsPerSecond: 20}}
@@ -134,9 +137,18 @@ func BenchmarkTenantIsolation(b *testing.B) {
 				wg.Wait()
 			},
 		}
-		measure := func() (get, list time.Duration) {
+		// measure samples globex's get and list until it has samples pairs,
+		// isolationPhaseBudget has passed or flooding is closed (the flood ended)
+		measure := func(flooding <-chan struct{}) latencies {
 			var gets, lists []time.Duration
-			for range 200 {
+			deadline := time.Now().Add(isolationPhaseBudget)
+		sample:
+			for len(gets) < samples && time.Now().Before(deadline) {
+				select {
+				case <-flooding:
+					break sample
+				default:
+				}
 				start := time.Now()
 				if err := h.callAs(otherTenant, "get", api.IDRequest{ID: victim.ID}, nil); err != nil {
 					b.Fatalf("globex get: %v", err)
@@ -149,14 +161,14 @@ func BenchmarkTenantIsolation(b *testing.B) {
 				}
 				lists = append(lists, time.Since(start))
 			}
-			return p99(gets), p99(lists)
+			return latencies{getP50: percentile(gets, 50), getP99: percentile(gets, 99),
+				listP50: percentile(lists, 50), listP99: percentile(lists, 99), n: len(gets)}
 		}
 		type phase struct {
-			name  string
-			q     api.TenantQuotas
-			gets  []time.Duration // p99 of each round
-			lists []time.Duration
-			rates []string // acme's answered and refused calls per second, per round
+			name   string
+			q      api.TenantQuotas
+			rounds []latencies
+			rates  []string // acme's answered and refused calls per second, per round
 		}
 		phases := []*phase{{name: "alone"}}
 		for _, name := range []string{"5000 creates", "80 lists"} {
@@ -167,8 +179,7 @@ func BenchmarkTenantIsolation(b *testing.B) {
 		for range rounds {
 			for _, ph := range phases {
 				if ph.name == "alone" {
-					get, list := measure()
-					ph.gets, ph.lists = append(ph.gets, get), append(ph.lists, list)
+					ph.rounds = append(ph.rounds, measure(nil))
 					continue
 				}
 				h.setQuotas(quotas, ph.q)
@@ -179,27 +190,32 @@ func BenchmarkTenantIsolation(b *testing.B) {
 				refused.Store(0)
 				answered.Store(0)
 				start := time.Now()
-				get, list := measure()
+				l := measure(done)
 				during := time.Since(start)
 				nRefused, nAnswered := refused.Load(), answered.Load()
 				close(stop)
 				<-done
-				ph.gets, ph.lists = append(ph.gets, get), append(ph.lists, list)
+				ph.rounds = append(ph.rounds, l)
 				ph.rates = append(ph.rates, fmt.Sprintf("%.0f/%.0f", float64(nAnswered)/during.Seconds(), float64(nRefused)/during.Seconds()))
 			}
 		}
-		aloneGet, aloneList := median(phases[0].gets), median(phases[0].lists)
-		b.Logf("globex alone: get p99 %v, list p99 %v (median of %d rounds: %v, %v; acme holds %d instances)", aloneGet.Round(time.Microsecond),
-			aloneList.Round(time.Microsecond), rounds, rounded(phases[0].gets), rounded(phases[0].lists), n)
+		alone := medians(phases[0].rounds)
+		b.Logf("globex alone: get p99 %s p50 %s, list p99 %s p50 %s ms (median of %d rounds: p99 %v, %v; samples %v; acme holds %d instances)",
+			ms(alone.getP99), ms(alone.getP50), ms(alone.listP99), ms(alone.listP50), rounds,
+			roundsOf(phases[0].rounds, func(l latencies) time.Duration { return l.getP99 }),
+			roundsOf(phases[0].rounds, func(l latencies) time.Duration { return l.listP99 }), counts(phases[0].rounds), n)
 		for _, ph := range phases[1:] {
 			quota := "no quotas"
 			if ph.q != (api.TenantQuotas{}) {
 				quota = fmt.Sprintf("quotas createsPerSecond %d, concurrentLists %d, listsPerSecond %d", ph.q.CreatesPerSecond, ph.q.ConcurrentLists, ph.q.ListsPerSecond)
 			}
-			get, list := median(ph.gets), median(ph.lists)
-			b.Logf("acme's %s (%s): globex get p99 %v (%.2f× alone), list p99 %v (%.2f× alone); rounds %v, %v; acme answered/refused per second %v", ph.name, quota,
-				get.Round(time.Microsecond), get.Seconds()/aloneGet.Seconds(), list.Round(time.Microsecond), list.Seconds()/aloneList.Seconds(),
-				rounded(ph.gets), rounded(ph.lists), ph.rates)
+			m := medians(ph.rounds)
+			b.Logf("acme's %s (%s): globex get p99 %s ms (%.2f× alone) p50 %s ms (%.2f×), list p99 %s ms (%.2f× alone) p50 %s ms (%.2f×); "+
+				"rounds' p99 %v, %v; samples %v; acme answered/refused per second %v", ph.name, quota,
+				ms(m.getP99), ratio(m.getP99, alone.getP99), ms(m.getP50), ratio(m.getP50, alone.getP50),
+				ms(m.listP99), ratio(m.listP99, alone.listP99), ms(m.listP50), ratio(m.listP50, alone.listP50),
+				roundsOf(ph.rounds, func(l latencies) time.Duration { return l.getP99 }),
+				roundsOf(ph.rounds, func(l latencies) time.Duration { return l.listP99 }), counts(ph.rounds), ph.rates)
 		}
 		_ = svc.Stop()
 		index.Stop()
@@ -229,6 +245,54 @@ func (h *harness) callAs(tenantID, verb string, in, out any) error {
 	return bus.Call(ctx, h.env.NC, bus.Command(tenantID, bus.ResourceInstances, verb), in, out)
 }
 
+// isolationPhaseBudget bounds how long BenchmarkTenantIsolation samples
+// globex in one phase of a round, so that a phase whose calls are slow
+// (a flood without quotas) does not take minutes for its samples.
+const isolationPhaseBudget = 8 * time.Second
+
+// latencies are globex's get and list percentiles in one phase of a round,
+// from n samples of each.
+type latencies struct {
+	getP50, getP99, listP50, listP99 time.Duration
+	n                                int
+}
+
+// medians is the median of each percentile of rounds.
+func medians(rounds []latencies) latencies {
+	of := func(f func(latencies) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(rounds))
+		for i, l := range rounds {
+			ds[i] = f(l)
+		}
+		return median(ds)
+	}
+	return latencies{getP50: of(func(l latencies) time.Duration { return l.getP50 }),
+		getP99:  of(func(l latencies) time.Duration { return l.getP99 }),
+		listP50: of(func(l latencies) time.Duration { return l.listP50 }),
+		listP99: of(func(l latencies) time.Duration { return l.listP99 })}
+}
+
+// roundsOf is one percentile of each round, rounded to 0.1 ms, for a log line.
+func roundsOf(rounds []latencies, f func(latencies) time.Duration) []time.Duration {
+	out := make([]time.Duration, len(rounds))
+	for i, l := range rounds {
+		out[i] = f(l).Round(100 * time.Microsecond)
+	}
+	return out
+}
+
+// counts is each round's number of samples.
+func counts(rounds []latencies) []int {
+	out := make([]int, len(rounds))
+	for i, l := range rounds {
+		out[i] = l.n
+	}
+	return out
+}
+
+// ratio is d over base.
+func ratio(d, base time.Duration) float64 { return d.Seconds() / base.Seconds() }
+
 // median is the middle of ds (the upper one of an even count).
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
@@ -236,18 +300,12 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// rounded is ds rounded to 0.1 ms, for a log line.
-func rounded(ds []time.Duration) []time.Duration {
-	out := make([]time.Duration, len(ds))
-	for i, d := range ds {
-		out[i] = d.Round(100 * time.Microsecond)
+// percentile is the p-th percentile of ds (nearest rank; 0 for no samples).
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
 	}
-	return out
-}
-
-// p99 is the 99th percentile of ds.
-func p99(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*99/100)]
+	return s[min(len(s)-1, len(s)*p/100)]
 }

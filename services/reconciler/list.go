@@ -10,7 +10,8 @@ import (
 // instances.list is answered from an in-memory index of every instance
 // (bus.Index, kept by each replica from a watch of compute_instances and
 // caught up to the stream's last sequence before each list): a page costs
-// its own records' reads, whatever the tenant's inventory. The index
+// its own records' reads, whatever the tenant's inventory, and is sent as
+// the cached records' stored JSON (bus.Index.ListJSON). The index
 // keeps only listView of each instance; instanceFilter is the list's one filter,
 // applied to the views to pick a page's ids and again to the records read.
 
