@@ -99,7 +99,7 @@ func (p *pendingCreate) finish(rev uint64, err error) {
 // goroutine at a time sends what waits: groupMin or more as one atomic
 // batch, or, when a create alone ends first, the next waiting ones alone.
 type groupCommit struct {
-	kv     jetstream.KeyValue // single creates, and the key rule
+	kv     jetstream.KeyValue // the bucket's plain handle: creates alone
 	nc     *nats.Conn
 	prefix string // "$KV.<bucket>."
 

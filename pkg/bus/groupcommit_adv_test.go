@@ -21,8 +21,7 @@ import (
 func advBatch(t *testing.T, b *bucket, keys []string, values [][]byte, timeout time.Duration) ([]uint64, []error) {
 	t.Helper()
 	g := b.group
-	g.mu.Lock()
-	g.leading, g.alone = true, groupAlone
+	holdLeader(g)
 	revs, errs := make([]uint64, len(keys)), make([]error, len(keys))
 	var wg sync.WaitGroup
 	queued := 0
@@ -34,18 +33,12 @@ func advBatch(t *testing.T, b *bucket, keys []string, values [][]byte, timeout t
 		})
 		// keep the order of keys in the batch (a create that may not go in
 		// one goes alone at once)
-		if !g.groupable(key, values[i]) {
-			continue
-		}
-		for queued++; len(g.waiting) < queued; {
-			g.mu.Unlock()
-			time.Sleep(200 * time.Microsecond)
-			g.mu.Lock()
+		if g.groupable(key, values[i]) {
+			queued++
+			waitQueued(g, queued)
 		}
 	}
-	g.alone = 0
-	g.mu.Unlock()
-	go g.lead()
+	releaseLeader(g)
 	wg.Wait()
 	return revs, errs
 }
@@ -168,8 +161,7 @@ func TestGroupCommitConnClosedWhileWaiting(t *testing.T) {
 	b := st.Instances.(*bucket)
 	before := runtime.NumGoroutine()
 	g := b.group
-	g.mu.Lock()
-	g.leading, g.alone = true, groupAlone
+	holdLeader(g)
 	keys, values := advKeys("acme.closed", 3*groupMin)
 	errs := make([]error, len(keys))
 	var wg sync.WaitGroup
@@ -178,15 +170,9 @@ func TestGroupCommitConnClosedWhileWaiting(t *testing.T) {
 			_, errs[i] = b.Create(context.Background(), key, values[i])
 		})
 	}
-	for len(g.waiting) < len(keys) {
-		g.mu.Unlock()
-		time.Sleep(time.Millisecond)
-		g.mu.Lock()
-	}
-	g.alone = 0
+	waitQueued(g, len(keys))
 	nc.Close()
-	g.mu.Unlock()
-	go g.lead()
+	releaseLeader(g)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -199,17 +185,7 @@ func TestGroupCommitConnClosedWhileWaiting(t *testing.T) {
 			t.Errorf("%s: no error on a closed connection", keys[i])
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	leading := true
-	for leading && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		g.mu.Lock()
-		leading = g.leading
-		g.mu.Unlock()
-	}
-	if leading {
-		t.Error("leader still running")
-	}
+	leaderEnds(t, g, 5*time.Second)
 	t.Logf("goroutines before %d after %d; first err %v", before, runtime.NumGoroutine(), errs[0])
 }
 
@@ -312,8 +288,7 @@ func TestGroupCommitCallersLeave(t *testing.T) {
 	_, st := groupStores(t)
 	b := st.Instances.(*bucket)
 	g := b.group
-	g.mu.Lock()
-	g.leading, g.alone = true, groupAlone
+	holdLeader(g)
 	keys, values := advKeys("acme.leave", 3*groupMin)
 	errs := make([]error, len(keys))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -327,18 +302,10 @@ func TestGroupCommitCallersLeave(t *testing.T) {
 			_, errs[i] = b.Create(c, key, values[i])
 		})
 	}
-	for len(g.waiting) < len(keys) {
-		g.mu.Unlock()
-		time.Sleep(time.Millisecond)
-		g.mu.Lock()
-	}
-	g.mu.Unlock()
+	waitQueued(g, len(keys))
 	cancel()
 	start := time.Now()
-	g.mu.Lock()
-	g.alone = 0
-	g.mu.Unlock()
-	go g.lead()
+	releaseLeader(g)
 	wg.Wait()
 	t.Logf("all returned in %v", time.Since(start))
 	for i, err := range errs {
@@ -352,10 +319,25 @@ func TestGroupCommitCallersLeave(t *testing.T) {
 			t.Logf("%s: cancelled caller's record stored anyway", keys[i])
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.leading || len(g.waiting) != 0 {
-		t.Errorf("leading %v, waiting %d", g.leading, len(g.waiting))
+	leaderEnds(t, g, 100*time.Millisecond)
+}
+
+// leaderEnds fails t unless g's leader has ended, with no create waiting,
+// within the given time.
+func leaderEnds(t *testing.T, g *groupCommit, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		g.mu.Lock()
+		leading, waiting := g.leading, len(g.waiting)
+		g.mu.Unlock()
+		if !leading && waiting == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%v after: leader still running %v, %d creates waiting", within, leading, waiting)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

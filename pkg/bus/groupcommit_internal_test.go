@@ -56,6 +56,35 @@ func createAll(kv jetstream.KeyValue, keys []string) ([]uint64, []error) {
 	return revs, errs
 }
 
+// holdLeader makes every create of g made next wait for a turn: the
+// leader's turn is taken and so is every place of a create alone.
+func holdLeader(g *groupCommit) {
+	g.mu.Lock()
+	g.leading, g.alone = true, groupAlone
+	g.mu.Unlock()
+}
+
+// waitQueued waits until n creates wait in g.
+func waitQueued(g *groupCommit, n int) {
+	for {
+		g.mu.Lock()
+		queued := len(g.waiting)
+		g.mu.Unlock()
+		if queued >= n {
+			return
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// releaseLeader ends holdLeader: a leader sends what waits, in one turn.
+func releaseLeader(g *groupCommit) {
+	g.mu.Lock()
+	g.alone = 0
+	g.mu.Unlock()
+	go g.lead()
+}
+
 // Many creates at once on a single server's bucket are committed in
 // atomic batches, and each create is answered with its own key's
 // revision, as the stream stored it.
@@ -112,10 +141,7 @@ func TestGroupCommitRefusedBatchAnswersEachCreateAlone(t *testing.T) {
 	if err := kv.Delete(ctx, "acme.deleted"); err != nil {
 		t.Fatal(err)
 	}
-	// Hold the leader, and take every place of a create alone, so that
-	// every create below waits for one turn.
-	b.group.mu.Lock()
-	b.group.leading, b.group.alone = true, groupAlone
+	holdLeader(b.group) // every create below waits for one turn
 	keys := []string{"acme.exists", "acme.deleted", "acme.twin", "acme.twin"}
 	for i := range 2 * groupMin {
 		keys = append(keys, fmt.Sprintf("acme.new_%02d", i))
@@ -124,14 +150,8 @@ func TestGroupCommitRefusedBatchAnswersEachCreateAlone(t *testing.T) {
 	var errs []error
 	done := make(chan struct{})
 	go func() { revs, errs = createAll(kv, keys); close(done) }()
-	for len(b.group.waiting) < len(keys) {
-		b.group.mu.Unlock()
-		time.Sleep(time.Millisecond)
-		b.group.mu.Lock()
-	}
-	b.group.alone = 0
-	b.group.mu.Unlock()
-	go b.group.lead()
+	waitQueued(b.group, len(keys))
+	releaseLeader(b.group)
 	<-done
 
 	twins := 0
