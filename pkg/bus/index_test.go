@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
 	"better-compute.io/compute/pkg/bus/bustest"
@@ -336,6 +338,73 @@ func TestReplicatedIndexListUnderConcurrentCreates(t *testing.T) {
 	concurrentCreatesThenLists(t, openReplicated(t, c.url(0)), startIndex(t, openReplicated(t, c.url(1))), 6, 15)
 }
 
+// messageGets counts the message gets (STREAM.MSG.GET, DIRECT.GET) the
+// server receives from now on: each call answers those received since
+// the one before.
+func messageGets(t *testing.T, env *bustest.Env) func() int64 {
+	t.Helper()
+	counter := env.Connect(t)
+	sub, err := counter.SubscribeSync("$JS.API.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := counter.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return func() int64 {
+		if err := counter.Flush(); err != nil { // every request sent before is in sub's queue
+			t.Fatal(err)
+		}
+		n := int64(0)
+		for {
+			if pending, _, _ := sub.Pending(); pending == 0 {
+				return n
+			}
+			m, err := sub.NextMsg(time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(m.Subject, "$JS.API.STREAM.MSG.GET.") || strings.HasPrefix(m.Subject, "$JS.API.DIRECT.GET.") {
+				n++
+			}
+		}
+	}
+}
+
+// TestListIndexServesCachedPagesWithoutReads: a list index (secrets,
+// accounts, pools) keeps its records, so a page of 50 costs no read of the
+// bucket, and a record written since is listed as written.
+func TestListIndexServesCachedPagesWithoutReads(t *testing.T) {
+	env := bustest.Start(t)
+	ctx := testCtx(t)
+	table := bus.NewTable[rec](env.Stores.Secrets, "rec")
+	for i := range 50 {
+		if _, err := table.Create(ctx, "acme", fmt.Sprintf("inst_%04d", i), rec{N: i * 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix, err := bus.NewListIndex(table, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ix.Stop)
+	gets := messageGets(t, env)
+	listAll(t, ix, 1000, nil, nil) // loaded and caught up
+	old, rev, err := table.Get(ctx, "acme", "inst_0007")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := table.MutateAt(ctx, "acme", "inst_0007", old, rev, func(r *rec) error { r.N = 71; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	gets()
+	_, recs := listAll(t, ix, 1000, nil, nil)
+	if calls := gets(); calls != 0 || len(recs) != 50 || recs["inst_0007"].N != 71 {
+		t.Fatalf("a list of 50 records: %d message gets (want none), %d records, inst_0007 %+v (want N 71)", calls, len(recs), recs["inst_0007"])
+	}
+}
+
 // With IndexOptions.CacheBytes, a page of cached records reads nothing from
 // the bucket (no message get reaches the server), and holds each record as last written;
 // records beyond the bound are read from the bucket, those written longest
@@ -357,34 +426,7 @@ func TestIndexCacheServesPagesWithoutReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// the message gets of the bucket's stream, as the server receives them
-	counter := env.Connect(t)
-	sub, err := counter.SubscribeSync("$JS.API.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	gets := func() int64 { // those received since the last call
-		if err := counter.Flush(); err != nil { // every request sent before is in sub's queue
-			t.Fatal(err)
-		}
-		n := int64(0)
-		for {
-			if pending, _, _ := sub.Pending(); pending == 0 {
-				return n
-			}
-			m, err := sub.NextMsg(time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.HasPrefix(m.Subject, "$JS.API.STREAM.MSG.GET.") || strings.HasPrefix(m.Subject, "$JS.API.DIRECT.GET.") {
-				n++
-			}
-		}
-	}
-	if err := counter.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	gets := messageGets(t, env)
 	apiCalls := func(ix *bus.Index[rec]) (int64, map[string]rec) {
 		listAll(t, ix, 1000, nil, nil) // loaded and caught up
 		gets()

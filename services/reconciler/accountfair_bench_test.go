@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus/bustest"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 )
 
@@ -22,10 +23,10 @@ import (
 // (default 1s), COMPUTE_BENCH_WORKERS (reconcile workers, default the
 // production default). It does not wait for the flood to converge.
 func BenchmarkAccountFairness(b *testing.B) {
-	n := envInt("COMPUTE_BENCH_INSTANCES", 5000)
+	n := bustest.EnvInt("COMPUTE_BENCH_INSTANCES", 5000)
 	latency := envDuration("COMPUTE_BENCH_LATENCY", 2*time.Second)
 	action := envDuration("COMPUTE_BENCH_ACTION", time.Second)
-	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: envInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
+	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: bustest.EnvInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
 	for b.Loop() {
 		h := newHarness(b, o)
 		emu := latentHetzner(b, h, latency, action)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 )
@@ -21,13 +21,6 @@ import (
 func envDuration(name string, def time.Duration) time.Duration {
 	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
 		return d
-	}
-	return def
-}
-
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
 	}
 	return def
 }
@@ -43,10 +36,10 @@ func envInt(name string, def int) int {
 // emulator's rate limit is lifted: docs/benchmarks.md computes the bound
 // Hetzner's budget puts on top.
 func BenchmarkFleetConvergence(b *testing.B) {
-	n := envInt("COMPUTE_BENCH_INSTANCES", 1000)
+	n := bustest.EnvInt("COMPUTE_BENCH_INSTANCES", 1000)
 	latency := envDuration("COMPUTE_BENCH_LATENCY", 0)
 	action := envDuration("COMPUTE_BENCH_ACTION", time.Second)
-	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: envInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
+	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: bustest.EnvInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
 	for b.Loop() {
 		h := newHarness(b, o)
 		emu := latentHetzner(b, h, latency, action)
@@ -100,10 +93,10 @@ func BenchmarkFleetConvergence(b *testing.B) {
 // workers, default the production default). It does not wait for the flood
 // to converge.
 func BenchmarkTenantFairness(b *testing.B) {
-	n := envInt("COMPUTE_BENCH_INSTANCES", 5000)
+	n := bustest.EnvInt("COMPUTE_BENCH_INSTANCES", 5000)
 	latency := envDuration("COMPUTE_BENCH_LATENCY", 2*time.Second)
 	action := envDuration("COMPUTE_BENCH_ACTION", time.Second)
-	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: envInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
+	o := Options{Logger: zerolog.Nop(), ReconcileWorkers: bustest.EnvInt("COMPUTE_BENCH_WORKERS", 0), ResyncInterval: -1}
 	for b.Loop() {
 		h := newHarness(b, o)
 		emu := latentHetzner(b, h, latency, action)

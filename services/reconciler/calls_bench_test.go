@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus/bustest"
 	hetzner "better-compute.io/compute/services/provider-hetzner"
 	"better-compute.io/compute/services/provider-hetzner/emulator"
 )
@@ -98,7 +99,7 @@ func BenchmarkHetznerCallsPerInstance(b *testing.B) {
 //
 //	go test -run '^$' -bench HetznerFleetBudget -benchtime 1x -timeout 2h ./services/reconciler/
 func BenchmarkHetznerFleetBudget(b *testing.B) {
-	fast := float64(envInt("COMPUTE_BENCH_CLOCK_SPEED", 50))
+	fast := float64(bustest.EnvInt("COMPUTE_BENCH_CLOCK_SPEED", 50))
 	var fleets []int
 	for _, f := range strings.Split(envString("COMPUTE_BENCH_FLEETS", "1000,10000"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))

@@ -18,6 +18,7 @@ import (
 
 	"better-compute.io/compute/pkg/api"
 	"better-compute.io/compute/pkg/bus"
+	"better-compute.io/compute/pkg/bus/bustest"
 )
 
 // BenchmarkListAtScale seeds the instances bucket with settled instances
@@ -44,7 +45,7 @@ func BenchmarkListAtScale(b *testing.B) {
 		}
 		sizes = append(sizes, n)
 	}
-	samples, before := envInt("COMPUTE_BENCH_SAMPLES", 200), envCount("COMPUTE_BENCH_BEFORE", 5)
+	samples, before := bustest.EnvInt("COMPUTE_BENCH_SAMPLES", 200), envCount("COMPUTE_BENCH_BEFORE", 5)
 	for b.Loop() {
 		s := newListScale(b)
 		rows := []string{
@@ -69,7 +70,7 @@ func envString(name, def string) string {
 	return def
 }
 
-// envCount is envInt that also takes 0.
+// envCount is bustest.EnvInt that also takes 0.
 func envCount(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n >= 0 {
 		return n

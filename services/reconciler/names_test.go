@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"better-compute.io/compute/pkg/api"
+	"better-compute.io/compute/pkg/bus/bustest"
 )
 
 // Instance names are unique per pool: a second create of a name in the
@@ -72,7 +73,7 @@ func TestUnknownFlavorListsTheFlavors(t *testing.T) {
 // reads the tenant's instances until it finds the name, so it grows with
 // the tenant.
 func BenchmarkCreateNameCheck(b *testing.B) {
-	n := envInt("COMPUTE_BENCH_INSTANCES", 1000)
+	n := bustest.EnvInt("COMPUTE_BENCH_INSTANCES", 1000)
 	h := newHarness(b, fastOptions(), startAPI)
 	for i := range n {
 		inst := api.Instance{ID: api.NewID(api.PrefixInstance), TenantID: tenant, PoolID: h.pool.ID, Flavor: "small",

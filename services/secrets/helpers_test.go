@@ -23,7 +23,7 @@ type harness struct {
 	logs *bustest.LogBuffer
 }
 
-func testKeyring(t *testing.T, id string, fill byte) *seal.Keyring {
+func testKeyring(t testing.TB, id string, fill byte) *seal.Keyring {
 	t.Helper()
 	kr, err := seal.NewKeyring(seal.Key{ID: id, Bytes: bytes.Repeat([]byte{fill}, seal.KeySize)})
 	if err != nil {
@@ -38,7 +38,7 @@ func (h *harness) options(kr *seal.Keyring) Options {
 
 // startHarness starts a bus and the service with keyring k1, options
 // changed by each of opts.
-func startHarness(t *testing.T, opts ...func(*Options)) *harness {
+func startHarness(t testing.TB, opts ...func(*Options)) *harness {
 	t.Helper()
 	h := &harness{env: bustest.Start(t), logs: &bustest.LogBuffer{}}
 	o := h.options(testKeyring(t, "k1", 1))
