@@ -217,9 +217,11 @@ func batchSize(waiting []*pendingCreate) int {
 }
 
 // batch commits take (groupMin creates or more, fewer when their values
-// reach groupMaxBytes) as one atomic batch, or,
-// when the server refuses the batch as a whole, each alone, all at once.
-// Creates whose callers left are not written.
+// reach groupMaxBytes) as one atomic batch, or, when the server refuses
+// the batch as a whole, each alone, groupAlone at once (the stream stores
+// them one after the other anyway; more at once would only queue them in
+// the connection and the server). Creates whose callers left are not
+// written.
 func (g *groupCommit) batch(take []*pendingCreate) {
 	take = slices.DeleteFunc(take, func(p *pendingCreate) bool {
 		if err := p.ctx.Err(); err != nil {
@@ -232,8 +234,13 @@ func (g *groupCommit) batch(take []*pendingCreate) {
 		return
 	}
 	var wg sync.WaitGroup
+	turns := make(chan struct{}, groupAlone)
 	for _, p := range take {
-		wg.Go(func() { p.finish(g.kv.Create(p.ctx, p.key, p.value)) })
+		turns <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-turns }()
+			p.finish(g.kv.Create(p.ctx, p.key, p.value))
+		})
 	}
 	wg.Wait()
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,6 +142,8 @@ func TestGroupCommitRefusedBatchAnswersEachCreateAlone(t *testing.T) {
 	if err := kv.Delete(ctx, "acme.deleted"); err != nil {
 		t.Fatal(err)
 	}
+	alone := &countingKV{KeyValue: b.group.kv}
+	b.group.kv = alone
 	holdLeader(b.group) // every create below waits for one turn
 	keys := []string{"acme.exists", "acme.deleted", "acme.twin", "acme.twin"}
 	for i := range 2 * groupMin {
@@ -178,6 +181,31 @@ func TestGroupCommitRefusedBatchAnswersEachCreateAlone(t *testing.T) {
 	if n := b.group.batches.Load(); n != 0 {
 		t.Errorf("%d batches committed, want 0 (the batch was refused)", n)
 	}
+	if n, most := alone.calls.Load(), alone.most.Load(); n != int64(len(keys)) || most > groupAlone {
+		t.Errorf("the refused batch's %d creates were written in %d creates alone, at most %d at once (want %d, at most %d)",
+			len(keys), n, most, len(keys), groupAlone)
+	}
+}
+
+// countingKV is a bucket handle that counts its creates, and the most
+// under way at once; each takes 2 ms more, so that creates sent together
+// overlap.
+type countingKV struct {
+	jetstream.KeyValue
+	calls, running, most atomic.Int64
+}
+
+func (c *countingKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	c.calls.Add(1)
+	now := c.running.Add(1)
+	defer c.running.Add(-1)
+	for {
+		if m := c.most.Load(); now <= m || c.most.CompareAndSwap(m, now) {
+			break
+		}
+	}
+	time.Sleep(2 * time.Millisecond)
+	return c.KeyValue.Create(ctx, key, value, opts...)
 }
 
 // A stream whose atomic batches were turned off after the bucket was
