@@ -59,15 +59,30 @@ type IndexOptions[T any] struct {
 // delivered sequences jump (a skipped message) and counts that stretch
 // as unapplied until a message arrives that the stream had nothing
 // after (pending 0), or a restarted watch begins with nothing pending:
-// then every key's newest message is applied. A watch
-// that does not advance while a list waits is restarted from the last
-// sequence applied (indexStall); one that ends (a closed subscription) too.
+// then every key's newest message is applied. A watch that does not
+// advance while a list waits (indexStall) is restarted from the last
+// sequence applied, one that ends (a closed subscription) too; but first,
+// if it has nothing pending and is short of the list's sequence (the
+// stream's last messages were purged, so none has it), the stream leader
+// is asked for the first message after the one applied: none, and the
+// list's sequence counts as applied (the watch's consumer may read a
+// replica that lags, so its own "nothing pending" is not enough).
 // A stream made again (another creation time) is loaded from scratch.
+//
+// A message removed through the stream's purge API (`nats stream purge`,
+// whole or by subject: not a KV delete or purge, which write a marker) is
+// never delivered either. The index counts the keys it holds a message
+// of (records, markers and the rest, History 1: one message per key) and
+// the catch-up compares them with the stream's message count: more keys
+// than messages, beyond the keys written after the count was taken, is a
+// removal, and the index loads from scratch (purged). A purge is
+// therefore seen by the first list after it that the writes since do not
+// outnumber; until then a list may still hold a purged record.
 //
 // Only for buckets whose messages are removed by newer writes alone (no
 // MaxAge): an expired message is never delivered, so an index of a TTL
 // bucket would keep expired records. Memory: one view, one id and
-// a btree slot per facet per record.
+// a btree slot per facet per record, and one key per delete marker.
 type Index[T any] struct {
 	t      *Table[T]
 	stream jetstream.Stream
@@ -93,8 +108,17 @@ type Index[T any] struct {
 	advanced chan struct{}
 	waiting  int
 	// reset asks the next watch to start over from an empty index (the
-	// stream was made again).
+	// stream was made again, or purged).
 	reset bool
+	// settled: the watch had nothing pending after the last message it
+	// applied (or when it started), as its consumer saw the stream.
+	settled bool
+	// records counts the entries of tenants; absent holds the keys whose
+	// newest message was applied but which have no entry (delete and
+	// purge markers, keys that are not a record, records that do not
+	// decode): with records, the keys the stream holds a message of.
+	records int
+	absent  map[string]struct{}
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -149,7 +173,7 @@ func NewIndex[T any](t *Table[T], o IndexOptions[T]) (*Index[T], error) {
 		o.View = func(v *T) T { return *v }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ix := &Index[T]{t: t, stream: b.stream, o: o, tenants: map[string]*tenantIndex[T]{}, cache: list.New(),
+	ix := &Index[T]{t: t, stream: b.stream, o: o, tenants: map[string]*tenantIndex[T]{}, cache: list.New(), absent: map[string]struct{}{},
 		advanced: make(chan struct{}), kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go ix.run(ctx)
 	return ix, nil
@@ -215,9 +239,10 @@ func (ix *Index[T]) watch(ctx context.Context) error {
 		created = info.Created
 	}
 	ix.mu.Lock()
+	ix.settled = false
 	if fresh {
 		ix.tenants, ix.applied, ix.skipped, ix.created, ix.reset = map[string]*tenantIndex[T]{}, 0, 0, created, false
-		ix.cache, ix.cacheBytes = list.New(), 0
+		ix.cache, ix.cacheBytes, ix.records, ix.absent = list.New(), 0, 0, map[string]struct{}{}
 	} else {
 		opts = append(opts, jetstream.ResumeFromRevision(ix.applied+1))
 	}
@@ -267,6 +292,11 @@ func (ix *Index[T]) apply(e jetstream.KeyValueEntry) {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if put {
+		delete(ix.absent, e.Key())
+	} else {
+		ix.absent[e.Key()] = struct{}{}
+	}
 	if ok {
 		ti := ix.tenants[tenant]
 		if ti == nil {
@@ -276,12 +306,14 @@ func (ix *Index[T]) apply(e jetstream.KeyValueEntry) {
 		if old, had := ti.all.Delete(&indexEntry[T]{id: id}); had {
 			ix.unfacet(ti, old)
 			ix.uncache(old)
+			ix.records--
 		}
 		if put {
 			entry := &indexEntry[T]{id: id, view: view}
 			ti.all.ReplaceOrInsert(entry)
 			ix.facet(ti, entry)
 			ix.store(entry, e.Value())
+			ix.records++
 		} else if ti.all.Len() == 0 {
 			delete(ix.tenants, tenant)
 		}
@@ -292,14 +324,16 @@ func (ix *Index[T]) apply(e jetstream.KeyValueEntry) {
 		}
 		ix.applied = rev
 	}
-	if e.Delta() == 0 {
+	if ix.settled = e.Delta() == 0; ix.settled {
 		ix.skipped = 0
 	}
 	ix.notify()
 }
 
-// store caches raw as entry's record when it fits in CacheBytes,
-// dropping the records cached longest ago to make room (ix.mu held).
+// store caches a copy of raw as entry's record when it fits in
+// CacheBytes, dropping the records cached longest ago to make room (ix.mu
+// held). A copy, because a message's value shares its buffer with the
+// message's headers, which the bound does not count.
 func (ix *Index[T]) store(entry *indexEntry[T], raw []byte) {
 	cost := len(raw) + cacheEntryOverhead
 	if cost > ix.o.CacheBytes {
@@ -308,7 +342,7 @@ func (ix *Index[T]) store(entry *indexEntry[T], raw []byte) {
 	for ix.cacheBytes+cost > ix.o.CacheBytes {
 		ix.uncache(ix.cache.Front().Value.(*indexEntry[T]))
 	}
-	entry.raw = raw
+	entry.raw = slices.Clone(raw)
 	entry.cached = ix.cache.PushBack(entry)
 	ix.cacheBytes += cost
 }
@@ -328,7 +362,7 @@ func (ix *Index[T]) uncache(entry *indexEntry[T]) {
 func (ix *Index[T]) settle() {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.skipped = 0
+	ix.skipped, ix.settled = 0, true
 	ix.notify()
 }
 
@@ -370,10 +404,11 @@ func (ix *Index[T]) unfacet(ti *tenantIndex[T], entry *indexEntry[T]) {
 }
 
 // catchUp waits until the index has applied every message the stream
-// leader held when it was called, none of them skipped (Index). A last
-// sequence below the one applied is no reason to reload: the watch may
-// apply later writes before the stream info's answer is read. Errors:
-// UNAVAILABLE (the stream could not be asked, or ctx ended first).
+// leader held when it was called, none of them skipped (Index), and
+// loads it again first if messages were purged. A last sequence below
+// the one applied is no reason to reload: the watch may apply later
+// writes before the stream info's answer is read. Errors: UNAVAILABLE
+// (the stream could not be asked, or ctx ended first).
 func (ix *Index[T]) catchUp(ctx context.Context) error {
 	info, err := ix.stream.Info(ctx)
 	if err != nil {
@@ -397,21 +432,83 @@ func (ix *Index[T]) catchUp(ctx context.Context) error {
 	for {
 		ix.mu.RLock()
 		applied, skipped, advanced, reset := ix.applied, ix.skipped, ix.advanced, ix.reset
+		caught := applied >= target && (skipped == 0 || skipped > target) && !reset
+		purged := caught && ix.keysOver(info.State)
 		ix.mu.RUnlock()
-		if applied >= target && (skipped == 0 || skipped > target) && !reset {
+		if caught && !purged {
 			return nil
+		}
+		if purged {
+			ix.reload(info.State)
 		}
 		select {
 		case <-advanced:
 			stall.Reset(indexStall)
 		case <-stall.C:
-			ix.kickWatch()
+			if !ix.nothingAfter(ctx, target) {
+				ix.kickWatch()
+			}
 			stall.Reset(indexStall)
 		case <-ctx.Done():
 			return api.Errorf(api.CodeUnavailable, "state store list %s: the index is at %d of %d: %v; retry",
 				ix.t.kv.Bucket(), applied, target, ctx.Err())
 		}
 	}
+}
+
+// nothingAfter tells whether a settled watch short of target has
+// nothing to apply: it asks the stream leader for the first message after
+// the one applied, and if there is none and the index has not moved, it
+// counts target as applied (every message the stream holds is at or
+// below the one applied: those up to target were purged) and wakes the
+// lists. An error asking counts as something to apply.
+func (ix *Index[T]) nothingAfter(ctx context.Context, target uint64) bool {
+	ix.mu.RLock()
+	applied, short := ix.applied, ix.settled && ix.skipped == 0 && !ix.reset && ix.applied < target
+	ix.mu.RUnlock()
+	if !short {
+		return false
+	}
+	_, err := ix.stream.GetMsg(ctx, applied+1, jetstream.WithGetMsgSubject("$KV."+ix.t.kv.Bucket()+".>"))
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.applied != applied || ix.skipped != 0 || ix.reset {
+		return false
+	}
+	ix.applied = target
+	ix.notify()
+	return true
+}
+
+// reload asks the watch to load the index from scratch if it still
+// holds more keys than the stream held messages in state, beyond those it
+// may have applied since (keysOver): messages were purged.
+func (ix *Index[T]) reload(state jetstream.StreamState) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.reset || !ix.keysOver(state) { // another list saw it first
+		return
+	}
+	ix.o.Logger.Info().Str("bucket", ix.t.kv.Bucket()).Int("keys", ix.records+len(ix.absent)).Uint64("messages", state.Msgs).
+		Msg("index reloads: messages were purged from the stream")
+	ix.reset = true
+	ix.kickWatch()
+}
+
+// keysOver tells whether the index holds more keys than the stream held
+// messages in state plus the sequences applied since (one new key each at
+// most): keys are never removed but by the purge API (History 1: one
+// message per key, a delete leaves a marker), so then some were purged
+// (ix.mu held).
+func (ix *Index[T]) keysOver(state jetstream.StreamState) bool {
+	keys := uint64(ix.records + len(ix.absent))
+	if ix.applied < state.LastSeq || keys <= ix.applied-state.LastSeq {
+		return false
+	}
+	return keys-(ix.applied-state.LastSeq) > state.Msgs
 }
 
 // kickWatch makes the watch start again (a kick pending is enough).

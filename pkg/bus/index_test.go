@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"better-compute.io/compute/pkg/api"
@@ -525,4 +526,120 @@ func TestIndexListJSONIsListEncodedWithoutDecodingCachedRecords(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lockedLog is a zerolog writer tests read while the index writes to it.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), s)
+}
+
+// TestIndexReloadsAfterStreamPurge: messages removed through the stream's
+// purge API (by subject, or all of them) write no message the watch could
+// apply; the next list sees the stream hold fewer messages than the index
+// has keys and loads it again, so a purged record is not listed from the
+// index's memory (a list index serves its records cached). KV deletes and
+// purges, which write markers, cause no reload.
+func TestIndexReloadsAfterStreamPurge(t *testing.T) {
+	env := bustest.Start(t)
+	ctx := testCtx(t)
+	table := bus.NewTable[rec](env.Stores.Secrets, "rec")
+	val := func(i int) rec { return rec{N: i*10 + i%2} } // inst_000i, odd when i is
+	for i := range 6 {
+		if _, err := table.Create(ctx, "acme", fmt.Sprintf("inst_%04d", i), val(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log lockedLog
+	ix, err := bus.NewIndex(table, bus.IndexOptions[rec]{Facets: kindOf, CacheBytes: bus.ListIndexCacheBytes,
+		Logger: zerolog.New(&log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ix.Stop)
+	const reload = "messages were purged"
+	want := func(step string, reloads int, ids ...string) {
+		t.Helper()
+		got, _ := listAll(t, ix, 1000, nil, nil)
+		odd, _ := listAll(t, ix, 1000, []string{"odd=true"}, nil)
+		var wantOdd []string
+		for _, id := range ids {
+			if n := id[len(id)-1] - '0'; n%2 == 1 {
+				wantOdd = append(wantOdd, id)
+			}
+		}
+		if !slices.Equal(got, ids) || !slices.Equal(odd, wantOdd) || log.count(reload) != reloads {
+			t.Fatalf("%s: listed %v (odd %v), want %v (odd %v); %d reloads, want %d", step, got, odd, ids, wantOdd,
+				log.count(reload), reloads)
+		}
+	}
+	want("loaded", 0, "inst_0000", "inst_0001", "inst_0002", "inst_0003", "inst_0004", "inst_0005")
+
+	// Markers: a KV delete, a KV purge, a delete of a key never written,
+	// a record created again after its delete.
+	if err := env.Stores.Secrets.Delete(ctx, bus.RecordKey("acme", "inst_0000")); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Stores.Secrets.Purge(ctx, bus.RecordKey("acme", "inst_0002")); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Stores.Secrets.Delete(ctx, bus.RecordKey("acme", "inst_0009")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Create(ctx, "acme", "inst_0000", val(0)); err != nil {
+		t.Fatal(err)
+	}
+	want("markers", 0, "inst_0000", "inst_0001", "inst_0003", "inst_0004", "inst_0005")
+
+	stream, err := env.Stores.JS.Stream(ctx, "KV_"+env.Stores.Secrets.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	purge := func(key string) {
+		t.Helper()
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject("$KV."+env.Stores.Secrets.Bucket()+"."+key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	purge(bus.RecordKey("acme", "inst_0003"))
+	want("a record purged from the stream", 1, "inst_0000", "inst_0001", "inst_0004", "inst_0005")
+
+	purge(bus.RecordKey("acme", "inst_0005"))
+	if _, err := table.Create(ctx, "acme", "inst_0006", val(6)); err != nil {
+		t.Fatal(err)
+	}
+	want("a record purged, then one created", 2, "inst_0000", "inst_0001", "inst_0004", "inst_0006")
+
+	purge(bus.RecordKey("acme", "inst_0009")) // a marker: nothing listed changes, the index reloads
+	want("a marker purged", 3, "inst_0000", "inst_0001", "inst_0004", "inst_0006")
+
+	if err := stream.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Create(ctx, "acme", "inst_0007", val(7)); err != nil {
+		t.Fatal(err)
+	}
+	want("the stream purged, then one created", 4, "inst_0007")
+
+	// The stream's last message purged: the reloaded index is caught up
+	// though no message has the stream's last sequence.
+	if err := env.Stores.Secrets.Delete(ctx, bus.RecordKey("acme", "inst_0007")); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Stores.Secrets.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(-1)); err != nil {
+		t.Fatal(err)
+	}
+	want("the last message, a marker, purged", 5)
 }
