@@ -528,24 +528,6 @@ func TestIndexListJSONIsListEncodedWithoutDecodingCachedRecords(t *testing.T) {
 	}
 }
 
-// lockedLog is a zerolog writer tests read while the index writes to it.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), s)
-}
-
 // TestIndexReloadsAfterStreamPurge: messages removed through the stream's
 // purge API (by subject, or all of them) write no message the watch could
 // apply; the next list sees the stream hold fewer messages than the index
@@ -562,7 +544,7 @@ func TestIndexReloadsAfterStreamPurge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var log lockedLog
+	var log bustest.LogBuffer
 	ix, err := bus.NewIndex(table, bus.IndexOptions[rec]{Facets: kindOf, CacheBytes: bus.ListIndexCacheBytes,
 		Logger: zerolog.New(&log)})
 	if err != nil {
@@ -580,9 +562,9 @@ func TestIndexReloadsAfterStreamPurge(t *testing.T) {
 				wantOdd = append(wantOdd, id)
 			}
 		}
-		if !slices.Equal(got, ids) || !slices.Equal(odd, wantOdd) || log.count(reload) != reloads {
+		if !slices.Equal(got, ids) || !slices.Equal(odd, wantOdd) || strings.Count(log.String(), reload) != reloads {
 			t.Fatalf("%s: listed %v (odd %v), want %v (odd %v); %d reloads, want %d", step, got, odd, ids, wantOdd,
-				log.count(reload), reloads)
+				strings.Count(log.String(), reload), reloads)
 		}
 	}
 	want("loaded", 0, "inst_0000", "inst_0001", "inst_0002", "inst_0003", "inst_0004", "inst_0005")
